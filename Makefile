@@ -1,0 +1,36 @@
+# Two commands for a newcomer: `make demo` and `make test`.
+# Both create and reuse the project virtual environment in .venv.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+DEMO_TOPIC := Should a small startup (under 10 people) adopt a microservices architecture from day one?
+DEMO_SEED  := 7
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev,local]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/debate run "$(DEMO_TOPIC)" --seed $(DEMO_SEED) --out demo-out
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_agreement.py
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

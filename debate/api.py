@@ -1,0 +1,240 @@
+"""The Python entry points: run a debate, judge a transcript, write the result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from debate._version import __version__
+from debate.calls import CallPolicy, UsageMeter
+from debate.config import RunConfig, validation_message
+from debate.events import EventHandler
+from debate.exceptions import ConfigurationError
+from debate.models import resolve_model
+from debate.models.base import Model, ModelSettings
+from debate.panel import MultiJudgePanel
+from debate.prompts import PromptRenderer
+from debate.protocol import DebateProtocol, Debaters
+from debate.result import DebateResult
+from debate.schema import Transcript, check_topic
+from debate.topics import TopicProfiles
+
+
+class ModelPool:
+    """Builds each distinct model once (the embedded model is loaded a single time)."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        seed: int = 0,
+        model_path: str | None = None,
+    ) -> None:
+        self.config = config
+        self.api_key_env = api_key_env
+        self.seed = seed
+        self.model_path = model_path
+        self._built: dict[tuple[str, str | None], Model] = {}
+
+    def get(self, name: str | None, base_url: str | None = None) -> Model:
+        """The model for a name (default: the run's), built on first use."""
+        key = (name or self.config.model, base_url or self.config.base_url)
+        if key not in self._built:
+            self._built[key] = resolve_model(
+                key[0],
+                base_url=key[1],
+                api_key_env=self.api_key_env,
+                model_path=self.model_path,
+                seed=self.seed,
+            )
+        return self._built[key]
+
+
+def _config(config: RunConfig | None) -> RunConfig:
+    return config if config is not None else RunConfig()
+
+
+def _judge_models(
+    config: RunConfig, pool: ModelPool, model: Model | None, judges: Mapping[str, Model] | None
+) -> dict[str, Model]:
+    chosen: dict[str, Model] = {}
+    for spec in config.judges:
+        if judges is not None and spec.name in judges:
+            chosen[spec.name] = judges[spec.name]
+        elif model is not None and spec.model is None:
+            chosen[spec.name] = model
+        else:
+            chosen[spec.name] = pool.get(spec.model, spec.base_url)
+    return chosen
+
+
+async def run_debate(
+    topic: str,
+    *,
+    config: RunConfig | None = None,
+    model: Model | None = None,
+    pro: Model | None = None,
+    con: Model | None = None,
+    judges: Mapping[str, Model] | None = None,
+    seed: int | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
+) -> DebateResult:
+    """Run a whole debate and judge it.
+
+    Args:
+        topic: The proposition, e.g. "Should we migrate to Kubernetes this year?".
+        config: Panel and debate settings (defaults: 3 arguments a side, 4 judges).
+        model: One model for every debater and judge (overrides ``config.model``).
+        pro: Model of the PRO side (overrides ``model``).
+        con: Model of the CON side (overrides ``model``).
+        judges: Model per judge name.
+        seed: Sampling seed, recorded in the result.
+        api_key_env: Environment variable with the API key of a remote endpoint.
+        model_path: A GGUF file for the embedded backend.
+        on_event: Progress callback.
+
+    Returns:
+        The result, with the transcript, each judge's evaluation, agreement, vote and decision.
+    """
+    try:
+        check_topic(topic)
+    except ValueError as exc:
+        raise ConfigurationError(f"topic: {exc}") from exc
+    cfg = _config(config)
+    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
+    renderer = PromptRenderer(cfg.templates)
+    debaters = Debaters(
+        pro=pro or model or pool.get(cfg.pro_model),
+        con=con or model or pool.get(cfg.con_model),
+    )
+    panel = MultiJudgePanel(
+        models=_judge_models(cfg, pool, model, judges),
+        config=cfg,
+        renderer=renderer,
+        topics=TopicProfiles.load(cfg.topics),
+        on_event=on_event,
+    )
+    meter = UsageMeter()
+    protocol = DebateProtocol(
+        debaters,
+        renderer,
+        arguments=cfg.arguments,
+        rounds=cfg.rounds,
+        settings=ModelSettings(
+            temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed, timeout=cfg.timeout
+        ),
+        policy=CallPolicy(max_retries=cfg.max_retries),
+        meter=meter,
+        on_event=on_event,
+    )
+    transcript = await protocol.run(topic)
+    panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
+    return _result(transcript, panel_result, cfg, seed)
+
+
+async def judge_transcript(
+    transcript: Transcript,
+    *,
+    config: RunConfig | None = None,
+    model: Model | None = None,
+    judges: Mapping[str, Model] | None = None,
+    seed: int | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
+) -> DebateResult:
+    """Judge a transcript written by anyone: our debaters, people in a meeting, another tool."""
+    cfg = _config(config)
+    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
+    panel = MultiJudgePanel(
+        models=_judge_models(cfg, pool, model, judges), config=cfg, on_event=on_event
+    )
+    panel_result = await panel.evaluate(transcript, seed=seed)
+    return _result(transcript, panel_result, cfg, seed)
+
+
+def _result(
+    transcript: Transcript, panel: object, cfg: RunConfig, seed: int | None
+) -> DebateResult:
+    from debate.result import PanelResult
+
+    assert isinstance(panel, PanelResult)
+    return DebateResult(
+        topic=transcript.topic,
+        transcript=transcript,
+        evaluations=panel.evaluations,
+        agreement=panel.agreement,
+        vote=panel.vote,
+        decision=panel.decision,
+        usage=panel.usage,
+        config=cfg,
+        seed=seed,
+        version=__version__,
+    )
+
+
+def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
+    """Blocking wrapper of :func:`run_debate`."""
+    return asyncio.run(run_debate(topic, **kwargs))  # type: ignore[arg-type]
+
+
+def judge_transcript_sync(transcript: Transcript, **kwargs: object) -> DebateResult:
+    """Blocking wrapper of :func:`judge_transcript`."""
+    return asyncio.run(judge_transcript(transcript, **kwargs))  # type: ignore[arg-type]
+
+
+def load_transcript(path: str | Path) -> Transcript:
+    """Read a transcript JSON file (or the ``transcript`` of a result.json).
+
+    Raises:
+        ConfigurationError: unreadable, not JSON, or not a valid transcript; the message
+            names the field.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"transcript {path}: cannot read it ({exc.strerror})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(
+            f"transcript {path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}); fix the file"
+        ) from exc
+    if isinstance(data, dict) and "transcript" in data and "decision" in data:
+        data = data["transcript"]  # a result.json: judge its transcript again
+    try:
+        return Transcript.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(validation_message(exc, f"transcript {path}")) from exc
+
+
+def write_json_atomic(path: str | Path, text: str) -> Path:
+    """Write a file so that a reader never sees half of it (temp file + rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_result(result: DebateResult, out_dir: str | Path) -> Path:
+    """Write ``OUT/result.json`` and return its path."""
+    return write_json_atomic(Path(out_dir) / "result.json", result.model_dump_json(indent=2) + "\n")

@@ -1,0 +1,157 @@
+"""One structured model call with re-asking, retries and accounting.
+
+Debaters and judges both go through :func:`ask`, so that a reply that does not validate is
+always handled the same way: the model is shown its own reply and the validation error and
+asked again, up to ``max_retries`` times; then the last error is raised with the raw reply
+kept. Provider faults (timeouts, 5xx, 429, refused connections) are retried with
+exponential backoff. Nothing here ever substitutes a value for a missing one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+
+from debate.events import EventHandler, Phase, StepFinished, StepStarted
+from debate.exceptions import ModelOutputError, ProviderError
+from debate.models.base import Completion, Message, Model, ModelSettings, T
+from debate.result import Usage
+
+logger = logging.getLogger(__name__)
+
+REASK = (
+    "Your previous reply could not be used: {error}\n"
+    "Reply again with only one JSON object that matches the required schema exactly."
+)
+
+
+@dataclass
+class UsageMeter:
+    """Accumulates usage over a run. Not shared across event loops; asyncio is single-threaded."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    retries: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def snapshot(self) -> Usage:
+        """Frozen copy for a result."""
+        return Usage(
+            calls=self.calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens,
+            retries=self.retries,
+        )
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How hard to try."""
+
+    max_retries: int = 2
+    """Re-asks after an invalid reply."""
+    provider_retries: int = 3
+    """Retries after a provider fault."""
+    backoff: float = 0.5
+    """First backoff delay in seconds; doubles each time, with jitter."""
+
+
+@dataclass
+class CallOutcome:
+    """What :func:`ask` returns: the completion and how many attempts it took."""
+
+    completion: Completion[object]
+    attempts: int
+
+
+async def ask(
+    model: Model,
+    messages: list[Message],
+    schema: type[T],
+    settings: ModelSettings,
+    *,
+    policy: CallPolicy,
+    meter: UsageMeter,
+    phase: Phase,
+    actor: str,
+    round: int | None = None,
+    on_event: EventHandler | None = None,
+) -> tuple[Completion[T], int]:
+    """Ask ``model`` for a reply matching ``schema``; re-ask on invalid output.
+
+    Returns:
+        The completion and the number of attempts it took.
+
+    Raises:
+        ModelOutputError: still invalid after ``policy.max_retries`` re-asks (raw kept).
+        ProviderError: the provider kept failing after ``policy.provider_retries`` retries.
+    """
+    if on_event:
+        on_event(StepStarted(phase=phase, actor=actor, round=round))
+    start = time.perf_counter()
+    conversation = list(messages)
+    attempts = 0
+    invalid = 0
+    faults = 0
+    tokens = [0, 0, 0]
+
+    def finish(ok: bool, detail: str | None = None) -> None:
+        if on_event:
+            on_event(
+                StepFinished(
+                    phase=phase,
+                    actor=actor,
+                    elapsed=time.perf_counter() - start,
+                    prompt_tokens=tokens[0],
+                    completion_tokens=tokens[1],
+                    cached_tokens=tokens[2],
+                    attempts=attempts,
+                    ok=ok,
+                    round=round,
+                    detail=detail,
+                )
+            )
+
+    while True:
+        attempts += 1
+        meter.calls += 1
+        if attempts > 1:
+            meter.retries += 1
+        try:
+            completion = await model.complete(conversation, schema, settings)
+        except ModelOutputError as exc:
+            invalid += 1
+            logger.info("%s %s: invalid reply (%s), attempt %d", phase, actor, exc.reason, attempts)
+            if invalid > policy.max_retries:
+                finish(False, exc.reason)
+                raise
+            conversation = [
+                *messages,
+                Message(role="assistant", content=exc.raw),
+                Message(role="user", content=REASK.format(error=str(exc))),
+            ]
+            continue
+        except ProviderError as exc:
+            faults += 1
+            logger.info("%s %s: provider fault (%s), attempt %d", phase, actor, exc.kind, attempts)
+            if faults > policy.provider_retries:
+                finish(False, exc.kind)
+                raise
+            delay = policy.backoff * (2 ** (faults - 1))
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            continue
+        usage = completion.usage
+        tokens[0] += usage.prompt_tokens
+        tokens[1] += usage.completion_tokens
+        tokens[2] += usage.cached_tokens
+        meter.prompt_tokens += usage.prompt_tokens
+        meter.completion_tokens += usage.completion_tokens
+        meter.cached_tokens += usage.cached_tokens
+        finish(True)
+        return completion, attempts

@@ -1,0 +1,1 @@
+"""Data files shipped with the package: default roles and topic profiles."""

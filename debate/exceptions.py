@@ -1,0 +1,47 @@
+"""Exception hierarchy.
+
+Two roots, because callers treat them differently: a :class:`ConfigurationError` is the
+user's mistake and is never retried (the CLI turns it into exit code 2 with a one-line
+message), while :class:`ModelOutputError` and :class:`ProviderError` happen at run time and
+may be retried (exit code 1 when they finally escape).
+"""
+
+from __future__ import annotations
+
+
+class DebateError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigurationError(DebateError):
+    """Bad input from the user: a flag, a config file, a transcript, an API argument.
+
+    The message names the offending field and says how to fix it.
+    """
+
+
+class ProviderError(DebateError):
+    """The model provider failed (HTTP error, timeout, connection refused)."""
+
+    def __init__(self, message: str, *, kind: str = "provider_error") -> None:
+        super().__init__(message)
+        self.kind = kind
+        """``timeout``, ``rate_limited`` or ``provider_error``."""
+
+
+class ModelOutputError(DebateError):
+    """The model answered, but not with what was asked for (bad JSON, wrong schema).
+
+    The raw text is kept so that nothing the model said is lost.
+    """
+
+    def __init__(self, message: str, *, raw: str, reason: str = "parse_failure") -> None:
+        super().__init__(message)
+        self.raw = raw
+        """The model's reply, exactly as received."""
+        self.reason = reason
+        """``parse_failure``, ``schema_violation`` or ``refused``."""
+
+
+class DebaterError(DebateError):
+    """A debater could not produce its move after its retries; the debate cannot go on."""

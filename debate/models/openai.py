@@ -1,0 +1,183 @@
+"""OpenAI-compatible backend: OpenAI itself, vLLM, Ollama, llama.cpp's server, any ``base_url``.
+
+This is the only module that imports :mod:`openai`. Structured output goes through
+``response_format`` with the JSON schema of the requested pydantic model; servers that
+reject a strict schema are asked again without ``strict`` and, failing that, in plain JSON
+mode, and the reply is validated here either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
+from debate.models.base import Completion, Message, ModelSettings, T, TokenUsage, parse_reply
+
+logger = logging.getLogger(__name__)
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
+
+def is_local_url(base_url: str | None) -> bool:
+    """True for a server on this machine, which needs no API key."""
+    if base_url is None:
+        return False
+    rest = base_url.split("://", 1)[-1]
+    return any(rest.startswith(host) for host in LOCAL_HOSTS)
+
+
+def resolve_api_key(base_url: str | None, api_key_env: str = DEFAULT_API_KEY_ENV) -> str:
+    """Read the key from the environment; a local server gets a placeholder."""
+    key = os.environ.get(api_key_env)
+    if key:
+        return key
+    if is_local_url(base_url):
+        return "not-needed-for-a-local-server"
+    where = f"for {base_url}" if base_url else "for OpenAI"
+    raise ConfigurationError(
+        f"no API key {where}: set the environment variable {api_key_env} "
+        "(or name another variable with --api-key-env), or use --base-url for a local server"
+    )
+
+
+def _strictify(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's strict mode wants every object closed and every property required."""
+    if schema.get("type") == "object" and "properties" in schema:
+        schema["additionalProperties"] = False
+        schema["required"] = list(schema["properties"])
+    for value in schema.values():
+        if isinstance(value, dict):
+            _strictify(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    _strictify(item)
+    return schema
+
+
+class OpenAIModel:
+    """A model served by any OpenAI-compatible endpoint.
+
+    Args:
+        model: Model name as the server knows it.
+        client: An ``AsyncOpenAI`` client built by the caller; if omitted, one is built from
+            ``base_url`` and the key in ``api_key_env``.
+        base_url: Endpoint, e.g. ``http://127.0.0.1:8000/v1`` for vLLM.
+        api_key: The key itself, if the caller has it; never logged or stored.
+        api_key_env: Environment variable holding the key.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+    ) -> None:
+        self._model = model
+        self.base_url = base_url
+        if client is None:
+            key = api_key or resolve_api_key(base_url, api_key_env)
+            # Retries are ours (debate.calls) so that every retry is counted and recorded.
+            client = AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0)
+        self._client = client
+        self._mode = "strict"
+
+    @property
+    def name(self) -> str:
+        """Model name as sent to the server."""
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r})"
+
+    def _response_format(self, schema: type[T]) -> dict[str, Any]:
+        if self._mode == "json_object":
+            return {"type": "json_object"}
+        body = schema.model_json_schema()
+        strict = self._mode == "strict"
+        if strict:
+            body = _strictify(body)
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": body, "strict": strict},
+        }
+
+    async def complete(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
+    ) -> Completion[T]:
+        """Send one chat completion request and validate the reply against ``schema``."""
+        settings = settings or ModelSettings()
+        while True:
+            try:
+                return await self._request(messages, schema, settings)
+            except openai.BadRequestError as exc:
+                if self._mode == "json_object":
+                    raise ProviderError(
+                        f"{self._model}: request rejected ({exc.status_code})"
+                    ) from exc
+                # The server does not take this schema form; step down once and remember.
+                self._mode = "json_schema" if self._mode == "strict" else "json_object"
+                logger.info(
+                    "%s rejected the schema form; retrying with %s", self._model, self._mode
+                )
+
+    async def _request(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings
+    ) -> Completion[T]:
+        payload = [m.model_dump() for m in messages]
+        if self._mode == "json_object":
+            hint = "Reply with one JSON object matching this JSON schema:\n"
+            payload.append({"role": "system", "content": hint + str(schema.model_json_schema())})
+        start = time.perf_counter()
+        try:
+            response = await self._client.chat.completions.create(
+                model=self._model,
+                messages=payload,  # type: ignore[arg-type]
+                response_format=self._response_format(schema),  # type: ignore[arg-type]
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+                timeout=settings.timeout,
+            )
+        except openai.BadRequestError:
+            raise
+        except openai.APITimeoutError as exc:
+            raise ProviderError(
+                f"{self._model}: timed out after {settings.timeout}s", kind="timeout"
+            ) from exc
+        except openai.RateLimitError as exc:
+            raise ProviderError(f"{self._model}: rate limited (429)", kind="rate_limited") from exc
+        except openai.APIStatusError as exc:
+            raise ProviderError(f"{self._model}: server error {exc.status_code}") from exc
+        except openai.APIConnectionError as exc:
+            raise ProviderError(
+                f"{self._model}: cannot connect to {self.base_url or 'OpenAI'}"
+            ) from exc
+        latency = time.perf_counter() - start
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "") if choice else ""
+        refusal = getattr(choice.message, "refusal", None) if choice else None
+        usage = TokenUsage()
+        if response.usage is not None:
+            details = getattr(response.usage, "prompt_tokens_details", None)
+            usage = TokenUsage(
+                prompt_tokens=response.usage.prompt_tokens or 0,
+                completion_tokens=response.usage.completion_tokens or 0,
+                cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+            )
+        if refusal:
+            raise ModelOutputError(
+                f"{self._model} refused: {refusal}", raw=refusal, reason="refused"
+            )
+        parsed = parse_reply(text, schema)
+        return Completion(parsed=parsed, text=text, usage=usage, latency=latency, model=self._model)

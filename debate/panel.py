@@ -1,0 +1,211 @@
+"""The multi-judge panel: every judge evaluates the transcript concurrently, then decide.
+
+Each judge's request starts with the same bytes (the common instructions, the proposition
+and the transcript) and ends with its role, so provider prefix caches and llama.cpp's
+prefix reuse apply across judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+
+from debate.calls import CallPolicy, UsageMeter, ask
+from debate.config import JudgeSpec, RunConfig
+from debate.decision import decide, measure, score_matrices, vote
+from debate.events import EventHandler
+from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
+from debate.models.base import Message, Model, ModelSettings
+from debate.prompts import PromptRenderer
+from debate.protocol import SIDES, transcript_view
+from debate.replies import RubricDraft, judge_reply, keyed_items
+from debate.result import PanelResult
+from debate.schema import JudgeEvaluation, RubricScore, Transcript
+from debate.stats import choose_calibration
+from debate.topics import TopicProfiles
+
+logger = logging.getLogger(__name__)
+
+HISTORY_WEIGHT = 0.3
+DOMAIN_WEIGHT = 0.7
+
+
+class MultiJudgePanel:
+    """A panel of role-specialised judges.
+
+    Args:
+        judges: The judges (default: the run config's, i.e. the four default roles).
+        models: One model for every judge, or a mapping from judge name to model.
+        config: Thresholds, calibration, sampling and retry settings.
+        renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
+        topics: Topic profiles (default: the shipped table, or ``config.topics``).
+        on_event: Progress callback.
+    """
+
+    def __init__(
+        self,
+        judges: Sequence[JudgeSpec] | None = None,
+        *,
+        models: Model | Mapping[str, Model],
+        config: RunConfig | None = None,
+        renderer: PromptRenderer | None = None,
+        topics: TopicProfiles | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        base = config or RunConfig()
+        if judges is not None:
+            base = base.model_copy(update={"judges": list(judges)})
+            RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
+        self.config = base
+        self.judges = list(base.judges)
+        self.renderer = renderer or PromptRenderer(base.templates)
+        self.topics = topics or TopicProfiles.load(base.topics)
+        self.on_event = on_event
+        self._models = self._bind_models(models)
+        for spec in self.judges:
+            template = f"judge_role_{spec.role}.md.jinja"
+            if not self.renderer.has(template):
+                raise ConfigurationError(
+                    f"judges: unknown judge role {spec.role!r} (no template {template}); "
+                    "use technical, business, risk or general, or add that template"
+                )
+
+    def _bind_models(self, models: Model | Mapping[str, Model]) -> dict[str, Model]:
+        if isinstance(models, Mapping):
+            missing = [j.name for j in self.judges if j.name not in models]
+            if missing:
+                raise ConfigurationError(
+                    f"models: no model for judge(s) {', '.join(missing)}; map every judge name"
+                )
+            return {j.name: models[j.name] for j in self.judges}
+        return {j.name: models for j in self.judges}
+
+    def topic_type(self, topic: str) -> str:
+        """The configured topic type, or the one detected from the topic's keywords."""
+        return self.config.topic_type or self.topics.detect(topic)
+
+    def judge_weights(self, topic_type: str) -> dict[str, float]:
+        """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history)."""
+        history = 1.0
+        return {
+            j.name: DOMAIN_WEIGHT * self.topics.domain_weight(topic_type, j.role, len(self.judges))
+            + HISTORY_WEIGHT * history
+            for j in self.judges
+        }
+
+    async def evaluate(
+        self,
+        transcript: Transcript,
+        *,
+        seed: int | None = None,
+        meter: UsageMeter | None = None,
+    ) -> PanelResult:
+        """Run every judge concurrently on ``transcript`` and decide."""
+        meter = meter or UsageMeter()
+        topic_type = self.topic_type(transcript.topic)
+        weights = self.judge_weights(topic_type)
+        settings = ModelSettings(
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            seed=seed,
+            timeout=self.config.timeout,
+        )
+        system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
+        evaluations = await asyncio.gather(
+            *(self._judge(spec, transcript, system, settings, meter) for spec in self.judges)
+        )
+        scored = [e for e in evaluations if e.status == "scored"]
+        unscored = [e for e in evaluations if e.status == "unscored"]
+        per_side = max(len(transcript.side_arguments(s)) for s in SIDES)
+        calibration = (
+            choose_calibration(per_side)
+            if self.config.calibration == "auto"
+            else self.config.calibration
+        )
+        matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
+        agreement, calibrated = measure(matrices, calibration)
+        agreement = agreement.model_copy(update={"judges_unscored": len(unscored)})
+        vote_ = vote(
+            matrices, calibrated, weights, topic_type=topic_type, calibration=calibration, seed=seed
+        )
+        decision = decide(agreement, vote_, self.config.thresholds, unscored, len(self.judges))
+        return PanelResult(
+            evaluations=list(evaluations),
+            agreement=agreement,
+            vote=vote_,
+            decision=decision,
+            usage=meter.snapshot(),
+        )
+
+    def evaluate_sync(self, transcript: Transcript, *, seed: int | None = None) -> PanelResult:
+        """Blocking wrapper of :meth:`evaluate` for scripts."""
+        return asyncio.run(self.evaluate(transcript, seed=seed))
+
+    def request(self, spec: JudgeSpec, transcript: Transcript, system: Message) -> list[Message]:
+        """The messages one judge receives: shared prefix first, its role last."""
+        ids = transcript.argument_ids
+        prompt = self.renderer.render(
+            "judge_request.md.jinja",
+            topic=transcript.topic,
+            role=spec.role,
+            role_template=f"judge_role_{spec.role}.md.jinja",
+            weights=spec.weights,
+            ids=ids,
+            **transcript_view(
+                transcript.arguments, transcript.cross_examinations, transcript.closings
+            ),
+        )
+        return [system, Message(role="user", content=prompt)]
+
+    async def _judge(
+        self,
+        spec: JudgeSpec,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+    ) -> JudgeEvaluation:
+        model = self._models[spec.name]
+        ids = tuple(transcript.argument_ids)
+        policy = CallPolicy(max_retries=self.config.max_retries)
+        common = {"judge": spec.name, "role": spec.role, "model": model.name}
+        try:
+            completion, attempts = await ask(
+                model,
+                self.request(spec, transcript, system),
+                judge_reply(ids),
+                settings,
+                policy=policy,
+                meter=meter,
+                phase="judge",
+                actor=spec.name,
+                on_event=self.on_event,
+            )
+        except ModelOutputError as exc:
+            logger.warning("judge %s unscored: %s", spec.name, exc.reason)
+            return JudgeEvaluation(
+                **common,
+                status="unscored",
+                reason=exc.reason,  # type: ignore[arg-type]
+                detail=str(exc),
+                raw=exc.raw,
+                attempts=policy.max_retries + 1,
+            )
+        except ProviderError as exc:
+            logger.warning("judge %s unscored: %s", spec.name, exc.kind)
+            return JudgeEvaluation(
+                **common,
+                status="unscored",
+                reason="timeout" if exc.kind == "timeout" else "provider_error",
+                detail=str(exc),
+            )
+        reply = completion.parsed
+        drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
+        return JudgeEvaluation(
+            **common,
+            status="scored",
+            scores={key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()},
+            key_finding=reply.key_finding,  # type: ignore[attr-defined]
+            attempts=attempts,
+        )

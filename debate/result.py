@@ -1,0 +1,87 @@
+"""The result records: agreement, vote, decision, usage, and the whole debate result."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from debate.config import RunConfig, Thresholds
+from debate.schema import Frozen, JudgeEvaluation, Outcome, Side, Transcript
+
+
+class Agreement(Frozen):
+    """Inter-judge agreement. ``None`` where a statistic is undefined, never a made-up 1.0."""
+
+    alpha: float | None
+    """Krippendorff's alpha (interval) on calibrated argument scores."""
+    alpha_raw: float | None
+    """The same on raw weighted argument scores (1-10 scale)."""
+    alpha_by_dimension: dict[str, float | None]
+    """Interval alpha per rubric dimension, on the judges' raw 1-10 scores."""
+    kappa: float | None
+    """Fleiss' kappa on standings, matched by argument id."""
+    argument_variance: dict[str, float | None]
+    """Per argument: variance (ddof=1) across judges of the z-calibrated score."""
+    judges_scored: int
+    judges_unscored: int
+
+
+class Vote(Frozen):
+    """Weighted vote: per-side means of calibrated scores, weighted across judges."""
+
+    pro: float | None
+    con: float | None
+    margin: float | None
+    """``pro - con``."""
+    margin_ci: tuple[float, float] | None = None
+    """95% percentile interval of the margin from resampling judges and arguments."""
+    topic_type: str
+    judge_weights: dict[str, float]
+    calibration: Literal["minmax", "zscore"]
+
+
+class Decision(Frozen):
+    """The verdict, or the honest statement that there is none."""
+
+    outcome: Outcome
+    winner: Side | None
+    reasons: list[str]
+    high_variance_arguments: list[str] = Field(default_factory=list)
+    thresholds: Thresholds
+    recommendation: str
+
+
+class Usage(Frozen):
+    """Model usage summed over a run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    retries: int = 0
+
+
+class PanelResult(Frozen):
+    """What the panel returns for a transcript."""
+
+    evaluations: list[JudgeEvaluation]
+    agreement: Agreement
+    vote: Vote
+    decision: Decision
+    usage: Usage
+
+
+class DebateResult(Frozen):
+    """The whole result, written to ``OUT/result.json``; integrations rely on these keys."""
+
+    topic: str
+    transcript: Transcript
+    evaluations: list[JudgeEvaluation]
+    agreement: Agreement
+    vote: Vote
+    decision: Decision
+    usage: Usage
+    config: RunConfig
+    seed: int | None
+    version: str

@@ -1,0 +1,53 @@
+"""Test set-up: no test may reach a network service other than this machine's loopback."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+_LOOPBACK = ("127.", "::1", "localhost")
+_real_connect = socket.socket.connect
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _host_of(address: Any) -> str:
+    if isinstance(address, tuple) and address:
+        return str(address[0])
+    return str(address)
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = _host_of(address)
+        if not host.startswith(_LOOPBACK):
+            raise RuntimeError(f"tests must not reach the network (tried {host})")
+    return _real_connect(self, address)
+
+
+def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if host is not None and not str(host).startswith(_LOOPBACK):
+        raise RuntimeError(f"tests must not reach the network (looked up {host})")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", _guarded_getaddrinfo)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-live", action="store_true", help="run tests against real providers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-live"):
+        return
+    skip = pytest.mark.skip(reason="live test: needs --run-live and OPENAI_API_KEY")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,52 @@
+"""PRO and CON run concurrently within each stage; the four judges run concurrently."""
+
+from __future__ import annotations
+
+from debate import RunConfig, run_debate_sync
+from debate.models.openai import OpenAIModel
+from tests.openai_server import FakeOpenAIServer, Record
+
+
+def max_overlap(records: list[Record]) -> int:
+    events = sorted([(r.start, 1) for r in records] + [(r.end, -1) for r in records])
+    best = current = 0
+    for _, step in events:
+        current += step
+        best = max(best, current)
+    return best
+
+
+def test_judges_and_sides_are_in_flight_together() -> None:
+    with FakeOpenAIServer(latency=0.3) as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        result = run_debate_sync("Should we adopt the plan?", config=RunConfig(), model=model)
+        records = list(server.records)
+    assert result.usage.calls == 10
+    judges = [r for r in records if r.system.startswith("You are one judge")]
+    openings = [r for r in records if "Write your opening" in r.user]
+    cross = [r for r in records if "Cross-examination, round 1" in r.user]
+    closings = [r for r in records if "Write your closing" in r.user]
+    assert (len(judges), len(openings), len(cross), len(closings)) == (4, 2, 2, 2)
+    assert max_overlap(judges) == 4
+    for stage in (openings, cross, closings):
+        assert max_overlap(stage) == 2
+    assert server.max_in_flight == 4
+    # stages follow one another: the critical path is four round trips
+    assert max(r.end for r in openings) <= min(r.start for r in cross)
+    assert max(r.end for r in closings) <= min(r.start for r in judges)
+    print(
+        f"in flight: judges {max_overlap(judges)}, per debater stage 2; max {server.max_in_flight}"
+    )
+
+
+def test_judge_requests_share_a_byte_identical_prefix() -> None:
+    with FakeOpenAIServer() as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        run_debate_sync("Should we adopt the plan?", model=model)
+        judges = [r for r in server.records if r.system.startswith("You are one judge")]
+    systems = {r.system for r in judges}
+    assert len(systems) == 1
+    users = [r.user for r in judges]
+    prefix = users[0][: users[0].index("# Your role")]
+    assert all(u.startswith(prefix) for u in users)
+    assert len(prefix) > 0.8 * min(len(u) for u in users)
