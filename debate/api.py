@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from debate._version import __version__
+from debate.cache import CachedModel, ResponseCache
 from debate.calls import CallPolicy, UsageMeter
 from debate.config import RunConfig, validation_message
 from debate.events import EventHandler
@@ -20,10 +21,31 @@ from debate.models import resolve_model
 from debate.models.base import Model, ModelSettings
 from debate.panel import MultiJudgePanel
 from debate.prompts import PromptRenderer
-from debate.protocol import DebateProtocol, Debaters
+from debate.protocol import Deadline, DebateProtocol, Debaters
 from debate.result import DebateResult
 from debate.schema import Transcript, check_topic
 from debate.topics import TopicProfiles
+
+CacheSpec = ResponseCache | str | Path | None
+
+
+class _Wrapper:
+    """Wraps every model of a run in the response cache, each distinct model once."""
+
+    def __init__(self, cache: CacheSpec) -> None:
+        if cache is None or isinstance(cache, ResponseCache):
+            self.cache = cache
+        else:
+            self.cache = ResponseCache(cache)
+        self._wrapped: dict[int, Model] = {}
+
+    def __call__(self, model: Model) -> Model:
+        if self.cache is None or isinstance(model, CachedModel):
+            return model
+        if id(model) not in self._wrapped:
+            endpoint = getattr(model, "base_url", None)
+            self._wrapped[id(model)] = CachedModel(model, self.cache, endpoint=endpoint)
+        return self._wrapped[id(model)]
 
 
 class ModelPool:
@@ -57,6 +79,16 @@ class ModelPool:
         return self._built[key]
 
 
+async def close_models(models: list[Model]) -> None:
+    """Release HTTP clients at the end of a run (models without ``aclose`` are skipped)."""
+    seen: set[int] = set()
+    for model in models:
+        close = getattr(model, "aclose", None)
+        if close is not None and id(model) not in seen:
+            seen.add(id(model))
+            await close()
+
+
 def _config(config: RunConfig | None) -> RunConfig:
     return config if config is not None else RunConfig()
 
@@ -86,6 +118,7 @@ async def run_debate(
     seed: int | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
+    cache: CacheSpec = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
     """Run a whole debate and judge it.
@@ -100,6 +133,8 @@ async def run_debate(
         seed: Sampling seed, recorded in the result.
         api_key_env: Environment variable with the API key of a remote endpoint.
         model_path: A GGUF file for the embedded backend.
+        cache: Response cache (a path or a ResponseCache): completed calls are replayed
+            from it, so re-running an interrupted debate re-sends only unfinished calls.
         on_event: Progress callback.
 
     Returns:
@@ -112,12 +147,13 @@ async def run_debate(
     cfg = _config(config)
     pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
+    wrap = _Wrapper(cache)
     debaters = Debaters(
-        pro=pro or model or pool.get(cfg.pro_model),
-        con=con or model or pool.get(cfg.con_model),
+        pro=wrap(pro or model or pool.get(cfg.pro_model)),
+        con=wrap(con or model or pool.get(cfg.con_model)),
     )
     panel = MultiJudgePanel(
-        models=_judge_models(cfg, pool, model, judges),
+        models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
         config=cfg,
         renderer=renderer,
         topics=TopicProfiles.load(cfg.topics),
@@ -132,12 +168,16 @@ async def run_debate(
         settings=ModelSettings(
             temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed, timeout=cfg.timeout
         ),
-        policy=CallPolicy(max_retries=cfg.max_retries),
+        policy=CallPolicy.of(cfg),
         meter=meter,
         on_event=on_event,
     )
-    transcript = await protocol.run(topic)
-    panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
+    deadline = Deadline(cfg.deadline)
+    try:
+        transcript = await protocol.run(topic, deadline=deadline)
+        panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
+    finally:
+        await close_models([debaters.pro, debaters.con, *panel.models.values()])
     return _result(transcript, panel_result, cfg, seed)
 
 
@@ -150,15 +190,22 @@ async def judge_transcript(
     seed: int | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
+    cache: CacheSpec = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
     """Judge a transcript written by anyone: our debaters, people in a meeting, another tool."""
     cfg = _config(config)
     pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
+    wrap = _Wrapper(cache)
     panel = MultiJudgePanel(
-        models=_judge_models(cfg, pool, model, judges), config=cfg, on_event=on_event
+        models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
+        config=cfg,
+        on_event=on_event,
     )
-    panel_result = await panel.evaluate(transcript, seed=seed)
+    try:
+        panel_result = await panel.evaluate(transcript, seed=seed)
+    finally:
+        await close_models(list(panel.models.values()))
     return _result(transcript, panel_result, cfg, seed)
 
 

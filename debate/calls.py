@@ -15,6 +15,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from debate.config import RunConfig
 from debate.events import EventHandler, Phase, StepFinished, StepStarted
 from debate.exceptions import ModelOutputError, ProviderError
 from debate.models.base import Completion, Message, Model, ModelSettings, T
@@ -60,14 +61,17 @@ class CallPolicy:
     """Retries after a provider fault."""
     backoff: float = 0.5
     """First backoff delay in seconds; doubles each time, with jitter."""
+    max_wait: float = 60.0
+    """Longest ``Retry-After`` honoured for one wait, in seconds."""
 
-
-@dataclass
-class CallOutcome:
-    """What :func:`ask` returns: the completion and how many attempts it took."""
-
-    completion: Completion[object]
-    attempts: int
+    @classmethod
+    def of(cls, config: RunConfig) -> CallPolicy:
+        """The policy a run config asks for."""
+        return cls(
+            max_retries=config.max_retries,
+            provider_retries=config.provider_retries,
+            backoff=config.backoff,
+        )
 
 
 async def ask(
@@ -143,8 +147,10 @@ async def ask(
             if faults > policy.provider_retries:
                 finish(False, exc.kind)
                 raise
-            delay = policy.backoff * (2 ** (faults - 1))
-            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = policy.backoff * (2 ** (faults - 1)) * (0.5 + random.random())
+            if exc.retry_after is not None:
+                delay = max(delay, min(exc.retry_after, policy.max_wait))
+            await asyncio.sleep(delay)
             continue
         usage = completion.usage
         tokens[0] += usage.prompt_tokens

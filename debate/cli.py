@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from debate._version import __version__
@@ -27,7 +28,7 @@ EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line with exit code 2."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
@@ -61,6 +62,16 @@ def _model_flags(parser: argparse.ArgumentParser) -> None:
     )
     panel.add_argument("--topic-type", help="set the topic type instead of detecting it")
     panel.add_argument("--seed", type=int, help="sampling seed (recorded in the result)")
+    calls = parser.add_argument_group("calls")
+    calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
+    calls.add_argument("--deadline", type=float, metavar="S", help="wall-clock budget of the run")
+    calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
+    calls.add_argument(
+        "--cache",
+        metavar="PATH",
+        help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
+    )
+    calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
     out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
@@ -98,6 +109,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "templates": args.templates,
         "topics": args.topics,
         "topic_type": args.topic_type,
+        "timeout": args.timeout,
+        "deadline": args.deadline,
+        "max_retries": args.max_retries,
     }
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
@@ -189,6 +203,7 @@ async def _run(args: argparse.Namespace) -> DebateResult:
         "api_key_env": args.api_key_env,
         "model_path": args.model_path,
         "on_event": handler,
+        "cache": None if args.no_cache else (args.cache or Path(args.out) / "cache.sqlite"),
     }
     if args.command == "run":
         return await run_debate(args.topic, **common)
@@ -203,7 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from debate.stats.cli_agreement import agreement_main
 
         return agreement_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors, --help, --version
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     logging.basicConfig(
         level=logging.ERROR if args.quiet else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -219,7 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"failed: {exc}\n")
         return EXIT_RUNTIME
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write(
+            "interrupted: completed calls are kept in the response cache; run the same "
+            "command again to continue\n"
+        )
         return 130
     if args.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")

@@ -95,8 +95,8 @@ class Thresholds(_Config):
     """Below this Krippendorff's alpha (and below ``kappa``), the panel is irreconcilable."""
     kappa: float = 0.40
     variance: float = 3.0
-    """Per-argument variance of z-calibrated scores across judges at or above which the
-    panel is irreconcilable on that argument."""
+    """Per-argument variance across judges (offset-corrected scores, 1-10 scale) at or above
+    which the panel is irreconcilable on that argument."""
     gap: float = 0.05
     """A weighted PRO-CON margin smaller than this is too close to call."""
 
@@ -126,6 +126,12 @@ class RunConfig(_Config):
     """Re-asks after invalid output, per call."""
     timeout: float = Field(default=120.0, gt=0)
     """Per-call timeout in seconds."""
+    provider_retries: int = Field(default=3, ge=0, le=10)
+    """Retries after a provider fault (429, 5xx, timeout, connection), per call."""
+    backoff: float = Field(default=0.5, ge=0)
+    """First retry delay in seconds; doubles each retry, with jitter; Retry-After wins."""
+    deadline: float | None = Field(default=None, gt=0)
+    """Wall-clock budget of one debate in seconds; judges still running then are unscored."""
     templates: str | None = None
     """Folder of templates overriding the shipped ones (same file names)."""
     topics: str | None = None

@@ -75,12 +75,27 @@ def score_matrices(
     return ScoreMatrices([e.judge for e in scored], ids, raw, dims, standings)
 
 
+def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Remove each judge's own offset (its mean score), keeping the 1-10 scale.
+
+    The per-argument variance check runs on these: a harsh and a lenient judge who rank
+    alike do not look split, and the threshold (3.0, i.e. about 1.7 points of standard
+    deviation) keeps the meaning it was written for. On min-max scores (0-1) it could
+    never be reached, and on z-scores it is reached only by near-total reversals.
+    """
+    centred: NDArray[np.float64] = raw - raw.mean(axis=1, keepdims=True) + raw.mean()
+    return centred
+
+
 def measure(matrices: ScoreMatrices, calibration: str) -> tuple[Agreement, NDArray[np.float64]]:
     """Agreement statistics and the calibrated matrix."""
-    calibrated = calibrate(matrices.raw, calibration)  # type: ignore[arg-type]
-    zscored = calibrate(matrices.raw, "zscore")
+    calibrated = calibrate(matrices.raw, calibration)
     enough = len(matrices.judges) >= 2
-    variance = argument_variance(zscored) if enough else np.full(len(matrices.ids), np.nan)
+    variance = (
+        argument_variance(offset_corrected(matrices.raw))
+        if enough
+        else np.full(len(matrices.ids), np.nan)
+    )
     agreement = Agreement(
         alpha=_num(krippendorff_alpha(calibrated, "interval")) if enough else None,
         alpha_raw=_num(krippendorff_alpha(matrices.raw, "interval")) if enough else None,
@@ -117,7 +132,7 @@ def vote(
             margin=None,
             topic_type=topic_type,
             judge_weights=dict(judge_weights),
-            calibration=calibration,  # type: ignore[arg-type]
+            calibration=calibration,
         )
     result = side_vote(calibrated, is_pro, weights)
     low, high = bootstrap_margin(calibrated, is_pro, weights, seed=seed)
@@ -129,7 +144,7 @@ def vote(
         margin_ci=ci,
         topic_type=topic_type,
         judge_weights=dict(judge_weights),
-        calibration=calibration,  # type: ignore[arg-type]
+        calibration=calibration,
     )
 
 
@@ -221,7 +236,7 @@ def decide(
         side = "PRO" if vote_.margin > 0 else "CON"
         reasons.append(f"{side} leads by {gap:.3f} with alpha {alpha_text} and kappa {kappa_text}")
     return Decision(
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         winner=("PRO" if vote_.margin > 0 else "CON") if outcome == "winner" else None,
         reasons=reasons,
         high_variance_arguments=high,

@@ -23,10 +23,14 @@ class ConfigurationError(DebateError):
 class ProviderError(DebateError):
     """The model provider failed (HTTP error, timeout, connection refused)."""
 
-    def __init__(self, message: str, *, kind: str = "provider_error") -> None:
+    def __init__(
+        self, message: str, *, kind: str = "provider_error", retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         """``timeout``, ``rate_limited`` or ``provider_error``."""
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait (``Retry-After``), if it said."""
 
 
 class ModelOutputError(DebateError):
@@ -41,6 +45,10 @@ class ModelOutputError(DebateError):
         """The model's reply, exactly as received."""
         self.reason = reason
         """``parse_failure``, ``schema_violation`` or ``refused``."""
+
+
+class DeadlineExceeded(DebateError):
+    """The run passed its deadline before the debaters finished (completed calls are cached)."""
 
 
 class DebaterError(DebateError):

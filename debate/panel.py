@@ -18,7 +18,7 @@ from debate.events import EventHandler
 from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
 from debate.models.base import Message, Model, ModelSettings
 from debate.prompts import PromptRenderer
-from debate.protocol import SIDES, transcript_view
+from debate.protocol import SIDES, Deadline, transcript_view
 from debate.replies import RubricDraft, judge_reply, keyed_items
 from debate.result import PanelResult
 from debate.schema import JudgeEvaluation, RubricScore, Transcript
@@ -62,7 +62,7 @@ class MultiJudgePanel:
         self.renderer = renderer or PromptRenderer(base.templates)
         self.topics = topics or TopicProfiles.load(base.topics)
         self.on_event = on_event
-        self._models = self._bind_models(models)
+        self.models = self._bind_models(models)
         for spec in self.judges:
             template = f"judge_role_{spec.role}.md.jinja"
             if not self.renderer.has(template):
@@ -100,8 +100,12 @@ class MultiJudgePanel:
         *,
         seed: int | None = None,
         meter: UsageMeter | None = None,
+        deadline: Deadline | None = None,
     ) -> PanelResult:
-        """Run every judge concurrently on ``transcript`` and decide."""
+        """Run every judge concurrently on ``transcript`` and decide.
+
+        Judges still running when ``deadline`` passes are recorded as unscored (timeout).
+        """
         meter = meter or UsageMeter()
         topic_type = self.topic_type(transcript.topic)
         weights = self.judge_weights(topic_type)
@@ -112,8 +116,12 @@ class MultiJudgePanel:
             timeout=self.config.timeout,
         )
         system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
+        deadline = deadline or Deadline(self.config.deadline)
         evaluations = await asyncio.gather(
-            *(self._judge(spec, transcript, system, settings, meter) for spec in self.judges)
+            *(
+                self._judge_within(deadline, spec, transcript, system, settings, meter)
+                for spec in self.judges
+            )
         )
         scored = [e for e in evaluations if e.status == "scored"]
         unscored = [e for e in evaluations if e.status == "unscored"]
@@ -158,6 +166,29 @@ class MultiJudgePanel:
         )
         return [system, Message(role="user", content=prompt)]
 
+    async def _judge_within(
+        self,
+        deadline: Deadline,
+        spec: JudgeSpec,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+    ) -> JudgeEvaluation:
+        try:
+            return await asyncio.wait_for(
+                self._judge(spec, transcript, system, settings, meter), deadline.remaining()
+            )
+        except asyncio.TimeoutError:
+            return JudgeEvaluation(
+                judge=spec.name,
+                role=spec.role,
+                model=self.models[spec.name].name,
+                status="unscored",
+                reason="timeout",
+                detail=f"the deadline of {deadline.seconds:g} s passed before this judge finished",
+            )
+
     async def _judge(
         self,
         spec: JudgeSpec,
@@ -166,9 +197,9 @@ class MultiJudgePanel:
         settings: ModelSettings,
         meter: UsageMeter,
     ) -> JudgeEvaluation:
-        model = self._models[spec.name]
+        model = self.models[spec.name]
         ids = tuple(transcript.argument_ids)
-        policy = CallPolicy(max_retries=self.config.max_retries)
+        policy = CallPolicy.of(self.config)
         common = {"judge": spec.name, "role": spec.role, "model": model.name}
         try:
             completion, attempts = await ask(
@@ -187,7 +218,7 @@ class MultiJudgePanel:
             return JudgeEvaluation(
                 **common,
                 status="unscored",
-                reason=exc.reason,  # type: ignore[arg-type]
+                reason=exc.reason,
                 detail=str(exc),
                 raw=exc.raw,
                 attempts=policy.max_retries + 1,

@@ -9,12 +9,14 @@ A debater that cannot produce a valid move after its retries stops the debate wi
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 from debate.calls import CallPolicy, UsageMeter, ask
 from debate.events import EventHandler, Phase
-from debate.exceptions import DebaterError, ModelOutputError, ProviderError
+from debate.exceptions import DeadlineExceeded, DebaterError, ModelOutputError, ProviderError
 from debate.models.base import Message, Model, ModelSettings
 from debate.prompts import PromptRenderer
 from debate.replies import ArgumentDraft, ClosingDraft, ExamDraft, keyed_items, keyed_reply
@@ -39,6 +41,45 @@ def transcript_view(
         {"side": side, "arguments": [a for a in arguments if a.side == side]} for side in order
     ]
     return {"blocks": blocks, "cross": cross, "closings": closings}
+
+
+async def gather_or_cancel(*calls: Awaitable[Any]) -> list[Any]:
+    """Like ``asyncio.gather``, but the first failure cancels and awaits the others."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+class Deadline:
+    """A wall-clock budget shared by every stage of one debate."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._end = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        """Seconds left, or None without a deadline."""
+        return None if self._end is None else max(0.0, self._end - time.monotonic())
+
+    async def run(self, stage: str, *calls: Awaitable[Any]) -> list[Any]:
+        """Run ``calls`` concurrently; if one fails or the deadline passes, cancel the rest.
+
+        No task outlives the stage: a failure, a timeout or Ctrl-C cancels and awaits
+        every sibling before the error propagates.
+        """
+        try:
+            return await asyncio.wait_for(gather_or_cancel(*calls), self.remaining())
+        except asyncio.TimeoutError as exc:
+            raise DeadlineExceeded(
+                f"the debate passed its deadline of {self.seconds:g} s during the {stage}; "
+                "completed calls are kept in the response cache: run the same command again "
+                "to continue"
+            ) from exc
 
 
 @dataclass
@@ -77,20 +118,28 @@ class DebateProtocol:
         self.meter = meter
         self.on_event = on_event
 
-    async def run(self, topic: str) -> Transcript:
-        """Openings, then ``rounds`` cross-examination rounds, then closings."""
-        pro_args, con_args = await asyncio.gather(
-            self._opening(topic, "PRO"), self._opening(topic, "CON")
+    async def run(self, topic: str, *, deadline: Deadline | None = None) -> Transcript:
+        """Openings, then ``rounds`` cross-examination rounds, then closings.
+
+        Raises:
+            DebaterError: a side could not produce a valid move after its retries.
+            DeadlineExceeded: the deadline passed before the debaters finished.
+        """
+        deadline = deadline or Deadline(None)
+        pro_args, con_args = await deadline.run(
+            "openings", self._opening(topic, "PRO"), self._opening(topic, "CON")
         )
         arguments = [*pro_args, *con_args]
         cross: list[CrossExamination] = []
         for round_no in range(1, self.rounds + 1):
-            pro_exam, con_exam = await asyncio.gather(
+            pro_exam, con_exam = await deadline.run(
+                f"cross-examination round {round_no}",
                 self._cross(topic, "PRO", round_no, arguments, cross),
                 self._cross(topic, "CON", round_no, arguments, cross),
             )
             cross = [*cross, *pro_exam, *con_exam]
-        closings = await asyncio.gather(
+        closings = await deadline.run(
+            "closings",
             self._closing(topic, "PRO", arguments, cross),
             self._closing(topic, "CON", arguments, cross),
         )

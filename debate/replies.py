@@ -66,7 +66,7 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
     item = _DRAFTS[kind]
     fields: dict[str, Any] = {f"k{i}": (item, Field(alias=key)) for i, key in enumerate(ids)}
     name = {"argument": "Opening", "exam": "CrossExamination", "rubric": "Scores"}[kind]
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields
     )
     return model
@@ -75,7 +75,7 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
 @lru_cache(maxsize=256)
 def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
     """The judge's reply: scores keyed by every argument id, then a key finding."""
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         "JudgeReply",
         __config__=ConfigDict(frozen=True, extra="forbid"),
         scores=(keyed_reply("rubric", ids), ...),

@@ -22,7 +22,8 @@ class Agreement(Frozen):
     kappa: float | None
     """Fleiss' kappa on standings, matched by argument id."""
     argument_variance: dict[str, float | None]
-    """Per argument: variance (ddof=1) across judges of the z-calibrated score."""
+    """Per argument: variance (ddof=1) across judges of the offset-corrected score (each
+    judge's mean removed, 1-10 scale); the divergence check compares it with 3.0."""
     judges_scored: int
     judges_unscored: int
 

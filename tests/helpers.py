@@ -44,7 +44,7 @@ def schema_ids(schema: type[BaseModel]) -> list[str]:
 
 
 def role_of(messages: list[Message]) -> str:
-    match = ROLE.search(messages[-1].content)
+    match = ROLE.search(messages[1].content)
     assert match, "not a judge request"
     return match.group(1)
 

@@ -99,7 +99,7 @@ def test_invalid_reply_is_reasked_with_the_error() -> None:
     seen: dict[str, int] = {}
 
     def reply(messages, schema):  # type: ignore[no-untyped-def]
-        role = role_of(messages[:2])
+        role = role_of(messages)
         seen[role] = seen.get(role, 0) + 1
         if seen[role] == 1:
             return "{truncated"

@@ -8,9 +8,11 @@ mode, and the reply is validated here either way.
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -62,6 +64,28 @@ def _strictify(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
 class OpenAIModel:
     """A model served by any OpenAI-compatible endpoint.
 
@@ -85,12 +109,31 @@ class OpenAIModel:
     ) -> None:
         self._model = model
         self.base_url = base_url
-        if client is None:
-            key = api_key or resolve_api_key(base_url, api_key_env)
-            # Retries are ours (debate.calls) so that every retry is counted and recorded.
-            client = AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0)
-        self._client = client
+        self._given = client
+        # Resolved now so that a missing key is reported before any work starts.
+        self._key = (
+            None if client is not None else (api_key or resolve_api_key(base_url, api_key_env))
+        )
+        self._owned: AsyncOpenAI | None = None
         self._mode = "strict"
+
+    def _client(self) -> AsyncOpenAI:
+        if self._given is not None:
+            return self._given
+        if self._owned is None:
+            # Built lazily inside the running event loop; retries are ours (debate.calls)
+            # so that every retry is counted and recorded.
+            self._owned = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0)
+        return self._owned
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model built (a caller's own client is left alone).
+
+        A later call builds a fresh client, so closing at the end of each run is safe.
+        """
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            await owned.close()
 
     @property
     def name(self) -> str:
@@ -140,15 +183,16 @@ class OpenAIModel:
             payload.append({"role": "system", "content": hint + str(schema.model_json_schema())})
         start = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(
-                model=self._model,
-                messages=payload,  # type: ignore[arg-type]
-                response_format=self._response_format(schema),  # type: ignore[arg-type]
-                temperature=settings.temperature,
-                max_tokens=settings.max_tokens,
-                seed=settings.seed,
-                timeout=settings.timeout,
-            )
+            request: dict[str, Any] = {
+                "model": self._model,
+                "messages": payload,
+                "response_format": self._response_format(schema),
+                "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens,
+                "seed": settings.seed,
+                "timeout": settings.timeout,
+            }
+            response = await self._client().chat.completions.create(**request)
         except openai.BadRequestError:
             raise
         except openai.APITimeoutError as exc:
@@ -156,9 +200,16 @@ class OpenAIModel:
                 f"{self._model}: timed out after {settings.timeout}s", kind="timeout"
             ) from exc
         except openai.RateLimitError as exc:
-            raise ProviderError(f"{self._model}: rate limited (429)", kind="rate_limited") from exc
+            raise ProviderError(
+                f"{self._model}: rate limited (429)",
+                kind="rate_limited",
+                retry_after=retry_after(exc.response.headers),
+            ) from exc
         except openai.APIStatusError as exc:
-            raise ProviderError(f"{self._model}: server error {exc.status_code}") from exc
+            raise ProviderError(
+                f"{self._model}: server error {exc.status_code}",
+                retry_after=retry_after(exc.response.headers),
+            ) from exc
         except openai.APIConnectionError as exc:
             raise ProviderError(
                 f"{self._model}: cannot connect to {self.base_url or 'OpenAI'}"

@@ -1,0 +1,202 @@
+"""A content-addressed response cache in SQLite: completed calls survive a crash.
+
+The key is a digest of everything that determines a reply (model, endpoint, messages,
+schema, sampling settings, seed), so re-running the same command replays every call that
+had completed and sends only the ones that had not. Invalid replies are stored too, with
+the reason, so a resumed run takes the same path (same re-asks) as the first one.
+WAL mode and one transaction per write let concurrent runs share a cache file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from debate.exceptions import ModelOutputError
+from debate.models.base import Completion, Message, Model, ModelSettings, T, TokenUsage, parse_reply
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    reason TEXT,
+    error TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def request_key(
+    model: str,
+    endpoint: str | None,
+    messages: list[Message],
+    schema: dict[str, object],
+    settings: ModelSettings,
+) -> str:
+    """Digest of everything that determines a reply (the timeout does not)."""
+    payload = {
+        "model": model,
+        "endpoint": endpoint,
+        "messages": [m.model_dump() for m in messages],
+        "schema": schema,
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        "seed": settings.seed,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """One stored call: the reply text, and for an invalid reply its reason and error."""
+
+    text: str
+    reason: str | None
+    error: str | None
+    usage: TokenUsage
+
+
+class ResponseCache:
+    """The SQLite store behind :class:`CachedModel`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._connect() as db:
+            db.execute(SCHEMA_SQL)
+
+    def _connect(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db = db
+        return db
+
+    def get(self, key: str) -> CachedReply | None:
+        """The stored reply, or None."""
+        row = (
+            self._connect()
+            .execute(
+                "SELECT text, reason, error, prompt_tokens, completion_tokens, cached_tokens "
+                "FROM responses WHERE key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        usage = TokenUsage(prompt_tokens=row[3], completion_tokens=row[4], cached_tokens=row[5])
+        return CachedReply(text=row[0], reason=row[1], error=row[2], usage=usage)
+
+    def put(
+        self,
+        key: str,
+        model: str,
+        text: str,
+        usage: TokenUsage,
+        *,
+        reason: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Store one completed call (first writer wins; replies for a key are interchangeable)."""
+        db = self._connect()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    text,
+                    reason,
+                    error,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.cached_tokens,
+                    time.time(),
+                ),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+
+class CachedModel:
+    """Wraps a model: replies come from the cache when present, and are stored when new."""
+
+    def __init__(self, inner: Model, cache: ResponseCache, *, endpoint: str | None = None) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.endpoint = endpoint
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name."""
+        return self.inner.name
+
+    async def aclose(self) -> None:
+        """Close the wrapped model's client, if it has one."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def complete(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
+    ) -> Completion[T]:
+        """Replay a stored reply or ask the wrapped model and store what it said."""
+        settings = settings or ModelSettings()
+        key = request_key(self.name, self.endpoint, messages, schema.model_json_schema(), settings)
+        stored = await asyncio.to_thread(self.cache.get, key)
+        if stored is not None:
+            self.hits += 1
+            if stored.reason is not None:
+                raise ModelOutputError(
+                    stored.error or stored.reason, raw=stored.text, reason=stored.reason
+                )
+            parsed = parse_reply(stored.text, schema)
+            return Completion(parsed=parsed, text=stored.text, usage=stored.usage, model=self.name)
+        self.misses += 1
+        try:
+            completion = await self.inner.complete(messages, schema, settings)
+        except ModelOutputError as exc:
+            store = partial(
+                self.cache.put,
+                key,
+                self.name,
+                exc.raw,
+                TokenUsage(),
+                reason=exc.reason,
+                error=str(exc),
+            )
+            await asyncio.to_thread(store)
+            raise
+        await asyncio.to_thread(self.cache.put, key, self.name, completion.text, completion.usage)
+        return completion

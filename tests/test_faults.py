@@ -1,0 +1,307 @@
+"""Fault injection: every failure is visible, no score is invented, completed calls survive.
+
+An OpenAI-compatible server on 127.0.0.1 injects faults into 30 % of replies; the tests
+compare each result with the server's own log of what it sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from debate import DebaterError, RunConfig, run_debate
+from debate.models.openai import OpenAIModel
+from debate.models.test import fill_schema
+from debate.result import DebateResult
+from tests.openai_server import FakeOpenAIServer, Reply
+
+KINDS = ("http_500", "http_429", "hang", "truncated", "missing_key", "empty", "wrong_ids")
+REASON = {
+    "http_500": "provider_error",
+    "http_429": "provider_error",
+    "hang": "timeout",
+    "truncated": "parse_failure",
+    "empty": "parse_failure",
+    "missing_key": "schema_violation",
+    "wrong_ids": "schema_violation",
+}
+HANG = 1.0
+TIMEOUT = 0.3
+
+
+@dataclass
+class Sent:
+    body: dict[str, Any]
+    kind: str | None
+    valid: Any
+
+    @property
+    def step(self) -> str:
+        system, prompt = self.body["messages"][0]["content"], self.body["messages"][1]["content"]
+        if "# Your role:" in prompt:
+            return "judge:" + prompt.split("# Your role: ")[1].split(" judge")[0]
+        side = "PRO" if "You are the PRO side" in system else "CON"
+        for marker, name in (
+            ("Write your opening", "opening"),
+            ("Cross-examination, round", "cross"),
+            ("Write your closing", "closing"),
+        ):
+            if marker in prompt:
+                return f"{name}:{side}"
+        raise AssertionError("unknown request")
+
+
+def _rename_ids(value: dict[str, Any]) -> dict[str, Any]:
+    if "scores" in value:
+        return {**value, "scores": {k.replace("-", "_"): v for k, v in value["scores"].items()}}
+    return {k.replace("-", "_") + "_": v for k, v in value.items()}
+
+
+class FaultInjector:
+    """Faults drawn from a generator seeded by the request and how often it was seen, so the
+    same debates get the same faults however the concurrent requests interleave."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self.seed = seed
+        self.seen: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.sent: list[Sent] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        schema = body["response_format"]["json_schema"]["schema"]
+        key = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()
+        with self.lock:
+            self.seen[key] += 1
+            rng = random.Random(f"{self.seed}:{key}:{self.seen[key]}")
+            kind = rng.choice(KINDS) if rng.random() < self.rate else None
+            valid = fill_schema(schema, rng)
+            self.sent.append(Sent(body, kind, valid))
+        text = json.dumps(valid)
+        if kind == "http_500":
+            return Reply(status=500)
+        if kind == "http_429":
+            return Reply(status=429, headers={"retry-after-ms": "20"})
+        if kind == "hang":
+            return Reply(content=text, hang=HANG)
+        if kind == "truncated":
+            return Reply(content=text[: len(text) // 2])
+        if kind == "missing_key":
+            first = next(iter(valid))
+            return Reply(content=json.dumps({k: v for k, v in valid.items() if k != first}))
+        if kind == "empty":
+            return Reply(content="")
+        if kind == "wrong_ids":
+            return Reply(content=json.dumps(_rename_ids(valid)))
+        return Reply(content=text)
+
+
+def test_fault_injection_suite() -> None:
+    injector = FaultInjector(rate=0.3, seed=13)
+    config = RunConfig(model="m", timeout=TIMEOUT, backoff=0.01)
+    topics = [f"Debate {i}: should team {i} adopt the plan?" for i in range(40)]
+
+    async def one(server: FakeOpenAIServer, topic: str) -> DebateResult | DebaterError:
+        model = OpenAIModel("m", base_url=server.base_url)
+        try:
+            return await run_debate(topic, config=config, model=model, seed=1)
+        except DebaterError as exc:
+            return exc
+
+    async def all_debates(server: FakeOpenAIServer) -> list[DebateResult | DebaterError]:
+        outcomes: list[DebateResult | DebaterError] = []
+        for start in range(0, len(topics), 6):
+            batch = topics[start : start + 6]
+            outcomes += await asyncio.gather(*(one(server, t) for t in batch))
+        return outcomes
+
+    with FakeOpenAIServer(responder=injector) as server:
+        outcomes = asyncio.run(all_debates(server))
+        time.sleep(HANG + 0.2)  # let hung handlers finish so the log is complete
+
+    faults = Counter(s.kind for s in injector.sent if s.kind)
+    totals = Counter()
+    for topic, outcome in zip(topics, outcomes, strict=True):
+        mine = [s for s in injector.sent if topic in json.dumps(s.body)]
+        if isinstance(outcome, DebaterError):
+            totals["debater_failures"] += 1
+            print("debater failure:", outcome)
+            assert "could not produce" in str(outcome)
+            continue
+        totals["debates"] += 1
+        assert outcome.usage.calls == len(mine)
+        steps = Counter(s.step for s in mine)
+        assert len(steps) == 10
+        assert outcome.usage.retries == len(mine) - 10
+        totals["retries"] += outcome.usage.retries
+        unscored = 0
+        for evaluation in outcome.evaluations:
+            tries = [s for s in mine if s.step == f"judge:{evaluation.role}"]
+            last = tries[-1]
+            if last.kind is None:
+                assert evaluation.status == "scored"
+                assert evaluation.scores is not None
+                sent = last.valid["scores"]
+                got = {k: v.model_dump() for k, v in evaluation.scores.items()}
+                assert got == sent, "a score the server did not send"
+                totals["scores_checked"] += len(got)
+            else:
+                unscored += 1
+                assert evaluation.status == "unscored" and evaluation.scores is None
+                assert evaluation.reason == REASON[last.kind]
+                if evaluation.reason in ("parse_failure", "schema_violation"):
+                    assert evaluation.raw is not None
+        assert outcome.agreement.judges_unscored == unscored
+        totals["unscored"] += unscored
+        if outcome.agreement.judges_scored < 2:
+            assert outcome.decision.outcome == "insufficient"
+    print(
+        f"\nfault suite: {dict(totals)}; faults injected {dict(faults)}; "
+        f"requests {len(injector.sent)}"
+    )
+    assert totals["debates"] + totals["debater_failures"] == len(topics)
+    assert totals["debater_failures"] <= 4
+    assert totals["unscored"] > 0  # the unscored path was exercised
+    assert sum(faults.values()) > 0.2 * len(injector.sent)
+    assert set(faults) == set(KINDS)
+
+
+def test_retry_after_is_honoured() -> None:
+    calls: list[float] = []
+
+    def responder(body: dict[str, Any]) -> Reply:
+        if "# Your role: technical judge" in body["messages"][1]["content"]:
+            calls.append(time.monotonic())
+            if len(calls) == 1:
+                return Reply(status=429, headers={"Retry-After": "1"})
+        schema = body["response_format"]["json_schema"]["schema"]
+        return Reply(content=json.dumps(fill_schema(schema, random.Random(0))))
+
+    from debate import judge_transcript_sync
+    from tests.helpers import transcript
+
+    with FakeOpenAIServer(responder=responder) as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        config = RunConfig(model="m", judges=RunConfig().judges[:2], backoff=0.01)
+        result = judge_transcript_sync(transcript(), config=config, model=model)
+    assert len(calls) == 2
+    assert calls[1] - calls[0] >= 0.95  # waited for Retry-After, not the 10 ms backoff
+    assert result.usage.retries == 1
+    assert all(e.status == "scored" for e in result.evaluations)
+
+
+def test_deadline_leaves_slow_judges_unscored() -> None:
+    from debate import judge_transcript_sync
+    from tests.helpers import transcript
+
+    def responder(body: dict[str, Any]) -> Reply:
+        slow = "# Your role: risk judge" in body["messages"][1]["content"]
+        valid = fill_schema(body["response_format"]["json_schema"]["schema"], random.Random(1))
+        return Reply(content=json.dumps(valid), hang=3.0 if slow else 0.0)
+
+    with FakeOpenAIServer(responder=responder) as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        config = RunConfig(model="m", deadline=1.0, timeout=10)
+        start = time.monotonic()
+        result = judge_transcript_sync(transcript(), config=config, model=model)
+        elapsed = time.monotonic() - start
+    assert elapsed < 2.5
+    risk = next(e for e in result.evaluations if e.role == "risk")
+    assert risk.status == "unscored" and risk.reason == "timeout"
+    assert result.agreement.judges_scored == 3
+    assert any("risk" in r for r in result.decision.reasons)
+
+
+class GatedServer:
+    """Deterministic replies (seeded by the request); after ``gate`` answers, requests wait."""
+
+    def __init__(self, gate: int | None) -> None:
+        self.gate = gate
+        self.answered = 0
+        self.waiting = 0
+        self.dropped = 0
+        self.release = threading.Event()
+        self.drop = False
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            blocked = self.gate is not None and self.answered >= self.gate
+            if blocked:
+                self.waiting += 1
+        if blocked:
+            self.release.wait(30)
+            if self.drop:
+                with self.lock:
+                    self.dropped += 1
+                return Reply(status=599, body="dropped")
+        digest = hashlib.sha256(json.dumps(body["messages"]).encode()).digest()
+        valid = fill_schema(body["response_format"]["json_schema"]["schema"], random.Random(digest))
+        with self.lock:
+            self.answered += 1
+        return Reply(content=json.dumps(valid))
+
+
+def _command(base_url: str, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "debate.cli",
+        "run",
+        "Should we adopt the plan?",
+        "--model",
+        "m",
+        "--base-url",
+        base_url,
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+        "--quiet",
+    ]
+
+
+def test_killed_run_resumes_and_resends_only_unfinished_calls(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    straight = GatedServer(gate=None)
+    with FakeOpenAIServer(responder=straight) as server:
+        subprocess.run(_command(server.base_url, tmp_path / "a"), check=True, env=env, timeout=120)
+    uninterrupted = straight.answered
+    assert uninterrupted == 10
+
+    gated = GatedServer(gate=2)
+    with FakeOpenAIServer(responder=gated) as server:
+        proc = subprocess.Popen(_command(server.base_url, tmp_path / "b"), env=env)
+        deadline = time.monotonic() + 60
+        while not (gated.answered == 2 and gated.waiting == 2):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        gated.drop = True
+        gated.release.set()
+        time.sleep(0.3)
+        assert not (tmp_path / "b" / "result.json").exists()
+        gated.gate, gated.drop = None, False
+        subprocess.run(_command(server.base_url, tmp_path / "b"), check=True, env=env, timeout=120)
+    print(
+        f"\nkill/resume: uninterrupted {uninterrupted} calls; interrupted run answered 2, "
+        f"dropped {gated.dropped} in flight; total answered {gated.answered}"
+    )
+    assert gated.dropped == 2
+    assert gated.answered == uninterrupted  # only the two unfinished calls were sent again
+    first = (tmp_path / "a" / "result.json").read_text()
+    resumed = (tmp_path / "b" / "result.json").read_text()
+    assert first == resumed
