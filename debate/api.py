@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +23,7 @@ from debate.models.base import Model, ModelSettings
 from debate.panel import MultiJudgePanel
 from debate.prompts import PromptRenderer
 from debate.protocol import Deadline, DebateProtocol, Debaters
-from debate.result import DebateResult
+from debate.result import DebateResult, PanelResult
 from debate.schema import Transcript, check_topic
 from debate.topics import TopicProfiles
 
@@ -89,6 +90,11 @@ async def close_models(models: list[Model]) -> None:
             await close()
 
 
+def draw_seed() -> int:
+    """A fresh seed for a run that was given none; it is recorded in the result."""
+    return secrets.randbelow(2**31)
+
+
 def _config(config: RunConfig | None) -> RunConfig:
     return config if config is not None else RunConfig()
 
@@ -145,7 +151,8 @@ async def run_debate(
     except ValueError as exc:
         raise ConfigurationError(f"topic: {exc}") from exc
     cfg = _config(config)
-    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
+    seed = draw_seed() if seed is None else seed
+    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
     wrap = _Wrapper(cache)
     debaters = Debaters(
@@ -178,7 +185,8 @@ async def run_debate(
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     finally:
         await close_models([debaters.pro, debaters.con, *panel.models.values()])
-    return _result(transcript, panel_result, cfg, seed)
+    names = {"PRO": debaters.pro.name, "CON": debaters.con.name}
+    return _result(transcript, panel_result, cfg, names)
 
 
 async def judge_transcript(
@@ -195,7 +203,8 @@ async def judge_transcript(
 ) -> DebateResult:
     """Judge a transcript written by anyone: our debaters, people in a meeting, another tool."""
     cfg = _config(config)
-    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed or 0, model_path=model_path)
+    seed = draw_seed() if seed is None else seed
+    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     wrap = _Wrapper(cache)
     panel = MultiJudgePanel(
         models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
@@ -206,25 +215,26 @@ async def judge_transcript(
         panel_result = await panel.evaluate(transcript, seed=seed)
     finally:
         await close_models(list(panel.models.values()))
-    return _result(transcript, panel_result, cfg, seed)
+    return _result(transcript, panel_result, cfg)
 
 
 def _result(
-    transcript: Transcript, panel: object, cfg: RunConfig, seed: int | None
+    transcript: Transcript,
+    panel: PanelResult,
+    cfg: RunConfig,
+    debaters: dict[str, str] | None = None,
 ) -> DebateResult:
-    from debate.result import PanelResult
-
-    assert isinstance(panel, PanelResult)
     return DebateResult(
         topic=transcript.topic,
         transcript=transcript,
+        debaters=debaters or {},
         evaluations=panel.evaluations,
         agreement=panel.agreement,
         vote=panel.vote,
         decision=panel.decision,
         usage=panel.usage,
         config=cfg,
-        seed=seed,
+        seed=panel.seed,
         version=__version__,
     )
 

@@ -75,6 +75,9 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self.hits = 0
+        """Lookups answered from the cache in this process."""
+        self.misses = 0
         with self._connect() as db:
             db.execute(SCHEMA_SQL)
 
@@ -99,7 +102,9 @@ class ResponseCache:
             .fetchone()
         )
         if row is None:
+            self.misses += 1
             return None
+        self.hits += 1
         usage = TokenUsage(prompt_tokens=row[3], completion_tokens=row[4], cached_tokens=row[5])
         return CachedReply(text=row[0], reason=row[1], error=row[2], usage=usage)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -17,10 +18,13 @@ from typing import Any
 
 from debate._version import __version__
 from debate.api import judge_transcript, load_transcript, run_debate, write_result
-from debate.config import default_judges, load_config
+from debate.cache import ResponseCache
+from debate.config import RunConfig, default_judges, load_config
 from debate.events import Event, StepFinished
 from debate.exceptions import ConfigurationError, DebateError
 from debate.result import DebateResult
+from debate.runinfo import finish_run, resolve_seed, start_run
+from debate.store import RunStore
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 
@@ -72,10 +76,24 @@ def _model_flags(parser: argparse.ArgumentParser) -> None:
         help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
     )
     calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
+    panel.add_argument(
+        "--presentation",
+        choices=["counterbalanced", "fixed"],
+        help="per-judge reading order (default counterbalanced)",
+    )
+    panel.add_argument("--swap", action="store_true", help="every judge reads twice, sides swapped")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
     out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
     out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _store_flags(out)
+
+
+def _store_flags(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--store", metavar="PATH", help="run store (default: DEBATE_STORE or the user data dir)"
+    )
+    group.add_argument("--no-store", action="store_true", help="do not record the run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     judge = commands.add_parser("judge", help="judge a transcript written by anyone")
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
     _model_flags(judge)
+    audit = commands.add_parser("audit", help="position, length and self-preference bias")
+    audit.add_argument("--store", metavar="PATH", help="run store to audit")
+    audit.add_argument("--json", action="store_true", help="machine-readable output")
     agreement = commands.add_parser(
         "agreement", help="agreement statistics for a ratings CSV", add_help=False
     )
@@ -112,6 +133,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "timeout": args.timeout,
         "deadline": args.deadline,
         "max_retries": args.max_retries,
+        "presentation": args.presentation,
+        "swap": True if args.swap else None,
     }
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
@@ -194,21 +217,82 @@ def summary(result: DebateResult, path: str) -> str:
     return "\n".join(lines)
 
 
-async def _run(args: argparse.Namespace) -> DebateResult:
-    config = load_config(args.config, _overrides(args))
+async def _run(
+    args: argparse.Namespace, config: RunConfig, seed: int, cache: ResponseCache | None
+) -> DebateResult:
     handler = None if args.quiet else ProgressPrinter()
     common: dict[str, Any] = {
         "config": config,
-        "seed": args.seed,
+        "seed": seed,
         "api_key_env": args.api_key_env,
         "model_path": args.model_path,
         "on_event": handler,
-        "cache": None if args.no_cache else (args.cache or Path(args.out) / "cache.sqlite"),
+        "cache": cache,
     }
     if args.command == "run":
         return await run_debate(args.topic, **common)
     transcript = load_transcript(args.transcript)
     return await judge_transcript(transcript, **common)
+
+
+def _debate(args: argparse.Namespace, argv: list[str]) -> int:
+    """``debate run`` and ``debate judge``: run, write result.json and run.json, record."""
+    out = Path(args.out)
+    try:
+        config = load_config(args.config, _overrides(args))
+        if args.command == "judge":
+            load_transcript(args.transcript)  # refuse a bad transcript before any work
+        seed, source = resolve_seed(args.seed, out)
+        cache = None if args.no_cache else ResponseCache(args.cache or out / "cache.sqlite")
+    except ConfigurationError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    info = start_run(seed, source, argv, out)
+    cache_info: dict[str, Any] = {"cache": None if cache is None else str(cache.path)}
+    try:
+        result = asyncio.run(_run(args, config, seed, cache))
+        path = write_result(result, out)
+        store = None if args.no_store else RunStore(args.store)
+        if store is not None:
+            store.record(result)
+    except ConfigurationError as exc:
+        finish_run(info, out, status="failed", error=str(exc), **cache_info)
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except DebateError as exc:
+        finish_run(info, out, status="failed", error=str(exc), **cache_info)
+        sys.stderr.write(f"failed: {exc}\n")
+        return EXIT_RUNTIME
+    except KeyboardInterrupt:
+        finish_run(info, out, status="interrupted", **cache_info)
+        sys.stderr.write(
+            "interrupted: completed calls are kept in the response cache; run the same "
+            "command again to continue\n"
+        )
+        return 130
+    if cache is not None:
+        cache_info.update(cache_hits=cache.hits, cache_misses=cache.misses)
+    finish_run(
+        info, out, status="finished", store=None if store is None else str(store.path), **cache_info
+    )
+    if args.json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(summary(result, str(path)) + "\n")
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from debate.audit import audit, format_audit
+
+    store = RunStore(args.store)
+    rows = audit(store)
+    if args.json:
+        sys.stdout.write(json.dumps([r.model_dump() for r in rows], indent=2) + "\n")
+    else:
+        sys.stdout.write(f"store: {store.path} ({store.count_runs()} runs)\n")
+        sys.stdout.write(format_audit(rows) + "\n")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -223,30 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: usage errors, --help, --version
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     logging.basicConfig(
-        level=logging.ERROR if args.quiet else logging.WARNING,
+        level=logging.ERROR if getattr(args, "quiet", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    try:
-        result = asyncio.run(_run(args))
-        path = write_result(result, args.out)
-    except ConfigurationError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return EXIT_USAGE
-    except DebateError as exc:
-        sys.stderr.write(f"failed: {exc}\n")
-        return EXIT_RUNTIME
-    except KeyboardInterrupt:
-        sys.stderr.write(
-            "interrupted: completed calls are kept in the response cache; run the same "
-            "command again to continue\n"
-        )
-        return 130
-    if args.json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(summary(result, str(path)) + "\n")
-    return EXIT_OK
+    if args.command == "audit":
+        return _audit(args)
+    return _debate(args, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

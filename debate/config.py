@@ -132,6 +132,10 @@ class RunConfig(_Config):
     """First retry delay in seconds; doubles each retry, with jitter; Retry-After wins."""
     deadline: float | None = Field(default=None, gt=0)
     """Wall-clock budget of one debate in seconds; judges still running then are unscored."""
+    presentation: Literal["counterbalanced", "fixed"] = "counterbalanced"
+    """Per-judge reading order: counterbalanced across the panel, or PRO first for all."""
+    swap: bool = False
+    """Swap check: every judge reads the debate twice, sides in opposite order."""
     templates: str | None = None
     """Folder of templates overriding the shipped ones (same file names)."""
     topics: str | None = None

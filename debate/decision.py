@@ -65,13 +65,18 @@ def score_matrices(
     standings: list[list[str]] = [[] for _ in ids]
     for j, evaluation in enumerate(scored):
         assert evaluation.scores is not None  # scored evaluations carry scores
+        readings = [evaluation.scores]
+        if evaluation.swap is not None and evaluation.swap.scores is not None:
+            readings.append(evaluation.swap.scores)  # both readings count, averaged
         weights = weights_by_judge[evaluation.judge]
         for a, arg_id in enumerate(ids):
-            score = evaluation.scores[arg_id]
-            raw[j, a] = sum(weights[d] * score.dimension(d) for d in DIMENSIONS)
             for d in DIMENSIONS:
-                dims[d][j, a] = score.dimension(d)
-            standings[a].append(score.standing)
+                dims[d][j, a] = float(np.mean([r[arg_id].dimension(d) for r in readings]))
+            raw[j, a] = sum(weights[d] * dims[d][j, a] for d in DIMENSIONS)
+            shown = {r[arg_id].standing for r in readings}
+            # A standing that moved with the presentation order is not a call the judge
+            # made; it counts as UNCERTAIN in kappa.
+            standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")
     return ScoreMatrices([e.judge for e in scored], ids, raw, dims, standings)
 
 
@@ -168,19 +173,34 @@ RECOMMENDATIONS = {
 }
 
 
+def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
+    notes = []
+    for e in evaluations:
+        if e.status == "unscored":
+            notes.append(
+                f"judge {e.judge} ({e.role}) is unscored: {e.reason}"
+                + (f" ({e.detail})" if e.detail else "")
+            )
+        elif e.swap is not None and e.swap.status == "unscored":
+            notes.append(f"judge {e.judge}: the swapped reading is unscored ({e.swap.reason})")
+        elif e.swap is not None and e.swap.position_sensitive:
+            notes.append(
+                f"judge {e.judge}: standings of {', '.join(e.swap.position_sensitive)} changed "
+                f"when the sides were swapped (consistency {e.swap.consistency:.2f}); "
+                "its two readings are averaged"
+            )
+    return notes
+
+
 def decide(
     agreement: Agreement,
     vote_: Vote,
     thresholds: Thresholds,
-    unscored: Sequence[JudgeEvaluation],
+    evaluations: Sequence[JudgeEvaluation],
     panel_size: int,
 ) -> Decision:
     """Apply the divergence rules; a winner is named only when every check passes."""
-    reasons = [
-        f"judge {e.judge} ({e.role}) is unscored: {e.reason}"
-        + (f" ({e.detail})" if e.detail else "")
-        for e in unscored
-    ]
+    reasons = _judge_notes(evaluations)
     if agreement.judges_scored < 2 or vote_.margin is None:
         reasons.insert(
             0,

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import secrets
 from collections.abc import Mapping, Sequence
 
-from debate.calls import CallPolicy, UsageMeter, ask
+from debate.calls import CallPolicy, UsageMeter
 from debate.config import JudgeSpec, RunConfig
 from debate.decision import decide, measure, score_matrices, vote
 from debate.events import EventHandler
-from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
+from debate.exceptions import ConfigurationError
+from debate.judge import Reading, judge_request, read_transcript
 from debate.models.base import Message, Model, ModelSettings
+from debate.positions import Presentation, presentations
 from debate.prompts import PromptRenderer
-from debate.protocol import SIDES, Deadline, transcript_view
-from debate.replies import RubricDraft, judge_reply, keyed_items
+from debate.protocol import SIDES, Deadline
 from debate.result import PanelResult
-from debate.schema import JudgeEvaluation, RubricScore, Transcript
+from debate.schema import JudgeEvaluation, SwapReading, Transcript
 from debate.stats import choose_calibration
 from debate.topics import TopicProfiles
 
@@ -94,6 +97,17 @@ class MultiJudgePanel:
             for j in self.judges
         }
 
+    def presentations(self, transcript: Transcript, seed: int) -> list[Presentation]:
+        """Each judge's reading order, drawn from the run's seed."""
+        rng = random.Random(f"{seed}:presentation")
+        return presentations(
+            len(self.judges),
+            [a.id for a in transcript.side_arguments("PRO")],
+            [a.id for a in transcript.side_arguments("CON")],
+            rng=rng,
+            mode=self.config.presentation,
+        )
+
     async def evaluate(
         self,
         transcript: Transcript,
@@ -105,7 +119,9 @@ class MultiJudgePanel:
         """Run every judge concurrently on ``transcript`` and decide.
 
         Judges still running when ``deadline`` passes are recorded as unscored (timeout).
+        Without a seed one is drawn; it is returned in the result so the run can be replayed.
         """
+        seed = secrets.randbelow(2**31) if seed is None else seed
         meter = meter or UsageMeter()
         topic_type = self.topic_type(transcript.topic)
         weights = self.judge_weights(topic_type)
@@ -117,10 +133,11 @@ class MultiJudgePanel:
         )
         system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
         deadline = deadline or Deadline(self.config.deadline)
+        orders = self.presentations(transcript, seed)
         evaluations = await asyncio.gather(
             *(
-                self._judge_within(deadline, spec, transcript, system, settings, meter)
-                for spec in self.judges
+                self._judge_within(deadline, spec, order, transcript, system, settings, meter)
+                for spec, order in zip(self.judges, orders, strict=True)
             )
         )
         scored = [e for e in evaluations if e.status == "scored"]
@@ -137,39 +154,25 @@ class MultiJudgePanel:
         vote_ = vote(
             matrices, calibrated, weights, topic_type=topic_type, calibration=calibration, seed=seed
         )
-        decision = decide(agreement, vote_, self.config.thresholds, unscored, len(self.judges))
+        decision = decide(agreement, vote_, self.config.thresholds, evaluations, len(self.judges))
         return PanelResult(
             evaluations=list(evaluations),
             agreement=agreement,
             vote=vote_,
             decision=decision,
             usage=meter.snapshot(),
+            seed=seed,
         )
 
     def evaluate_sync(self, transcript: Transcript, *, seed: int | None = None) -> PanelResult:
         """Blocking wrapper of :meth:`evaluate` for scripts."""
         return asyncio.run(self.evaluate(transcript, seed=seed))
 
-    def request(self, spec: JudgeSpec, transcript: Transcript, system: Message) -> list[Message]:
-        """The messages one judge receives: shared prefix first, its role last."""
-        ids = transcript.argument_ids
-        prompt = self.renderer.render(
-            "judge_request.md.jinja",
-            topic=transcript.topic,
-            role=spec.role,
-            role_template=f"judge_role_{spec.role}.md.jinja",
-            weights=spec.weights,
-            ids=ids,
-            **transcript_view(
-                transcript.arguments, transcript.cross_examinations, transcript.closings
-            ),
-        )
-        return [system, Message(role="user", content=prompt)]
-
     async def _judge_within(
         self,
         deadline: Deadline,
         spec: JudgeSpec,
+        presentation: Presentation,
         transcript: Transcript,
         system: Message,
         settings: ModelSettings,
@@ -177,7 +180,8 @@ class MultiJudgePanel:
     ) -> JudgeEvaluation:
         try:
             return await asyncio.wait_for(
-                self._judge(spec, transcript, system, settings, meter), deadline.remaining()
+                self._judge(spec, presentation, transcript, system, settings, meter),
+                deadline.remaining(),
             )
         except asyncio.TimeoutError:
             return JudgeEvaluation(
@@ -187,56 +191,81 @@ class MultiJudgePanel:
                 status="unscored",
                 reason="timeout",
                 detail=f"the deadline of {deadline.seconds:g} s passed before this judge finished",
+                positions=presentation.positions,
             )
+
+    async def _read(
+        self,
+        spec: JudgeSpec,
+        presentation: Presentation,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+        actor: str,
+    ) -> Reading:
+        return await read_transcript(
+            self.models[spec.name],
+            judge_request(self.renderer, spec, transcript, presentation, system),
+            presentation,
+            settings,
+            policy=CallPolicy.of(self.config),
+            meter=meter,
+            actor=actor,
+            on_event=self.on_event,
+        )
 
     async def _judge(
         self,
         spec: JudgeSpec,
+        presentation: Presentation,
         transcript: Transcript,
         system: Message,
         settings: ModelSettings,
         meter: UsageMeter,
     ) -> JudgeEvaluation:
-        model = self.models[spec.name]
-        ids = tuple(transcript.argument_ids)
-        policy = CallPolicy.of(self.config)
-        common = {"judge": spec.name, "role": spec.role, "model": model.name}
-        try:
-            completion, attempts = await ask(
-                model,
-                self.request(spec, transcript, system),
-                judge_reply(ids),
-                settings,
-                policy=policy,
-                meter=meter,
-                phase="judge",
-                actor=spec.name,
-                on_event=self.on_event,
+        first = await self._read(spec, presentation, transcript, system, settings, meter, spec.name)
+        swap = None
+        if self.config.swap:
+            mirrored = presentation.mirrored()
+            second = await self._read(
+                spec, mirrored, transcript, system, settings, meter, f"{spec.name} (swapped)"
             )
-        except ModelOutputError as exc:
-            logger.warning("judge %s unscored: %s", spec.name, exc.reason)
-            return JudgeEvaluation(
-                **common,
-                status="unscored",
-                reason=exc.reason,
-                detail=str(exc),
-                raw=exc.raw,
-                attempts=policy.max_retries + 1,
-            )
-        except ProviderError as exc:
-            logger.warning("judge %s unscored: %s", spec.name, exc.kind)
-            return JudgeEvaluation(
-                **common,
-                status="unscored",
-                reason="timeout" if exc.kind == "timeout" else "provider_error",
-                detail=str(exc),
-            )
-        reply = completion.parsed
-        drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
+            swap = swap_reading(first, second, mirrored)
         return JudgeEvaluation(
-            **common,
-            status="scored",
-            scores={key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()},
-            key_finding=reply.key_finding,  # type: ignore[attr-defined]
-            attempts=attempts,
+            judge=spec.name,
+            role=spec.role,
+            model=self.models[spec.name].name,
+            status="scored" if first.scores is not None else "unscored",
+            reason=first.reason,
+            detail=first.detail,
+            raw=first.raw,
+            scores=first.scores,
+            key_finding=first.key_finding,
+            attempts=first.attempts,
+            positions=presentation.positions,
+            swap=swap,
         )
+
+
+def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
+    """Compare two readings of one judge: which standings moved with the presentation."""
+    sensitive: list[str] = []
+    consistency = None
+    if first.scores is not None and second.scores is not None:
+        sensitive = [
+            arg_id
+            for arg_id in mirrored.order
+            if first.scores[arg_id].standing != second.scores[arg_id].standing
+        ]
+        consistency = 1.0 - len(sensitive) / len(mirrored.order)
+    return SwapReading(
+        status="scored" if second.scores is not None else "unscored",
+        reason=second.reason,
+        detail=second.detail,
+        raw=second.raw,
+        positions=mirrored.positions,
+        scores=second.scores,
+        position_sensitive=sorted(sensitive),
+        consistency=consistency,
+    )

@@ -71,6 +71,8 @@ class PanelResult(Frozen):
     vote: Vote
     decision: Decision
     usage: Usage
+    seed: int
+    """The seed of the presentation orders and sampling (drawn when none was given)."""
 
 
 class DebateResult(Frozen):
@@ -78,6 +80,8 @@ class DebateResult(Frozen):
 
     topic: str
     transcript: Transcript
+    debaters: dict[str, str] = Field(default_factory=dict)
+    """Model of each side (``PRO``/``CON``); empty for a transcript judged as given."""
     evaluations: list[JudgeEvaluation]
     agreement: Agreement
     vote: Vote

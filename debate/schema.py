@@ -154,6 +154,22 @@ class RubricScore(Frozen):
         return value
 
 
+class SwapReading(Frozen):
+    """The swap check: the same judge reading the transcript with the sides swapped."""
+
+    status: Literal["scored", "unscored"]
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    raw: str | None = None
+    positions: dict[str, int]
+    """Shown position of each argument in this reading."""
+    scores: dict[str, RubricScore] | None = None
+    position_sensitive: list[str] = Field(default_factory=list)
+    """Arguments whose standing changed between the two readings."""
+    consistency: float | None = None
+    """Share of arguments with the same standing in both readings."""
+
+
 class JudgeEvaluation(Frozen):
     """What one judge returned: scores for every argument, or *unscored* with the reason.
 
@@ -174,6 +190,10 @@ class JudgeEvaluation(Frozen):
     """Keyed by argument id; present exactly when ``status == "scored"``."""
     key_finding: str | None = None
     attempts: int = 1
+    positions: dict[str, int] = Field(default_factory=dict)
+    """Shown position (0 = first) of each argument in this judge's reading."""
+    swap: SwapReading | None = None
+    """The second reading, sides swapped, when the swap check is on."""
 
     @model_validator(mode="after")
     def _status_matches(self) -> JudgeEvaluation:

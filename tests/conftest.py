@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,13 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     if host is not None and not str(host).startswith(_LOOPBACK):
         raise RuntimeError(f"tests must not reach the network (looked up {host})")
     return _real_getaddrinfo(host, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs recorded by a test go to its own store, never the user's."""
+    monkeypatch.setenv("DEBATE_STORE", str(tmp_path / "store.sqlite"))
+    monkeypatch.delenv("DEBATE_SEED", raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -39,10 +39,12 @@ def test_judges_and_sides_are_in_flight_together() -> None:
     )
 
 
-def test_judge_requests_share_a_byte_identical_prefix() -> None:
+def test_judge_requests_share_a_byte_identical_prefix_in_fixed_order() -> None:
+    """With one presentation order for all judges, everything up to the role is shared."""
     with FakeOpenAIServer() as server:
         model = OpenAIModel("m", base_url=server.base_url)
-        run_debate_sync("Should we adopt the plan?", model=model)
+        config = RunConfig(model="m", presentation="fixed")
+        run_debate_sync("Should we adopt the plan?", model=model, config=config)
         judges = [r for r in server.records if r.system.startswith("You are one judge")]
     systems = {r.system for r in judges}
     assert len(systems) == 1
@@ -50,3 +52,18 @@ def test_judge_requests_share_a_byte_identical_prefix() -> None:
     prefix = users[0][: users[0].index("# Your role")]
     assert all(u.startswith(prefix) for u in users)
     assert len(prefix) > 0.8 * min(len(u) for u in users)
+
+
+def test_counterbalanced_judges_read_in_their_own_order() -> None:
+    with FakeOpenAIServer() as server:
+        model = OpenAIModel("m", base_url=server.base_url)
+        result = run_debate_sync("Should we adopt the plan?", model=model, seed=4)
+        judges = [r for r in server.records if r.system.startswith("You are one judge")]
+    firsts = [e.positions for e in result.evaluations]
+    first_side = [min(p, key=p.__getitem__)[:3] for p in firsts]
+    assert sorted(first_side) == ["CON", "CON", "PRO", "PRO"]
+    for evaluation in result.evaluations:
+        request = next(r.user for r in judges if f"# Your role: {evaluation.role} " in r.user)
+        shown = sorted(evaluation.positions, key=evaluation.positions.__getitem__)
+        offsets = [request.index(f"### {arg_id}") for arg_id in shown]
+        assert offsets == sorted(offsets)  # the prompt shows them in the recorded order
