@@ -101,6 +101,41 @@ class Thresholds(_Config):
     """A weighted PRO-CON margin smaller than this is too close to call."""
 
 
+COUNCIL_WEIGHTS = {
+    "accuracy": 0.35,
+    "relevance": 0.10,
+    "completeness": 0.20,
+    "conciseness": 0.15,
+    "clarity": 0.20,
+}
+
+
+class CouncilSettings(_Config):
+    """Council mode: how candidates are scored and ranked."""
+
+    method: Literal["normalized", "borda", "rubric"] = "normalized"
+    """Primary ranking: z-normalised score averaging, Borda count, or raw rubric means."""
+    weights: dict[str, float] = Field(default_factory=lambda: dict(COUNCIL_WEIGHTS))
+    """Rubric weights over accuracy, relevance, completeness, conciseness, clarity (sum 1)."""
+    safety_gate: bool = False
+    """Ask reviewers to flag unsafe answers; a majority flag caps the answer's score."""
+    safety_cap: float = Field(default=0.0, ge=0, le=10)
+    tie_z: float = Field(default=1.96, gt=0)
+    """Adjacent candidates whose ``tie_z`` x SE intervals overlap are flagged as tied."""
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        if set(value) != set(COUNCIL_WEIGHTS):
+            raise ValueError(f"council weights need exactly {', '.join(COUNCIL_WEIGHTS)}")
+        if any(not v >= 0 for v in value.values()):
+            raise ValueError("council weights must be non-negative")
+        total = sum(value.values())
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(f"council weights sum to {total:.6g}; make them sum to 1")
+        return value
+
+
 class RunConfig(_Config):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
@@ -132,6 +167,7 @@ class RunConfig(_Config):
     """First retry delay in seconds; doubles each retry, with jitter; Retry-After wins."""
     deadline: float | None = Field(default=None, gt=0)
     """Wall-clock budget of one debate in seconds; judges still running then are unscored."""
+    council: CouncilSettings = Field(default_factory=CouncilSettings)
     presentation: Literal["counterbalanced", "fixed"] = "counterbalanced"
     """Per-judge reading order: counterbalanced across the panel, or PRO first for all."""
     swap: bool = False
