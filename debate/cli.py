@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,100 +18,41 @@ from typing import Any
 from debate._version import __version__
 from debate.api import judge_transcript, load_transcript, run_debate, write_result
 from debate.cache import ResponseCache
-from debate.config import RunConfig, default_judges, load_config
-from debate.events import Event, StepFinished
+from debate.cli_common import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    Parser,
+    ProgressPrinter,
+    model_flags,
+    overrides,
+)
+from debate.cli_council import add_council_parsers, council_main, leaderboard_main
+from debate.config import RunConfig, load_config
 from debate.exceptions import ConfigurationError, DebateError
 from debate.result import DebateResult
 from debate.runinfo import finish_run, resolve_seed, start_run
 from debate.store import RunStore
 
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in one line with exit code 2."""
-
-    def error(self, message: str) -> Any:
-        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
-
-
-def _model_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model")
-    group.add_argument(
-        "--model",
-        help="model for debaters and judges: 'local' (embedded, default), 'scripted' "
-        "(offline placeholder) or a model name served at --base-url / by OpenAI",
-    )
-    group.add_argument(
-        "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
-    )
-    group.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="NAME",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
-    )
-    group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
-    panel = parser.add_argument_group("panel")
-    panel.add_argument("--config", metavar="FILE", help="panel config TOML")
-    panel.add_argument(
-        "--judges", metavar="LIST", help="comma-separated roles, e.g. technical,risk"
-    )
-    panel.add_argument(
-        "--templates", metavar="DIR", help="folder of templates overriding the shipped ones"
-    )
-    panel.add_argument(
-        "--topics", metavar="FILE", help="topic profile TOML replacing the shipped one"
-    )
-    panel.add_argument("--topic-type", help="set the topic type instead of detecting it")
-    panel.add_argument("--seed", type=int, help="sampling seed (recorded in the result)")
-    calls = parser.add_argument_group("calls")
-    calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
-    calls.add_argument("--deadline", type=float, metavar="S", help="wall-clock budget of the run")
-    calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
-    calls.add_argument(
-        "--cache",
-        metavar="PATH",
-        help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
-    )
-    calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
-    panel.add_argument(
-        "--presentation",
-        choices=["counterbalanced", "fixed"],
-        help="per-judge reading order (default counterbalanced)",
-    )
-    panel.add_argument("--swap", action="store_true", help="every judge reads twice, sides swapped")
-    out = parser.add_argument_group("output")
-    out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
-    out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
-    out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _store_flags(out)
-
-
-def _store_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        "--store", metavar="PATH", help="run store (default: DEBATE_STORE or the user data dir)"
-    )
-    group.add_argument("--no-store", action="store_true", help="do not record the run")
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``debate`` command."""
-    parser = _Parser(
+    parser = Parser(
         prog="debate", description="Structured LLM debates, judged by a calibrated panel."
     )
     parser.add_argument("--version", action="version", version=f"debate {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     run = commands.add_parser("run", help="run a debate on a topic and judge it")
     run.add_argument("topic", help="the proposition to debate")
     run.add_argument(
         "--arguments", type=int, metavar="N", help="arguments per side (1-10, default 3)"
     )
     run.add_argument("--rounds", type=int, metavar="N", help="cross-examination rounds (default 1)")
-    _model_flags(run)
+    model_flags(run)
     judge = commands.add_parser("judge", help="judge a transcript written by anyone")
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
-    _model_flags(judge)
+    model_flags(judge)
+    add_council_parsers(commands)
     audit = commands.add_parser("audit", help="position, length and self-preference bias")
     audit.add_argument("--store", metavar="PATH", help="run store to audit")
     audit.add_argument("--json", action="store_true", help="machine-readable output")
@@ -121,63 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agreement.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "model": args.model,
-        "base_url": args.base_url,
-        "templates": args.templates,
-        "topics": args.topics,
-        "topic_type": args.topic_type,
-        "timeout": args.timeout,
-        "deadline": args.deadline,
-        "max_retries": args.max_retries,
-        "presentation": args.presentation,
-        "swap": True if args.swap else None,
-    }
-    if args.judges is not None:
-        roles = [r.strip() for r in args.judges.split(",") if r.strip()]
-        if len(roles) < 2:
-            raise ConfigurationError(
-                f"--judges: {len(roles)} judge(s) given; a panel needs at least two roles"
-            )
-        values["judges"] = [j.model_dump() for j in default_judges(roles)]
-    for flag in ("arguments", "rounds"):
-        value = getattr(args, flag, None)
-        if value is None:
-            continue
-        low, high = (1, 10) if flag == "arguments" else (0, 5)
-        if not low <= value <= high:
-            raise ConfigurationError(f"--{flag}: {value} is out of range; use {low} to {high}")
-        values[flag] = value
-    if args.model is None and args.base_url is not None:
-        raise ConfigurationError("--model: name the model served at --base-url")
-    return values
-
-
-class ProgressPrinter:
-    """One line per finished step on stderr, with elapsed time and tokens/s."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __call__(self, event: Event) -> None:
-        """Print a line for a finished step."""
-        if not isinstance(event, StepFinished):
-            return
-        total = time.perf_counter() - self.start
-        rate = event.completion_tokens / event.elapsed if event.elapsed > 0 else 0.0
-        step = event.phase.replace("_", " ")
-        if event.round is not None:
-            step += f" {event.round}"
-        status = "ok" if event.ok else f"FAILED ({event.detail})"
-        retry = f", {event.attempts} attempts" if event.attempts > 1 else ""
-        sys.stderr.write(
-            f"[{total:7.1f}s] {step:<20} {event.actor:<12} {status}  {event.elapsed:5.1f}s  "
-            f"{event.completion_tokens} tok  {rate:5.1f} tok/s{retry}\n"
-        )
-        sys.stderr.flush()
 
 
 def summary(result: DebateResult, path: str) -> str:
@@ -239,7 +122,7 @@ def _debate(args: argparse.Namespace, argv: list[str]) -> int:
     """``debate run`` and ``debate judge``: run, write result.json and run.json, record."""
     out = Path(args.out)
     try:
-        config = load_config(args.config, _overrides(args))
+        config = load_config(args.config, overrides(args))
         if args.command == "judge":
             load_transcript(args.transcript)  # refuse a bad transcript before any work
         seed, source = resolve_seed(args.seed, out)
@@ -313,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "audit":
         return _audit(args)
+    if args.command == "council":
+        return council_main(args, argv)
+    if args.command == "leaderboard":
+        return leaderboard_main(args)
     return _debate(args, argv)
 
 

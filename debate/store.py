@@ -7,15 +7,20 @@ data directory; ``--store PATH`` or ``DEBATE_STORE`` moves it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
+from debate.council_schema import CouncilResult
 from debate.decision import score_matrices
 from debate.result import DebateResult
 from debate.schema import JudgeEvaluation, RubricScore
@@ -47,7 +52,38 @@ CREATE TABLE IF NOT EXISTS observations (
     author_model TEXT
 );
 CREATE INDEX IF NOT EXISTS observations_judge ON observations(role, model);
+CREATE TABLE IF NOT EXISTS council_entries (
+    run_id TEXT NOT NULL,
+    created REAL NOT NULL,
+    question TEXT NOT NULL,
+    category TEXT,
+    candidate TEXT NOT NULL,
+    model TEXT NOT NULL,
+    borda REAL NOT NULL,
+    borda_normalized REAL NOT NULL,
+    votes INTEGER NOT NULL,
+    first_places INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    candidates INTEGER NOT NULL,
+    PRIMARY KEY (run_id, candidate)
+);
 """
+
+
+class LeaderboardRow(BaseModel):
+    """One model across council questions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    mean_borda: float
+    """Mean over questions of the normalised Borda score (1 = always first, 0 = always
+    last), so each question counts once whatever its number of candidates."""
+    total_votes: int
+    first_places: int
+    appearances: int
+    confidence: Literal["high", "medium", "low"]
+    """By appearances: at least 10 high, at least 3 medium, else low."""
 
 
 def default_store_path() -> Path:
@@ -89,8 +125,6 @@ class RunStore:
         Returns:
             The run id: a digest of the result, so recording the same result twice is a no-op.
         """
-        import hashlib
-
         blob = result.model_dump_json()
         run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
         rows = list(observation_rows(result, authors if authors is not None else result.debaters))
@@ -113,6 +147,68 @@ class RunStore:
                 [(run_id, *row) for row in rows],
             )
         return run_id
+
+    def record_council(self, result: CouncilResult, *, category: str | None = None) -> str:
+        """Store a council result's ranking for the cross-question leaderboard."""
+        blob = result.model_dump_json()
+        run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        authors = {c.id: c.author_model or c.id for c in result.candidates}
+        n = len(result.candidates)
+        now = time.time()
+        with self._connect() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO council_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        now,
+                        result.question,
+                        category,
+                        e.candidate,
+                        authors[e.candidate],
+                        e.borda,
+                        e.borda / (n - 1) if n > 1 else 0.0,
+                        e.votes,
+                        e.first_places,
+                        e.rank,
+                        n,
+                    )
+                    for e in result.rankings
+                ],
+            )
+        return run_id
+
+    def leaderboard(
+        self, *, since_days: float | None = None, category: str | None = None
+    ) -> list[LeaderboardRow]:
+        """Models ranked by their mean normalised Borda score across questions."""
+        query = (
+            "SELECT model, AVG(borda_normalized), SUM(votes), SUM(first_places), "
+            "COUNT(DISTINCT run_id) FROM council_entries WHERE 1=1"
+        )
+        params: list[object] = []
+        if since_days is not None:
+            query += " AND created >= ?"
+            params.append(time.time() - since_days * 86400)
+        if category is not None:
+            query += " AND category = ?"
+            params.append(category)
+        query += (
+            " GROUP BY model ORDER BY AVG(borda_normalized) DESC, SUM(first_places) DESC, model"
+        )
+        with self._connect() as db:
+            rows = db.execute(query, params).fetchall()
+        return [
+            LeaderboardRow(
+                model=m,
+                mean_borda=float(b),
+                total_votes=int(v),
+                first_places=int(f),
+                appearances=int(a),
+                confidence="high" if a >= 10 else "medium" if a >= 3 else "low",
+            )
+            for m, b, v, f, a in rows
+        ]
 
     def observations(self) -> list[dict[str, object]]:
         """Every observation row, as dicts."""

@@ -32,13 +32,13 @@ def resolve_model(
     """Build the model a name stands for.
 
     ``local`` is the embedded llama.cpp model (``model_path`` for another GGUF file);
-    ``scripted`` is the offline placeholder model; any other name is a model served by an
-    OpenAI-compatible endpoint (``base_url``, or OpenAI itself).
+    ``scripted`` (or ``scripted-<anything>``) is the offline placeholder model; any other
+    name is a model served by an OpenAI-compatible endpoint (``base_url``, or OpenAI).
     """
     if base_url is None and model_path is not None:
         name = LOCAL
-    if name == SCRIPTED and base_url is None:
-        return TestModel(seed=seed)
+    if name.startswith(SCRIPTED) and base_url is None:
+        return TestModel(seed=seed, name=name)
     if name == LOCAL and base_url is None:
         from debate.models.local import LocalModel
 
