@@ -19,7 +19,8 @@ from debate.config import RunConfig
 from debate.events import EventHandler, Phase, StepFinished, StepStarted
 from debate.exceptions import ModelOutputError, ProviderError
 from debate.models.base import Completion, Message, Model, ModelSettings, T
-from debate.result import Usage
+from debate.pricing import PriceTable
+from debate.result import CallUsage, TokenCounts, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -29,25 +30,54 @@ REASK = (
 )
 
 
+PHASE_ORDER = {"opening": 0, "cross_examination": 1, "closing": 2, "judge": 3, "council": 4}
+
+
 @dataclass
 class UsageMeter:
-    """Accumulates usage over a run. Not shared across event loops; asyncio is single-threaded."""
+    """Accumulates usage over a run (asyncio is single-threaded, so no lock is needed)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     retries: int = 0
-    by_kind: dict[str, int] = field(default_factory=dict)
+    by_model: dict[str, list[int]] = field(default_factory=dict)
+    per_call: list[CallUsage] = field(default_factory=list)
+    prices: PriceTable | None = None
+
+    def add_tokens(self, model: str, prompt: int, completion: int, cached: int) -> None:
+        """Count one attempt's tokens."""
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.cached_tokens += cached
+        row = self.by_model.setdefault(model, [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += prompt
+        row[2] += completion
+        row[3] += cached
 
     def snapshot(self) -> Usage:
-        """Frozen copy for a result."""
+        """Frozen copy for a result; per-call rows in a stable order (not arrival order)."""
+        by_model = {
+            name: TokenCounts(
+                calls=r[0], prompt_tokens=r[1], completion_tokens=r[2], cached_tokens=r[3]
+            )
+            for name, r in sorted(self.by_model.items())
+        }
+        per_call = sorted(
+            self.per_call,
+            key=lambda c: (PHASE_ORDER.get(c.phase, 9), c.round or 0, c.actor, c.model),
+        )
         return Usage(
             calls=self.calls,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             cached_tokens=self.cached_tokens,
             retries=self.retries,
+            by_model=by_model,
+            per_call=per_call,
+            cost_usd=None if self.prices is None else self.prices.cost(by_model),
         )
 
 
@@ -106,6 +136,19 @@ async def ask(
     tokens = [0, 0, 0]
 
     def finish(ok: bool, detail: str | None = None) -> None:
+        meter.per_call.append(
+            CallUsage(
+                phase=phase,
+                actor=actor,
+                round=round,
+                model=model.name,
+                attempts=attempts,
+                ok=ok,
+                prompt_tokens=tokens[0],
+                completion_tokens=tokens[1],
+                cached_tokens=tokens[2],
+            )
+        )
         if on_event:
             on_event(
                 StepFinished(
@@ -122,6 +165,12 @@ async def ask(
                 )
             )
 
+    def count(prompt: int, completion: int, cached: int) -> None:
+        tokens[0] += prompt
+        tokens[1] += completion
+        tokens[2] += cached
+        meter.add_tokens(model.name, prompt, completion, cached)
+
     while True:
         attempts += 1
         meter.calls += 1
@@ -130,6 +179,8 @@ async def ask(
         try:
             completion = await model.complete(conversation, schema, settings)
         except ModelOutputError as exc:
+            if exc.usage is not None:
+                count(*exc.usage)
             invalid += 1
             logger.info("%s %s: invalid reply (%s), attempt %d", phase, actor, exc.reason, attempts)
             if invalid > policy.max_retries:
@@ -153,11 +204,6 @@ async def ask(
             await asyncio.sleep(delay)
             continue
         usage = completion.usage
-        tokens[0] += usage.prompt_tokens
-        tokens[1] += usage.completion_tokens
-        tokens[2] += usage.cached_tokens
-        meter.prompt_tokens += usage.prompt_tokens
-        meter.completion_tokens += usage.completion_tokens
-        meter.cached_tokens += usage.cached_tokens
+        count(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
         finish(True)
         return completion, attempts

@@ -39,12 +39,21 @@ class ModelOutputError(DebateError):
     The raw text is kept so that nothing the model said is lost.
     """
 
-    def __init__(self, message: str, *, raw: str, reason: str = "parse_failure") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw: str,
+        reason: str = "parse_failure",
+        usage: tuple[int, int, int] | None = None,
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         """The model's reply, exactly as received."""
         self.reason = reason
         """``parse_failure``, ``schema_violation`` or ``refused``."""
+        self.usage = usage
+        """Prompt, completion and cached tokens the failed call still cost, if known."""
 
 
 class DeadlineExceeded(DebateError):

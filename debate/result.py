@@ -53,14 +53,43 @@ class Decision(Frozen):
     recommendation: str
 
 
-class Usage(Frozen):
-    """Model usage summed over a run."""
+class TokenCounts(Frozen):
+    """Tokens of one model (or one call)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+
+
+class CallUsage(Frozen):
+    """One logical call (a debater move or a judge reading), retries included."""
+
+    phase: str
+    actor: str
+    round: int | None = None
+    model: str
+    attempts: int
+    ok: bool
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+
+class Usage(Frozen):
+    """Model usage of a run, from the providers' usage fields."""
+
+    calls: int = 0
+    """HTTP or in-process requests, every retry included."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prefix cache."""
     retries: int = 0
+    by_model: dict[str, TokenCounts] = Field(default_factory=dict)
+    per_call: list[CallUsage] = Field(default_factory=list)
+    cost_usd: float | None = None
+    """From the price table, when one is configured; None otherwise (never a guess)."""
 
 
 class PanelResult(Frozen):
