@@ -7,8 +7,9 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -18,9 +19,11 @@ from debate.calls import CallPolicy, UsageMeter
 from debate.config import RunConfig, validation_message
 from debate.events import EventHandler
 from debate.exceptions import ConfigurationError
+from debate.limiter import LimitedModel, RateLimiter
 from debate.models import resolve_model
 from debate.models.base import Model, ModelSettings
 from debate.panel import MultiJudgePanel
+from debate.pricing import PriceTable
 from debate.prompts import PromptRenderer
 from debate.protocol import Deadline, DebateProtocol, Debaters
 from debate.result import DebateResult, PanelResult
@@ -28,25 +31,34 @@ from debate.schema import Transcript, check_topic
 from debate.topics import TopicProfiles
 
 CacheSpec = ResponseCache | str | Path | None
+T_co = TypeVar("T_co")
 
 
 class _Wrapper:
-    """Wraps every model of a run in the response cache, each distinct model once."""
+    """Wraps every model of a run, each distinct model once.
 
-    def __init__(self, cache: CacheSpec) -> None:
+    The rate limiter goes inside (a cached reply costs no request), the cache outside.
+    """
+
+    def __init__(self, cache: CacheSpec, limiter: RateLimiter | None = None) -> None:
         if cache is None or isinstance(cache, ResponseCache):
             self.cache = cache
         else:
             self.cache = ResponseCache(cache)
+        self.limiter = limiter
         self._wrapped: dict[int, Model] = {}
 
     def __call__(self, model: Model) -> Model:
-        if self.cache is None or isinstance(model, CachedModel):
-            return model
-        if id(model) not in self._wrapped:
+        if id(model) in self._wrapped:
+            return self._wrapped[id(model)]
+        wrapped = model
+        if self.limiter is not None:
+            wrapped = LimitedModel(wrapped, self.limiter)
+        if self.cache is not None and not isinstance(model, CachedModel):
             endpoint = getattr(model, "base_url", None)
-            self._wrapped[id(model)] = CachedModel(model, self.cache, endpoint=endpoint)
-        return self._wrapped[id(model)]
+            wrapped = CachedModel(wrapped, self.cache, endpoint=endpoint)
+        self._wrapped[id(model)] = wrapped
+        return wrapped
 
 
 class ModelPool:
@@ -65,6 +77,10 @@ class ModelPool:
         self.seed = seed
         self.model_path = model_path
         self._built: dict[tuple[str, str | None], Model] = {}
+
+    async def aclose(self) -> None:
+        """Close every model this pool built."""
+        await close_models(list(self._built.values()))
 
     def get(self, name: str | None, base_url: str | None = None) -> Model:
         """The model for a name (default: the run's), built on first use."""
@@ -125,6 +141,9 @@ async def run_debate(
     api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
+    pool: ModelPool | None = None,
+    limiter: RateLimiter | None = None,
+    prices: PriceTable | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
     """Run a whole debate and judge it.
@@ -141,6 +160,9 @@ async def run_debate(
         model_path: A GGUF file for the embedded backend.
         cache: Response cache (a path or a ResponseCache): completed calls are replayed
             from it, so re-running an interrupted debate re-sends only unfinished calls.
+        pool: Models shared with other runs (a batch); they are not closed here.
+        limiter: Requests/tokens-per-minute limiter shared with other runs.
+        prices: Price table for the cost in ``usage``.
         on_event: Progress callback.
 
     Returns:
@@ -152,9 +174,10 @@ async def run_debate(
         raise ConfigurationError(f"topic: {exc}") from exc
     cfg = _config(config)
     seed = draw_seed() if seed is None else seed
-    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    own_pool = pool is None
+    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
-    wrap = _Wrapper(cache)
+    wrap = _Wrapper(cache, limiter)
     debaters = Debaters(
         pro=wrap(pro or model or pool.get(cfg.pro_model)),
         con=wrap(con or model or pool.get(cfg.con_model)),
@@ -166,7 +189,7 @@ async def run_debate(
         topics=TopicProfiles.load(cfg.topics),
         on_event=on_event,
     )
-    meter = UsageMeter()
+    meter = UsageMeter(prices=prices)
     protocol = DebateProtocol(
         debaters,
         renderer,
@@ -184,7 +207,8 @@ async def run_debate(
         transcript = await protocol.run(topic, deadline=deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     finally:
-        await close_models([debaters.pro, debaters.con, *panel.models.values()])
+        if own_pool:
+            await pool.aclose()
     names = {"PRO": debaters.pro.name, "CON": debaters.con.name}
     return _result(transcript, panel_result, cfg, names)
 
@@ -199,22 +223,30 @@ async def judge_transcript(
     api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
+    pool: ModelPool | None = None,
+    limiter: RateLimiter | None = None,
+    prices: PriceTable | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
-    """Judge a transcript written by anyone: our debaters, people in a meeting, another tool."""
+    """Judge a transcript written by anyone: our debaters, people in a meeting, another tool.
+
+    Takes the same arguments as :func:`run_debate` (except the debaters).
+    """
     cfg = _config(config)
     seed = draw_seed() if seed is None else seed
-    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
-    wrap = _Wrapper(cache)
+    own_pool = pool is None
+    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    wrap = _Wrapper(cache, limiter)
     panel = MultiJudgePanel(
         models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
         config=cfg,
         on_event=on_event,
     )
     try:
-        panel_result = await panel.evaluate(transcript, seed=seed)
+        panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))
     finally:
-        await close_models(list(panel.models.values()))
+        if own_pool:
+            await pool.aclose()
     return _result(transcript, panel_result, cfg)
 
 
@@ -239,14 +271,26 @@ def _result(
     )
 
 
+async def _closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
+    """Run ``main``, then close the caller's models: their clients belong to this loop."""
+    given: list[Model] = [m for k in ("model", "pro", "con") if (m := kwargs.get(k)) is not None]  # type: ignore[misc]
+    judges = kwargs.get("judges")
+    if isinstance(judges, Mapping):
+        given += list(judges.values())
+    try:
+        return await main
+    finally:
+        await close_models(given)
+
+
 def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
-    """Blocking wrapper of :func:`run_debate`."""
-    return asyncio.run(run_debate(topic, **kwargs))  # type: ignore[arg-type]
+    """Blocking wrapper of :func:`run_debate` (same arguments)."""
+    return asyncio.run(_closing_given(run_debate(topic, **kwargs), kwargs))  # type: ignore[arg-type]
 
 
 def judge_transcript_sync(transcript: Transcript, **kwargs: object) -> DebateResult:
-    """Blocking wrapper of :func:`judge_transcript`."""
-    return asyncio.run(judge_transcript(transcript, **kwargs))  # type: ignore[arg-type]
+    """Blocking wrapper of :func:`judge_transcript` (same arguments)."""
+    return asyncio.run(_closing_given(judge_transcript(transcript, **kwargs), kwargs))  # type: ignore[arg-type]
 
 
 def load_transcript(path: str | Path) -> Transcript:

@@ -119,6 +119,8 @@ def test_fault_injection_suite() -> None:
             return await run_debate(topic, config=config, model=model, seed=1)
         except DebaterError as exc:
             return exc
+        finally:
+            await model.aclose()
 
     async def all_debates(server: FakeOpenAIServer) -> list[DebateResult | DebaterError]:
         outcomes: list[DebateResult | DebaterError] = []
