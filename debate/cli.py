@@ -18,6 +18,7 @@ from typing import Any
 from debate._version import __version__
 from debate.api import judge_transcript, load_transcript, run_debate, write_result
 from debate.cache import ResponseCache
+from debate.cli_batch import add_batch_parser, batch_main
 from debate.cli_common import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
     model_flags(judge)
     add_council_parsers(commands)
+    add_batch_parser(commands)
     audit = commands.add_parser("audit", help="position, length and self-preference bias")
     audit.add_argument("--store", metavar="PATH", help="run store to audit")
     audit.add_argument("--json", action="store_true", help="machine-readable output")
@@ -200,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return council_main(args, argv)
     if args.command == "leaderboard":
         return leaderboard_main(args)
+    if args.command == "batch":
+        return batch_main(args)
     return _debate(args, argv)
 
 

@@ -1,0 +1,259 @@
+"""Many debates at once: one shared model pool, a global limiter, resumable, isolated failures.
+
+Each line of the input JSONL is a debate (``topic``) or a transcript to judge
+(``transcript``), with an optional ``id`` and optional ``config`` overrides. Items run
+``concurrency`` at a time; each finished item writes ``OUT/<id>/result.json`` and
+re-running the batch skips those (and replays completed calls of unfinished ones from the
+shared response cache). One item's failure is recorded and never stops the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from debate.api import ModelPool, judge_transcript, run_debate, write_json_atomic, write_result
+from debate.cache import ResponseCache
+from debate.config import RunConfig, build_config, validation_message
+from debate.events import Event, StepFinished
+from debate.exceptions import ConfigurationError, DebateError
+from debate.limiter import RateLimiter
+from debate.pricing import PriceTable
+from debate.result import DebateResult
+from debate.schema import Transcript
+
+SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+class BatchItem(BaseModel):
+    """One line of a batch file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None = None
+    topic: str | None = None
+    transcript: Transcript | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of the batch's run config for this item (e.g. judges, arguments)."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> BatchItem:
+        if (self.topic is None) == (self.transcript is None):
+            raise ValueError("give exactly one of topic (a debate) or transcript (to judge)")
+        if self.id is not None and not SAFE_ID.match(self.id):
+            raise ValueError(f"id {self.id!r} must be letters, digits, '.', '_' or '-'")
+        return self
+
+
+class BatchLine(BaseModel):
+    """One line of results.jsonl."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    status: Literal["ok", "failed"]
+    outcome: str | None = None
+    winner: str | None = None
+    margin: float | None = None
+    alpha: float | None = None
+    kappa: float | None = None
+    calls: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, item_id: str, result: DebateResult) -> BatchLine:
+        """The summary line of a finished item."""
+        u = result.usage
+        return cls(
+            id=item_id,
+            status="ok",
+            outcome=result.decision.outcome,
+            winner=result.decision.winner,
+            margin=result.vote.margin,
+            alpha=result.agreement.alpha,
+            kappa=result.agreement.kappa,
+            calls=u.calls,
+            prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens,
+            cached_tokens=u.cached_tokens,
+            cost_usd=u.cost_usd,
+        )
+
+
+def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
+    """Read and validate every line first, so a typo on line 900 fails before any work."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"batch file {path}: cannot read it ({exc.strerror})") from exc
+    items: list[tuple[str, BatchItem]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = BatchItem.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"batch file {path} line {number}: not valid JSON ({exc.msg})"
+            ) from exc
+        except ValidationError as exc:
+            raise ConfigurationError(
+                validation_message(exc, f"batch file {path} line {number}")
+            ) from exc
+        items.append((item.id or f"item-{number}", item))
+    ids = [i for i, _ in items]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigurationError(f"batch file {path}: id {dupes[0]} is used twice")
+    if not items:
+        raise ConfigurationError(f"batch file {path}: no items; write one JSON object per line")
+    return items
+
+
+class Progress:
+    """Done / running / failed, calls/s, tokens/s and ETA, on one refreshed stderr line."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, interval: float = 1.0) -> None:
+        self.total = total
+        self.stream = stream
+        self.interval = interval
+        self.start = time.perf_counter()
+        self.done = self.running = self.failed = self.skipped = 0
+        self.calls = self.tokens = 0
+        self._last = 0.0
+
+    def on_event(self, event: Event) -> None:
+        """Count a finished call."""
+        if isinstance(event, StepFinished):
+            self.calls += event.attempts
+            self.tokens += event.prompt_tokens + event.completion_tokens
+            self.show()
+
+    def line(self) -> str:
+        """The progress line."""
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        finished = self.done + self.failed
+        worked = finished - self.skipped
+        remaining = self.total - finished
+        eta = "?" if worked <= 0 else f"{elapsed / worked * remaining:.0f}s"
+        return (
+            f"[batch] {finished}/{self.total} finished ({self.done} ok, {self.failed} failed, "
+            f"{self.skipped} skipped), {self.running} running | {self.calls / elapsed:.1f} "
+            f"calls/s, {self.tokens / elapsed:.0f} tokens/s | ETA {eta}"
+        )
+
+    def show(self, force: bool = False) -> None:
+        """Refresh the line at most once per ``interval``."""
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if force or now - self._last >= self.interval:
+            self._last = now
+            end = "\r" if self.stream.isatty() and not force else "\n"
+            self.stream.write(self.line() + end)
+            self.stream.flush()
+
+
+async def run_batch(
+    items: list[tuple[str, BatchItem]],
+    *,
+    config: RunConfig,
+    out_dir: Path,
+    concurrency: int = 8,
+    limiter: RateLimiter | None = None,
+    cache: ResponseCache | None = None,
+    prices: PriceTable | None = None,
+    pool: ModelPool | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> list[BatchLine]:
+    """Run every item; return one line per item in input order."""
+    if concurrency < 1:
+        raise ConfigurationError(f"--concurrency: {concurrency} must be at least 1")
+    progress = progress or Progress(len(items))
+    shared = pool or ModelPool(config, api_key_env=api_key_env, seed=seed)
+    gate = asyncio.Semaphore(concurrency)
+    lines: dict[str, BatchLine] = {}
+
+    async def one(item_id: str, item: BatchItem) -> None:
+        target = out_dir / item_id / "result.json"
+        finished = _finished(target)
+        if finished is not None:
+            lines[item_id] = BatchLine.of(item_id, finished)
+            progress.done += 1
+            progress.skipped += 1
+            return
+        async with gate:
+            progress.running += 1
+            try:
+                result = await _run_item(
+                    item, config, shared, limiter, cache, prices, seed, progress
+                )
+                write_result(result, target.parent)
+                lines[item_id] = BatchLine.of(item_id, result)
+                progress.done += 1
+            except (DebateError, ValidationError, OSError) as exc:
+                lines[item_id] = BatchLine(
+                    id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}"
+                )
+                progress.failed += 1
+            finally:
+                progress.running -= 1
+                progress.show()
+
+    try:
+        await asyncio.gather(*(one(i, item) for i, item in items))
+    finally:
+        if pool is None:
+            await shared.aclose()
+    progress.show(force=True)
+    ordered = [lines[i] for i, _ in items]
+    text = "".join(line.model_dump_json() + "\n" for line in ordered)
+    write_json_atomic(out_dir / "results.jsonl", text)
+    return ordered
+
+
+def _finished(target: Path) -> DebateResult | None:
+    try:
+        return DebateResult.model_validate_json(target.read_text(encoding="utf-8"))
+    except (OSError, ValidationError):
+        return None
+
+
+async def _run_item(
+    item: BatchItem,
+    config: RunConfig,
+    pool: ModelPool,
+    limiter: RateLimiter | None,
+    cache: ResponseCache | None,
+    prices: PriceTable | None,
+    seed: int,
+    progress: Progress,
+) -> DebateResult:
+    cfg = config
+    if item.config:
+        cfg = build_config({**config.model_dump(), **item.config}, "item config")
+    common: dict[str, Any] = {
+        "config": cfg,
+        "seed": seed,
+        "pool": pool,
+        "limiter": limiter,
+        "cache": cache,
+        "prices": prices,
+        "on_event": progress.on_event,
+    }
+    if item.transcript is not None:
+        return await judge_transcript(item.transcript, **common)
+    assert item.topic is not None
+    return await run_debate(item.topic, **common)

@@ -1,0 +1,177 @@
+"""Batch runs: the limiter's window, resume without re-sending, isolated failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from debate.cli import main
+from debate.limiter import RateLimiter
+from debate.models.test import fill_schema
+from tests.openai_server import FakeOpenAIServer, Reply
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+        await asyncio.sleep(0)
+
+
+def test_limiter_never_exceeds_rpm_in_any_window() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=10, clock=clock, sleep=clock.sleep)
+    starts: list[float] = []
+
+    async def worker() -> None:
+        for _ in range(5):
+            await limiter.acquire()
+            starts.append(clock())
+            clock.now += 0.5  # the call takes half a second
+
+    async def main_() -> None:
+        await asyncio.gather(*(worker() for _ in range(7)))
+
+    asyncio.run(main_())
+    assert len(starts) == 35
+    for t in starts:
+        assert sum(1 for s in starts if t <= s < t + 60) <= 10
+    assert max(starts) >= 180  # 35 requests at 10/min need at least three more windows
+
+
+def test_limiter_caps_tokens_per_minute() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(tpm=1000, clock=clock, sleep=clock.sleep)
+
+    async def main_() -> list[float]:
+        times = []
+        for _ in range(5):
+            await limiter.acquire(400)
+            times.append(clock())
+        return times
+
+    times = asyncio.run(main_())
+    for t in times:
+        assert sum(400 for s in times if t <= s < t + 60) <= 1000
+
+
+def test_bad_limits_are_refused() -> None:
+    from debate.exceptions import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="--rpm"):
+        RateLimiter(rpm=0)
+
+
+def _batch(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "batch.jsonl"
+    lines = [
+        json.dumps({"id": f"d{i}", "topic": f"Should team {i} adopt the plan?"}) for i in range(n)
+    ]
+    transcript = json.loads(
+        (Path(__file__).parents[1] / "examples" / "meeting_transcript.json").read_text()
+    )
+    lines.append(json.dumps({"id": "meeting", "transcript": transcript}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_batch_resume_skips_finished_items_and_isolates_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+
+    def responder(body: dict[str, Any]) -> Reply:
+        text = json.dumps(body["messages"])
+        seen.append(text)
+        if "team 2 " in text and fail["on"]:
+            return Reply(status=500)
+        schema = body["response_format"]["json_schema"]["schema"]
+        import random
+
+        return Reply(content=json.dumps(fill_schema(schema, random.Random(len(text)))))
+
+    fail = {"on": True}
+    batch = _batch(tmp_path, 4)
+    out = tmp_path / "out"
+    with FakeOpenAIServer(responder=responder) as server:
+        argv = [
+            "batch",
+            str(batch),
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out),
+            "--concurrency",
+            "3",
+            "--quiet",
+            "--no-cache",
+        ]
+        assert main(argv + ["--max-retries", "0"]) == 0
+        stdout, _ = capsys.readouterr()
+        results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert [r["id"] for r in results] == ["d0", "d1", "d2", "d3", "meeting"]
+        assert [r["status"] for r in results] == ["ok", "ok", "failed", "ok", "ok"]
+        assert "DebaterError" in results[2]["error"]
+        assert "4 of 5 items ok, 1 failed" in stdout
+        assert not (out / "d2" / "result.json").exists()
+        first_pass = len(seen)
+        # resume: only the failed item runs again
+        fail["on"] = False
+        seen.clear()
+        assert main(argv) == 0
+        capsys.readouterr()
+        assert seen and all("team 2 " in s for s in seen)
+        assert len(seen) == 10
+        results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert all(r["status"] == "ok" for r in results)
+    assert first_pass > 10
+
+
+def test_batch_file_errors_name_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"topic": "ok?"}\n{"topic": "x", "transcript": {}}\n')
+    assert main(["batch", str(path), "--model", "scripted", "--quiet"]) == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+def test_prices_give_a_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text("[models.scripted]\nprompt = 1.0\ncompletion = 2.0\n")
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"topic": "Should we?"}\n')
+    assert (
+        main(
+            [
+                "batch",
+                str(path),
+                "--model",
+                "scripted",
+                "--quiet",
+                "--prices",
+                str(prices),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "cost $" in out
+    result = json.loads((tmp_path / "o" / "item-1" / "result.json").read_text())
+    usage = result["usage"]
+    expected = (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6
+    assert usage["cost_usd"] == pytest.approx(expected, abs=1e-6)
+    assert len(usage["per_call"]) == 10
