@@ -68,7 +68,7 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     """The reviewer's reply: scores keyed by every label (all required), then a ranking."""
     item = _GatedScores if gated else _Scores
     fields: dict[str, Any] = {f"k{i}": (item, Field(alias=label)) for i, label in enumerate(labels)}
-    evaluations = create_model(  # type: ignore[call-overload]
+    evaluations = create_model(
         "Evaluations", __config__=ConfigDict(frozen=True, extra="forbid"), **fields
     )
     label_type = Literal[labels]  # type: ignore[valid-type]
@@ -78,12 +78,12 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
             raise ValueError("ranking lists a label twice; list each label once, best first")
         return value
 
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         "CouncilReview",
         __config__=ConfigDict(frozen=True, extra="forbid"),
         __validators__={"_distinct": field_validator("ranking")(_distinct)},
         evaluations=(evaluations, ...),
-        ranking=(list[label_type], Field(max_length=len(labels))),  # type: ignore[valid-type]
+        ranking=(list[label_type], Field(max_length=len(labels))),
     )
     return model
 
@@ -189,7 +189,7 @@ class Council:
             return Review(
                 **common,
                 status="unscored",
-                reason=exc.reason,  # type: ignore[arg-type]
+                reason=exc.reason,
                 detail=str(exc),
                 raw=exc.raw,
             )

@@ -24,6 +24,7 @@ from debate.stats import (
     krippendorff_alpha,
     side_vote,
 )
+from debate.stats.calibration import Method as CalibrationMethod
 
 BANDS = ((0.80, "high"), (0.67, "moderate"), (0.50, "low"))
 
@@ -92,7 +93,9 @@ def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
     return centred
 
 
-def measure(matrices: ScoreMatrices, calibration: str) -> tuple[Agreement, NDArray[np.float64]]:
+def measure(
+    matrices: ScoreMatrices, calibration: CalibrationMethod
+) -> tuple[Agreement, NDArray[np.float64]]:
     """Agreement statistics and the calibrated matrix."""
     calibrated = calibrate(matrices.raw, calibration)
     enough = len(matrices.judges) >= 2

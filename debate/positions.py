@@ -89,6 +89,7 @@ def presentations(
     ]
     rng.shuffle(sides)
     within: dict[Side, list[list[str]]] = {}
+    side: Side
     for side, ids in (("PRO", pro_ids), ("CON", con_ids)):
         symbols = list(ids)
         rng.shuffle(symbols)  # which argument plays which Latin-square symbol

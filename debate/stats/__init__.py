@@ -1,0 +1,53 @@
+"""Statistics: agreement, calibration, aggregation. Pure numpy/scipy, no I/O, no model.
+
+Every statistic the panel and the council report is computed here, and only here.
+"""
+
+from debate.stats.aggregation import (
+    RUBRIC_WEIGHTS,
+    BordaEntry,
+    NormalizedEntry,
+    Ranking,
+    SideVote,
+    argument_variance,
+    bootstrap_margin,
+    borda,
+    normalized_scores,
+    rubric_overall,
+    side_vote,
+)
+from debate.stats.agreement import (
+    BootstrapResult,
+    bootstrap_alpha,
+    fleiss_kappa,
+    fleiss_kappa_from_labels,
+    fleiss_kappa_se,
+    krippendorff_alpha,
+    label_counts,
+)
+from debate.stats.calibration import calibrate, choose_calibration, minmax, zscore
+
+__all__ = [
+    "RUBRIC_WEIGHTS",
+    "BootstrapResult",
+    "BordaEntry",
+    "NormalizedEntry",
+    "Ranking",
+    "SideVote",
+    "argument_variance",
+    "borda",
+    "bootstrap_alpha",
+    "bootstrap_margin",
+    "calibrate",
+    "choose_calibration",
+    "fleiss_kappa",
+    "fleiss_kappa_from_labels",
+    "fleiss_kappa_se",
+    "krippendorff_alpha",
+    "label_counts",
+    "minmax",
+    "normalized_scores",
+    "rubric_overall",
+    "side_vote",
+    "zscore",
+]
