@@ -1,5 +1,8 @@
 """The JSON shapes the models are asked to produce.
 
+Length limits are part of the shape: they keep a structured debate structured, and they
+bound what a small local model can generate (every limit becomes part of its grammar).
+
 Keyed replies are built per debate so that every argument id is a *required* property of
 one object: a grammar (llama.cpp) or a strict schema (OpenAI) then forces exactly one entry
 per argument, and a reply that skips, repeats or invents an id fails validation instead of
@@ -23,23 +26,23 @@ class _Reply(BaseModel):
 class ArgumentDraft(_Reply):
     """An argument as a debater writes it (the id is the key it sits under)."""
 
-    claim: str = Field(min_length=1, max_length=400)
-    reasoning: str = Field(min_length=1, max_length=1200)
-    evidence: str = Field(min_length=1, max_length=800)
+    claim: str = Field(min_length=1, max_length=300)
+    reasoning: str = Field(min_length=1, max_length=700)
+    evidence: str = Field(min_length=1, max_length=500)
 
 
 class ExamDraft(_Reply):
     """A debater's examination of one opposing argument."""
 
-    challenge: str = Field(min_length=1, max_length=600)
-    concession: str = Field(max_length=600)
-    rebuttal: str = Field(min_length=1, max_length=600)
+    challenge: str = Field(min_length=1, max_length=400)
+    concession: str = Field(max_length=400)
+    rebuttal: str = Field(min_length=1, max_length=400)
 
 
 class ClosingDraft(_Reply):
     """A closing statement."""
 
-    statement: str = Field(min_length=1, max_length=1500)
+    statement: str = Field(min_length=1, max_length=900)
 
 
 class RubricDraft(_Reply):
@@ -50,7 +53,7 @@ class RubricDraft(_Reply):
     responsiveness: int = Field(ge=1, le=10)
     honesty: int = Field(ge=1, le=10)
     standing: Standing
-    note: str = Field(max_length=300)
+    note: str = Field(max_length=200)
 
 
 _DRAFTS: dict[str, type[_Reply]] = {
@@ -79,7 +82,7 @@ def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
         "JudgeReply",
         __config__=ConfigDict(frozen=True, extra="forbid"),
         scores=(keyed_reply("rubric", ids), ...),
-        key_finding=(str, Field(max_length=600)),
+        key_finding=(str, Field(max_length=300)),
     )
     return model
 

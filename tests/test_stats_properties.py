@@ -107,3 +107,15 @@ def test_fleiss_matches_statsmodels(raters: int, items: int, cats: int, rnd) -> 
     assert (math.isnan(ours) and math.isnan(fleiss_kappa_from_labels(strings))) or (
         fleiss_kappa_from_labels(strings) == pytest.approx(ours)
     )
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_block_processing_matches_the_package_on_many_units(level: str) -> None:
+    """More units than one processing block (65,536), with missing values."""
+    rng = np.random.default_rng(3)
+    truth = rng.integers(1, 8, size=70_000)
+    data = np.clip(truth + rng.integers(-1, 2, size=(3, 70_000)), 1, 7).astype(float)
+    data[rng.random(data.shape) < 0.2] = np.nan
+    theirs = reference(data, level)
+    assert theirs is not None
+    assert krippendorff_alpha(data, level) == pytest.approx(theirs, abs=1e-9)

