@@ -49,7 +49,7 @@ def test_tiny_schema_and_prefix_reuse() -> None:
     shared = "You are a careful assistant. " + "Background: the sky is blue. " * 60
     first = [Message(role="system", content=shared), Message(role="user", content="Rate A.")]
     second = [Message(role="system", content=shared), Message(role="user", content="Rate B.")]
-    settings = ModelSettings(max_tokens=40, seed=2)
+    settings = ModelSettings(max_tokens=120, seed=2)
     a = asyncio.run(MODEL.complete(first, Tiny, settings))
     b = asyncio.run(MODEL.complete(second, Tiny, settings))
     assert 1 <= a.parsed.verdict <= 10 and 1 <= b.parsed.verdict <= 10

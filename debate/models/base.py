@@ -102,7 +102,7 @@ def parse_reply(text: str, schema: type[T]) -> T:
         body = body.strip("`")
         body = body.removeprefix("json").strip()
     try:
-        data = json.loads(body)
+        data = json.loads(body, strict=False)  # raw newlines inside strings are fine
     except json.JSONDecodeError as exc:
         raise ModelOutputError(
             f"reply is not valid JSON: {exc}", raw=text, reason="parse_failure"

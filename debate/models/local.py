@@ -62,6 +62,33 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
+MAX_ENUM_RANGE = 100
+
+
+def grammar_schema(schema: Any) -> Any:
+    """The schema as llama.cpp's grammar converter needs it.
+
+    The converter does not enforce ``minimum``/``maximum`` on integers (a small model then
+    writes 100 for a 1-10 score, or digits until it runs out of tokens), so small integer
+    ranges become an explicit ``enum`` of the allowed values, which the grammar does force.
+    """
+    if isinstance(schema, dict):
+        out = {k: grammar_schema(v) for k, v in schema.items()}
+        low, high = out.get("minimum"), out.get("maximum")
+        if (
+            out.get("type") == "integer"
+            and isinstance(low, int)
+            and isinstance(high, int)
+            and 0 <= high - low <= MAX_ENUM_RANGE
+        ):
+            out = {k: v for k, v in out.items() if k not in ("minimum", "maximum", "type")}
+            out["enum"] = list(range(low, high + 1))
+        return out
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    return schema
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     """Length of the common prefix of two token lists."""
     n = min(len(a), len(b))
@@ -180,7 +207,7 @@ class LocalModel:
         settings = settings or ModelSettings()
         start = time.perf_counter()
         text, usage = await asyncio.to_thread(
-            self._complete_blocking, messages, schema.model_json_schema(), settings
+            self._complete_blocking, messages, grammar_schema(schema.model_json_schema()), settings
         )
         try:
             parsed = parse_reply(text, schema)

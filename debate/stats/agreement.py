@@ -1,258 +1,89 @@
 r"""Inter-rater agreement: Krippendorff's alpha (all four levels) and Fleiss' kappa.
 
 Krippendorff's alpha follows the coincidence-matrix definition (Krippendorff 2011,
-"Computing Krippendorff's alpha-reliability"). Only *pairable* values count: values in units
-(columns) that at least two raters rated. With :math:`m_u` values in unit :math:`u`,
-:math:`n = \sum_u m_u` pairable values and :math:`n_c` of them equal to :math:`c`,
+"Computing Krippendorff's Alpha-Reliability"). Only *pairable* values count: values in units
+(columns) that two or more raters rated. With :math:`m_u` values in unit :math:`u`, the
+coincidence matrix is :math:`o_{ck} = \sum_u \#\{(i, j) \in u,\ i \ne j: x_i = c, x_j = k\}
+/ (m_u - 1)`, its marginals :math:`n_c = \sum_k o_{ck}` and :math:`n = \sum_c n_c`:
 
 .. math::
 
-    D_o = \frac{1}{n} \sum_u \frac{1}{m_u - 1} \sum_{i \ne j \in u} \delta^2(x_i, x_j),
-    \qquad
-    D_e = \frac{1}{n(n-1)} \sum_{c, k} n_c n_k \, \delta^2(c, k),
-    \qquad
-    \alpha = 1 - D_o / D_e .
+    D_o = \frac{1}{n} \sum_{c,k} o_{ck}\, \delta^2_{ck}, \qquad
+    D_e = \frac{1}{n(n-1)} \sum_{c,k} n_c n_k\, \delta^2_{ck}, \qquad
+    \alpha = 1 - \frac{D_o}{D_e} = 1 - (n-1) \frac{\sum o_{ck} \delta^2_{ck}}
+    {\sum n_c n_k \delta^2_{ck}} .
 
-Each unit is weighted by :math:`1/(m_u - 1)`, self-pairs never count, and alpha is ``nan``
-where it is undefined (no pairable values, or :math:`D_e = 0`): never a made-up 1.0.
+Metrics: nominal :math:`[c \ne k]`; ordinal :math:`(\sum_{g=c}^{k} n_g - (n_c+n_k)/2)^2`;
+interval :math:`(c-k)^2`; ratio :math:`((c-k)/(c+k))^2`. Alpha is ``nan`` where it is
+undefined (no pairable values, or :math:`D_e = 0`), never a made-up 1.0.
 
-The sums are computed without a :math:`V \times V` matrix wherever the metric allows it,
-so time and memory are linear in the number of ratings:
+How it is computed (time and memory; :math:`N` ratings, :math:`V` distinct values):
 
-- interval: :math:`\sum_{i \ne j}(x_i - x_j)^2 = 2(m \sum x^2 - (\sum x)^2)` per unit and
-  over all pairable values;
-- ordinal: Krippendorff's ordinal distance between values :math:`c < k` is
-  :math:`(\sum_{g=c}^{k} n_g - (n_c + n_k)/2)^2 = (r_k - r_c)^2` with the mid-rank
-  :math:`r_c = \sum_{g<c} n_g + n_c/2`, so ordinal alpha is interval alpha on mid-ranks;
-- nominal: :math:`\sum_{i \ne j}[x_i \ne x_j] = m^2 - \sum_c n_{uc}^2` per unit;
-- ratio: :math:`((c-k)/(c+k))^2` does not separate, so :math:`D_o` runs over rater pairs
-  (:math:`O(R^2 U)`) and :math:`D_e` over pairs of *distinct* values (:math:`O(V^2)`, in
-  chunks); with many distinct ratio values this is the one quadratic case.
+- interval, any data: closed-form sums, :math:`O(N)` time, :math:`O(U)` memory. Within a
+  unit :math:`\sum_{i \ne j}(x_i - x_j)^2 = 2 m_u \sum_i (x_i - \bar x_u)^2`, and over the
+  pooled values :math:`\sum_{c,k} n_c n_k (c-k)^2 = 2 n \sum (x - \bar x)^2`; deviations are
+  taken from unit means and combined exactly (Chan et al.), so large offsets cost no
+  precision. No :math:`V \times V` matrix, however many distinct values.
+- nominal, ordinal, ratio with at most ``SMALL_DOMAIN`` distinct values (integer scores):
+  the :math:`V \times V` coincidence matrix, accumulated block by block from per-unit value
+  counts (``np.bincount``) as :math:`C^T \mathrm{diag}(1/(m_u-1)) C` minus its diagonal
+  correction. :math:`O(N + U V^2)` time, :math:`O(V^2)` memory beyond one block.
+- ordinal, many values: the ordinal distance is a difference of mid-ranks,
+  :math:`\sum_{g=c}^{k} n_g - (n_c+n_k)/2 = r_k - r_c` with :math:`r_c = \sum_{g<c} n_g +
+  n_c/2`, so ordinal alpha is interval alpha on the mid-ranks of the pairable values
+  (one sort, :math:`O(N \log N)` time, :math:`O(N)` memory).
+- nominal, many values: per unit :math:`\sum_{i \ne j}[x_i \ne x_j] = m_u(m_u-1) -
+  \sum_c n_{uc}(n_{uc}-1)`, counted from each column sorted (runs of equal values), and
+  :math:`\sum_c n_c^2` from the sorted pooled values: :math:`O(N \log N)`, :math:`O(N)`.
+- ratio, many values: the one quadratic case. :math:`D_o` runs over rater pairs inside
+  each unit (:math:`O(R^2 U)`), :math:`D_e` over pairs of distinct values
+  (:math:`O(V^2)` time, in chunks of :math:`O(V)` memory).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-Level = Literal["nominal", "ordinal", "interval", "ratio"]
-LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
-_CHUNK = 2048
-_CHUNK_UNITS = 65536
+from debate.stats._alpha import (
+    LEVELS,
+    SMALL_DOMAIN,
+    FloatArray,
+    Level,
+    alpha_of,
+    is_missing,
+    is_number,
+    prepare,
+    replicator,
+)
 
-FloatArray = NDArray[np.float64]
-
-
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float | np.floating):
-        return bool(np.isnan(value))
-    return False
-
-
-def _as_matrix(data: Any) -> NDArray[Any]:
-    matrix = np.asarray(data, dtype=object) if not isinstance(data, np.ndarray) else data
-    if matrix.ndim != 2:
-        raise ValueError(
-            f"reliability_data must be 2-D (raters x units); got {matrix.ndim} dimension(s)"
-        )
-    return matrix
-
-
-def _numeric(matrix: NDArray[Any], level: str) -> FloatArray:
-    try:
-        values = np.asarray(matrix, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"level {level!r} needs numbers; use level='nominal' for labels, or "
-            "level='ordinal' with an ordered value_domain"
-        ) from exc
-    if np.isinf(values).any():
-        raise ValueError("reliability_data contains an infinite value")
-    return values
+__all__ = [
+    "LEVELS",
+    "SMALL_DOMAIN",
+    "BootstrapResult",
+    "Level",
+    "UnequalRatersError",
+    "bootstrap_alpha",
+    "fleiss_kappa",
+    "fleiss_kappa_from_labels",
+    "fleiss_kappa_se",
+    "krippendorff_alpha",
+    "label_counts",
+]
 
 
-def _codes(matrix: NDArray[Any], value_domain: Sequence[Any] | None) -> FloatArray:
-    """Map labels to 0..V-1 (order of value_domain, else sorted), missing to NaN."""
-    flat = matrix.ravel()
-    present = [v for v in flat if not _is_missing(v)]
-    if value_domain is not None:
-        index = {v: i for i, v in enumerate(value_domain)}
-        unknown = [v for v in present if v not in index]
-        if unknown:
-            raise ValueError(f"value {unknown[0]!r} is not in value_domain")
-    else:
-        try:
-            ordered = sorted(set(present))
-        except TypeError as exc:
-            raise ValueError("labels of mixed types cannot be ordered; pass value_domain") from exc
-        index = {v: i for i, v in enumerate(ordered)}
-    out = np.full(flat.shape, np.nan)
-    for i, v in enumerate(flat):
-        if not _is_missing(v):
-            out[i] = index[v]
-    return out.reshape(matrix.shape)
+class UnequalRatersError(ValueError):
+    """Items have different numbers of ratings, which Fleiss' kappa cannot take."""
 
 
-def _prepare(data: ArrayLike, level: str, value_domain: Sequence[Any] | None) -> FloatArray:
-    """Numeric matrix (raters x units) whose values carry the level's meaning."""
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
-    if isinstance(data, np.ndarray) and data.dtype.kind in "fiub":
-        matrix: NDArray[Any] = data
-    else:
-        matrix = _as_matrix(data)
-    if matrix.ndim != 2:
-        raise ValueError("reliability_data must be 2-D (raters x units)")
-    numeric_ok = matrix.dtype.kind in "fiub" or all(
-        _is_missing(v) or isinstance(v, int | float | np.integer | np.floating)
-        for v in matrix.ravel()
-    )
-    if level in ("interval", "ratio"):
-        if value_domain is not None:
-            raise ValueError(f"value_domain is for nominal or ordinal data, not {level}")
-        values = _numeric(matrix, level)
-        if level == "ratio" and (values[~np.isnan(values)] < 0).any():
-            raise ValueError("ratio data must be non-negative")
-        return values
-    if numeric_ok and value_domain is None:
-        return _numeric(matrix, level)
-    if level == "ordinal" and value_domain is None:
-        raise ValueError("ordinal labels need an ordered value_domain, e.g. ['low', 'mid', 'high']")
-    return _codes(matrix, value_domain)
-
-
-def _chunks(units: int) -> list[slice]:
-    """Column blocks: every pass below holds one block at a time, not a copy of the data."""
-    return [slice(i, min(i + _CHUNK_UNITS, units)) for i in range(0, units, _CHUNK_UNITS)]
-
-
-def _pairable(values: FloatArray) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
-    """Mask of pairable values (rated, in a unit with two or more ratings), and m_u."""
-    present = ~np.isnan(values)
-    m = present.sum(axis=0)
-    present &= m >= 2
-    return present, np.where(m >= 2, m, 0)
-
-
-Transform = Callable[[FloatArray], FloatArray]
-
-
-def _interval_sums(
-    values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64], transform: Transform
-) -> tuple[float, float, float]:
-    """(n, D_o * n, D_e * n * (n-1)) for squared differences, in closed form, by blocks."""
-    keep = m >= 2
-    n = float(m[keep].sum())
-    total = 0.0
-    for block in _chunks(values.shape[1]):
-        x = transform(values[:, block])
-        total += float(x[present[:, block]].sum())
-    # Centre on the pooled mean: alpha does not change, and the sums of squares below do
-    # not lose precision to a large common offset.
-    mean = total / n
-    within = s1_total = s2_total = 0.0
-    for block in _chunks(values.shape[1]):
-        p = present[:, block]
-        x = transform(values[:, block]) - mean
-        x[~p] = 0.0
-        s1 = x.sum(axis=0)
-        np.square(x, out=x)
-        s2 = x.sum(axis=0)
-        k = keep[block]
-        mk = m[block][k]
-        within += float((2.0 * (mk * s2[k] - s1[k] * s1[k]) / (mk - 1)).sum())
-        s1_total += float(s1[k].sum())
-        s2_total += float(s2[k].sum())
-    expected = 2.0 * (n * s2_total - s1_total * s1_total)
-    return n, within, expected
-
-
-def _distinct_counts(
-    values: FloatArray, present: NDArray[np.bool_]
-) -> tuple[FloatArray, NDArray[np.int64]]:
-    """Distinct pairable values and how often each occurs, gathered block by block."""
-    parts, counts = [], []
-    for block in _chunks(values.shape[1]):
-        d, c = np.unique(values[:, block][present[:, block]], return_counts=True)
-        parts.append(d)
-        counts.append(c)
-    merged, inverse = np.unique(np.concatenate(parts), return_inverse=True)
-    totals = np.bincount(inverse, weights=np.concatenate(counts).astype(np.float64))
-    return merged, totals.astype(np.int64)
-
-
-def _midrank_transform(values: FloatArray, present: NDArray[np.bool_]) -> Transform:
-    """Map each value to its mid-rank among all pairable values (NaN for the rest)."""
-    distinct, counts = _distinct_counts(values, present)
-    ranks = np.cumsum(counts) - counts / 2.0
-
-    def transform(x: FloatArray) -> FloatArray:
-        index = np.clip(np.searchsorted(distinct, x), 0, len(distinct) - 1)
-        out: FloatArray = ranks[index]
-        return out
-
-    return transform
-
-
-def _nominal_sums(
-    values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64]
-) -> tuple[float, float, float]:
-    distinct, marginals = _distinct_counts(values, present)
-    v = len(distinct)
-    within = 0.0
-    for block in _chunks(values.shape[1]):
-        p = present[:, block]
-        cols = np.nonzero(p)[1]
-        codes = np.searchsorted(distinct, values[:, block][p])
-        pairs, pair_counts = np.unique(cols * v + codes, return_counts=True)
-        squares = np.bincount(
-            pairs // v, weights=pair_counts.astype(np.float64) ** 2, minlength=p.shape[1]
-        )
-        mb = m[block].astype(np.float64)
-        k = mb >= 2
-        within += float(((mb[k] ** 2 - squares[k]) / (mb[k] - 1)).sum())
-    n = float(m.sum())
-    expected = n * n - float((marginals.astype(np.float64) ** 2).sum())
-    return n, within, expected
-
-
-def _ratio_delta(a: FloatArray, b: FloatArray) -> FloatArray:
-    total = a + b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = np.where(total == 0, 0.0, (a - b) / np.where(total == 0, 1.0, total))
-    return d * d
-
-
-def _ratio_sums(
-    values: FloatArray, present: NDArray[np.bool_], m: NDArray[np.int64]
-) -> tuple[float, float, float]:
-    raters = values.shape[0]
-    weight = 1.0 / (m - 1)
-    observed = 0.0
-    for r1 in range(raters):
-        for r2 in range(r1 + 1, raters):
-            both = present[r1] & present[r2]
-            if both.any():
-                d = _ratio_delta(values[r1, both], values[r2, both])
-                observed += 2.0 * float((d * weight[both]).sum())
-    distinct, counts = np.unique(values[present], return_counts=True)
-    counts = counts.astype(np.float64)
-    expected = 0.0
-    for start in range(0, len(distinct), _CHUNK):
-        block = distinct[start : start + _CHUNK]
-        d = _ratio_delta(block[:, None], distinct[None, :])
-        expected += float(counts[start : start + _CHUNK] @ d @ counts)
-    return float(m.sum()), observed, expected
-
-
-def _identity(x: FloatArray) -> FloatArray:
-    return x.copy()
+_UNEQUAL = (
+    "every item needs the same number of ratings for Fleiss' kappa; with missing ratings "
+    "use krippendorff_alpha(data, level='nominal'), which handles them"
+)
 
 
 def krippendorff_alpha(
@@ -260,46 +91,43 @@ def krippendorff_alpha(
     level: Level = "interval",
     value_domain: Sequence[Any] | None = None,
 ) -> float:
-    """Krippendorff's alpha.
+    r"""Krippendorff's alpha, :math:`1 - D_o / D_e` on the coincidence matrix.
+
+    Units are weighted by :math:`1/(m_u - 1)`, only pairable values (units with two or
+    more ratings) enter, and :math:`D_e` uses :math:`n(n-1)` (no self-pairs); see the
+    module docstring for the formulas and for the cost of each level.
 
     Args:
         reliability_data: Raters x units (rows are judges, columns are arguments); missing
-            values as ``None`` or ``NaN``. Numbers, or labels (strings) for nominal data and
-            for ordinal data with ``value_domain``.
-        level: ``nominal``, ``ordinal``, ``interval`` or ``ratio``.
-        value_domain: Ordered list of the possible values (required for ordinal labels).
+            values as ``None`` or ``NaN``. Numbers, or labels (strings) for nominal data
+            and for ordinal data with ``value_domain``.
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"`` or ``"ratio"``.
+        value_domain: The possible values; for ordinal labels, in their order. Every value
+            in the data must be in it.
 
     Returns:
-        Alpha, or ``nan`` where it is undefined (no pairable values, or no expected
-        disagreement because every pairable value is the same).
+        Alpha, or ``nan`` where it is undefined: no pairable values, or no expected
+        disagreement because every pairable value is the same.
 
     Raises:
-        ValueError: a level the data cannot have, an unknown label, a non-2-D input.
+        ValueError: Input that is not 2-D, labels where the level needs numbers, ordinal
+            labels without ``value_domain``, a value outside ``value_domain``, an infinite
+            value, or negative ratio data.
     """
-    values = _prepare(reliability_data, level, value_domain)
-    present, m = _pairable(values)
-    if m.sum() < 2:
-        return math.nan
-    if level == "nominal":
-        n, observed, expected = _nominal_sums(values, present, m)
-    elif level == "ratio":
-        n, observed, expected = _ratio_sums(values, present, m)
-    else:
-        transform = _midrank_transform(values, present) if level == "ordinal" else _identity
-        n, observed, expected = _interval_sums(values, present, m, transform)
-    if n < 2 or expected <= 0:
-        return math.nan
-    # alpha = 1 - D_o / D_e = 1 - (observed / n) / (expected / (n (n - 1)))
-    return float(1.0 - (n - 1.0) * observed / expected)
+    return alpha_of(prepare(reliability_data, level, value_domain), level)
 
 
 class BootstrapResult(NamedTuple):
     """An estimate with a percentile interval."""
 
     estimate: float
+    """The statistic on the original data."""
     low: float
+    """Lower percentile bound (``nan`` if no replicate was defined)."""
     high: float
+    """Upper percentile bound (``nan`` if no replicate was defined)."""
     n_boot: int
+    """Number of replicates drawn (undefined ones are left out of the percentiles)."""
 
 
 def bootstrap_alpha(
@@ -313,151 +141,214 @@ def bootstrap_alpha(
 ) -> BootstrapResult:
     """Alpha with a percentile interval from resampling units (columns) with replacement.
 
-    Replicates where alpha is undefined are left out of the percentiles; if none is
-    defined, the bounds are ``nan``.
+    Each replicate draws as many units as the data has, with replacement, and computes
+    alpha on them; the interval is the ``(1-ci)/2`` and ``(1+ci)/2`` percentiles of the
+    replicates where alpha is defined. The same seed gives the same interval.
+
+    Args:
+        reliability_data: Raters x units, as for :func:`krippendorff_alpha`.
+        level: Level of measurement.
+        value_domain: As for :func:`krippendorff_alpha`.
+        n_boot: Number of replicates (0 gives only the estimate).
+        ci: Coverage of the interval, between 0 and 1.
+        seed: Seed of the resampling; ``None`` for fresh entropy.
+
+    Returns:
+        The estimate on the original data and the interval; the bounds are ``nan`` when no
+        replicate has a defined alpha.
+
+    Raises:
+        ValueError: ``ci`` outside (0, 1), a negative ``n_boot``, or bad data (see
+            :func:`krippendorff_alpha`).
     """
     if not 0 < ci < 1:
-        raise ValueError("ci must be between 0 and 1, e.g. 0.95")
-    values = _prepare(reliability_data, level, value_domain)
-    # labels are coded already; keep the level's meaning on the coded matrix
-    coded_level: Level = level
-    estimate = krippendorff_alpha(values, coded_level)
-    rng = np.random.default_rng(seed)
+        raise ValueError(f"ci must be between 0 and 1, e.g. 0.95; got {ci}")
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be 0 or more; got {n_boot}")
+    values = prepare(reliability_data, level, value_domain)
+    estimate = alpha_of(values, level)
     units = values.shape[1]
-    replicates = []
-    for _ in range(n_boot):
-        sample = values[:, rng.integers(0, units, units)]
-        replicates.append(krippendorff_alpha(sample, coded_level))
-    finite = np.array([r for r in replicates if math.isfinite(r)])
+    if n_boot == 0 or units == 0:
+        return BootstrapResult(estimate, math.nan, math.nan, n_boot)
+    rng = np.random.default_rng(seed)
+    replicate = replicator(values, level)
+    draws = np.array([replicate(rng.integers(0, units, size=(units,))) for _ in range(n_boot)])
+    finite = draws[np.isfinite(draws)]
     if finite.size == 0:
         return BootstrapResult(estimate, math.nan, math.nan, n_boot)
-    tail = (1 - ci) / 2
-    low, high = np.quantile(finite, [tail, 1 - tail])
+    tail = (1.0 - ci) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
     return BootstrapResult(estimate, float(low), float(high), n_boot)
+
+
+# --- Fleiss' kappa ------------------------------------------------------------------------
 
 
 def _table(counts: ArrayLike) -> FloatArray:
     table = np.asarray(counts, dtype=np.float64)
-    if table.ndim != 2 or table.shape[0] == 0:
-        raise ValueError("counts must be a 2-D table: items x categories")
-    if (table < 0).any():
-        raise ValueError("counts must be non-negative")
+    if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
+        raise ValueError("counts must be a 2-D table: items x categories, at least one of each")
+    if not np.isfinite(table).all() or (table < 0).any():
+        raise ValueError("counts must be non-negative numbers of ratings")
     raters = table.sum(axis=1)
     if not np.all(raters == raters[0]):
-        raise ValueError(
-            "every item must have the same number of ratings for Fleiss' kappa; with "
-            "missing ratings use krippendorff_alpha(data, level='nominal') instead"
+        first = int(np.flatnonzero(raters != raters[0])[0])
+        raise UnequalRatersError(
+            f"item {first} has {raters[first]:g} ratings where item 0 has {raters[0]:g}; "
+            + _UNEQUAL
         )
     if raters[0] < 2:
         raise ValueError("Fleiss' kappa needs at least two ratings per item")
     return table
 
 
-def fleiss_kappa(counts: ArrayLike, method: Literal["fleiss", "randolph"] = "fleiss") -> float:
-    r"""Fleiss' kappa (Fleiss 1971) on an items x categories table of counts.
-
-    :math:`\kappa = (\bar P - P_e) / (1 - P_e)` with :math:`\bar P` the mean per-item
-    agreement and :math:`P_e = \sum_j p_j^2` from the category marginals (``randolph``:
-    :math:`P_e = 1/k`, free marginals). ``nan`` where :math:`P_e = 1`.
-    """
-    table = _table(counts)
-    raters = table[0].sum()
-    per_item = ((table * table).sum(axis=1) - raters) / (raters * (raters - 1))
-    p_bar = float(per_item.mean())
-    if method == "randolph":
-        p_e = 1.0 / table.shape[1]
-    elif method == "fleiss":
-        p = table.sum(axis=0) / table.sum()
-        p_e = float((p * p).sum())
-    else:
-        raise ValueError("method must be 'fleiss' or 'randolph'")
+def _kappa(p_bar: float, p_e: float) -> float:
     if p_e >= 1.0 - 1e-15:
         return math.nan
     return float((p_bar - p_e) / (1.0 - p_e))
 
 
-def _label_codes(labels: Any) -> tuple[NDArray[np.int64], int, int, int]:
-    """Items x raters labels as flat category codes: (codes, categories, items, raters)."""
-    matrix = np.asarray(labels, dtype=object) if not isinstance(labels, np.ndarray) else labels
-    if matrix.ndim != 2:
-        raise ValueError("labels must be 2-D: items x raters")
-    items, raters = matrix.shape
-    flat = matrix.ravel()
-    if matrix.dtype.kind == "f":
-        missing = np.isnan(flat.astype(np.float64))
-    elif matrix.dtype.kind in "iub":
-        missing = np.zeros(flat.shape, dtype=bool)
-    else:
-        missing = np.fromiter((_is_missing(v) for v in flat), dtype=bool, count=flat.size)
-    if missing.any():
-        raise ValueError(
-            "labels has missing ratings, so items have unequal numbers of raters; use "
-            "krippendorff_alpha(data, level='nominal'), which handles missing ratings"
-        )
-    if raters < 2:
-        raise ValueError("Fleiss' kappa needs at least two ratings per item")
-    if matrix.dtype.kind in "iub" and flat.size:
-        # Integer labels: offset them instead of sorting (no np.unique).
-        low = int(flat.min())
-        codes = flat.astype(np.int64) - low
-        width = int(codes.max()) + 1
-        if width <= 4 * flat.size + 16:
-            return codes, width, items, raters
-    keys = flat if matrix.dtype.kind in "fiub" else flat.astype(str)
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    return inverse.ravel().astype(np.int64), len(distinct), items, raters
+def fleiss_kappa(counts: ArrayLike, method: Literal["fleiss", "randolph"] = "fleiss") -> float:
+    r"""Fleiss' kappa (Fleiss 1971) on an items x categories table of counts.
+
+    :math:`\kappa = (\bar P - P_e) / (1 - P_e)`, with the mean per-item agreement
+    :math:`\bar P = \frac{1}{N} \sum_i \frac{\sum_j n_{ij}^2 - n}{n(n-1)}` and chance
+    agreement :math:`P_e = \sum_j p_j^2` from the category shares :math:`p_j` (Randolph's
+    free-marginal kappa: :math:`P_e = 1/k` for :math:`k` categories).
+
+    Args:
+        counts: Items x categories; every row sums to the same number of raters ``n``.
+        method: ``"fleiss"``, or ``"randolph"`` for the free-marginal variant.
+
+    Returns:
+        Kappa, or ``nan`` where :math:`P_e = 1` (every rating in one category).
+
+    Raises:
+        UnequalRatersError: Rows with different sums (use Krippendorff's nominal alpha).
+        ValueError: A table that is not 2-D, negative counts, or fewer than two raters.
+    """
+    table = _table(counts)
+    raters = float(table[0].sum())
+    p_bar = float((((table * table).sum(axis=1) - raters) / (raters * (raters - 1))).mean())
+    if method == "randolph":
+        return _kappa(p_bar, 1.0 / table.shape[1])
+    if method != "fleiss":
+        raise ValueError(f"method must be 'fleiss' or 'randolph'; got {method!r}")
+    p = table.sum(axis=0) / table.sum()
+    return _kappa(p_bar, float(p @ p))
+
+
+def _label_codes(labels: Any) -> tuple[NDArray[np.intp], int]:
+    """Items x raters labels as category codes 0..width-1 (unused codes allowed)."""
+    matrix = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
+    if matrix.ndim != 2 or matrix.shape[0] == 0:
+        raise ValueError("labels must be 2-D: items x raters, at least one item")
+    if matrix.dtype.kind == "O":
+        flat = matrix.ravel()
+        if any(is_missing(v) for v in flat):
+            raise UnequalRatersError("labels has missing ratings; " + _UNEQUAL)
+        if all(is_number(v) for v in flat):
+            matrix = matrix.astype(np.float64)
+    if matrix.dtype.kind == "f" and np.isnan(matrix).any():
+        raise UnequalRatersError("labels has missing ratings (NaN); " + _UNEQUAL)
+    if matrix.shape[1] < 2:
+        raise ValueError("Fleiss' kappa needs at least two raters (columns)")
+    if matrix.dtype.kind in "iubf":
+        low, high = matrix.min(), matrix.max()
+        span = float(high) - float(low)
+        integral = matrix.dtype.kind != "f" or bool((matrix == np.floor(matrix)).all())
+        if integral and span < 4 * matrix.size + 16:  # integers: offset, no sort
+            return (matrix - low).astype(np.intp), int(span) + 1
+    try:
+        distinct, inverse = np.unique(matrix, return_inverse=True)
+    except TypeError:  # labels of mixed types: compare them as text
+        distinct, inverse = np.unique(matrix.astype(str), return_inverse=True)
+    return inverse.reshape(matrix.shape).astype(np.intp), int(distinct.size)
 
 
 def label_counts(labels: Any) -> FloatArray:
-    """Items x raters labels to an items x categories count table (unused categories dropped)."""
-    codes, width, items, raters = _label_codes(labels)
-    item_index = np.repeat(np.arange(items, dtype=np.int64), raters)
-    table = np.bincount(item_index * width + codes, minlength=items * width).reshape(items, width)
+    """Items x raters labels to an items x categories table (categories in sorted order)."""
+    codes, width = _label_codes(labels)
+    items = codes.shape[0]
+    codes = codes + (np.arange(items, dtype=np.intp) * width)[:, None]
+    table = np.bincount(codes.ravel(order="K"), minlength=items * width).reshape(items, width)
     return table[:, table.sum(axis=0) > 0].astype(np.float64)
 
 
 def fleiss_kappa_from_labels(labels: Any) -> float:
     r"""Fleiss' kappa from items x raters labels (numbers or strings).
 
-    Computed from counts without building the items x categories table:
-    :math:`\sum_{ij} n_{ij}^2` comes from one bincount over (item, category) pairs.
+    Same value as :func:`fleiss_kappa` on the count table, without building it: with
+    codes offset per item, one ``bincount`` gives every :math:`n_{ij}` and
+    :math:`\sum_{ij} n_{ij}^2` is its dot product with itself; integer labels are offset
+    instead of sorted.
+
+    Args:
+        labels: Items x raters; every cell a label (no missing ratings).
+
+    Returns:
+        Kappa, or ``nan`` where every rating is the same.
+
+    Raises:
+        UnequalRatersError: Missing ratings (``None``/``NaN``); use Krippendorff's nominal
+            alpha, which handles them.
+        ValueError: Labels that are not 2-D, or fewer than two raters.
     """
-    codes, width, items, raters = _label_codes(labels)
-    item_index = np.repeat(np.arange(items, dtype=np.int64), raters)
-    pair_counts = np.bincount(item_index * width + codes)
-    squares = float(np.dot(pair_counts, pair_counts))
-    total = items * raters
-    p_bar = (squares - total) / (total * (raters - 1))
-    p = np.bincount(codes) / total
-    p_e = float(np.dot(p, p))
-    if p_e >= 1.0 - 1e-15:
-        return math.nan
-    return float((p_bar - p_e) / (1.0 - p_e))
+    codes, width = _label_codes(labels)
+    items, raters = codes.shape
+    codes += (np.arange(items, dtype=np.intp) * width)[:, None]
+    per_pair = np.bincount(codes.ravel(order="K"), minlength=items * width).astype(np.float64)
+    marginals = per_pair.reshape(items, width).sum(axis=0)
+    total = float(items * raters)
+    p_bar = (float(per_pair @ per_pair) - total) / (total * (raters - 1))
+    p = marginals / total
+    return _kappa(p_bar, float(p @ p))
 
 
-def fleiss_kappa_se(counts: ArrayLike) -> float:
-    r"""Large-sample standard error of Fleiss' kappa under the null hypothesis.
+def fleiss_kappa_se(
+    counts: ArrayLike, *, form: Literal["corrected", "fleiss1971"] = "corrected"
+) -> float:
+    r"""Large-sample standard error of Fleiss' kappa under the null hypothesis (kappa = 0).
 
-    Fleiss (1971), in the corrected form of Fleiss, Nee and Landis (1979):
+    With :math:`N` items, :math:`n` ratings per item, category shares :math:`p_j` and
+    :math:`q_j = 1 - p_j`, the default is Fleiss's large-sample formula in the form
+    corrected by Fleiss, Nee and Landis (1979), which R's ``irr::kappam.fleiss`` reports
+    (its z = kappa / SE):
 
     .. math::
 
         SE = \frac{\sqrt{2}}{\sum_j p_j q_j \sqrt{N n (n-1)}}
-             \sqrt{\Big(\sum_j p_j q_j\Big)^2 - \sum_j p_j q_j (q_j - p_j)}
+             \sqrt{\Big(\sum_j p_j q_j\Big)^2 - \sum_j p_j q_j (q_j - p_j)} .
 
-    with :math:`N` items, :math:`n` ratings per item and :math:`q_j = 1 - p_j`.
-    ``nan`` where every rating falls in one category.
+    ``form="fleiss1971"`` gives the formula as first printed in Fleiss (1971),
+    :math:`Var = \frac{2}{N n (n-1)} \frac{P_e - (2n-3) P_e^2 + 2(n-2) \sum_j p_j^3}
+    {(1 - P_e)^2}` with :math:`P_e = \sum_j p_j^2`; it overstates the spread of kappa
+    under the null, so use it only to reproduce older reports.
+
+    Args:
+        counts: Items x categories, as for :func:`fleiss_kappa`.
+        form: ``"corrected"`` (default) or ``"fleiss1971"``.
+
+    Returns:
+        The standard error, or ``nan`` where every rating falls in one category.
+
+    Raises:
+        UnequalRatersError: Rows with different sums.
+        ValueError: A bad table or an unknown ``form``.
     """
     table = _table(counts)
-    items, raters = table.shape[0], table[0].sum()
+    items, raters = float(table.shape[0]), float(table[0].sum())
     p = table.sum(axis=0) / table.sum()
     q = 1.0 - p
-    pq = float((p * q).sum())
-    if pq <= 0:
+    pq = float(p @ q)
+    if pq <= 1e-15:
         return math.nan
-    inner = pq * pq - float((p * q * (q - p)).sum())
-    return (
-        math.sqrt(2.0)
-        / (pq * math.sqrt(items * raters * (raters - 1)))
-        * math.sqrt(max(inner, 0.0))
-    )
+    scale = items * raters * (raters - 1.0)
+    if form == "corrected":
+        inner = pq * pq - float((p * q * (q - p)).sum())
+        return math.sqrt(2.0 * max(inner, 0.0) / scale) / pq
+    if form != "fleiss1971":
+        raise ValueError(f"form must be 'corrected' or 'fleiss1971'; got {form!r}")
+    p_e = float(p @ p)
+    numerator = p_e - (2.0 * raters - 3.0) * p_e * p_e + 2.0 * (raters - 2.0) * float(p @ (p * p))
+    return math.sqrt(2.0 * max(numerator, 0.0) / scale) / (1.0 - p_e)

@@ -1,8 +1,9 @@
 """Per-judge score calibration: z-score and min-max, with every degenerate case defined.
 
 Judges differ in habit (one scores 6 on average, another 8) while agreeing on order;
-calibration compares them on a common scale. Each judge (row) is calibrated on its own
-finite scores; missing scores (NaN) stay missing.
+calibration puts each judge on a common scale before votes are weighted and compared.
+Each judge (row) is calibrated on its own finite scores; a missing score (NaN) stays
+missing and never takes part in another score's calibration.
 """
 
 from __future__ import annotations
@@ -16,60 +17,112 @@ Method = Literal["minmax", "zscore"]
 FloatArray = NDArray[np.float64]
 
 
-def zscore(row: ArrayLike) -> FloatArray:
-    """``(x - mean) / std`` with the sample std (ddof=1) over the finite entries.
-
-    Degenerate cases: all-equal scores, or fewer than two finite scores, give 0.0 (the
-    judge expressed no preference); NaN stays NaN.
-    """
+def _scores(row: ArrayLike) -> tuple[FloatArray, NDArray[np.bool_]]:
     x = np.asarray(row, dtype=np.float64)
+    if np.isinf(x).any():
+        raise ValueError("scores must be finite numbers, or NaN for a missing score")
+    return x, ~np.isnan(x)
+
+
+def zscore(row: ArrayLike) -> FloatArray:
+    r"""Standardise one judge's scores: :math:`z = (x - \bar x) / s` with :math:`s` the sample std.
+
+    :math:`\bar x` and :math:`s` (``ddof=1``) are taken over the finite entries. When the
+    scores are all equal, or fewer than two are finite, there is no spread to divide by:
+    every finite entry becomes 0.0 (the judge expressed no preference). NaN stays NaN.
+
+    Args:
+        row: One judge's scores; NaN marks a missing score.
+
+    Returns:
+        The z-scores, same shape as ``row``.
+
+    Raises:
+        ValueError: An infinite score.
+    """
+    x, finite = _scores(row)
     out = np.full(x.shape, np.nan)
-    finite = ~np.isnan(x)
     values = x[finite]
-    if values.size < 2:
+    # Compare the extremes, not the std: the std of equal values can come out as 1e-17,
+    # and dividing by it would invent a strong preference.
+    if values.size < 2 or values.max() == values.min():
         out[finite] = 0.0
         return out
-    std = float(values.std(ddof=1))
-    out[finite] = 0.0 if std == 0 else (values - values.mean()) / std
+    out[finite] = (values - values.mean()) / values.std(ddof=1)
     return out
 
 
 def minmax(row: ArrayLike) -> FloatArray:
-    """``(x - min) / (max - min)`` over the finite entries; all-equal gives 0.5; NaN stays."""
-    x = np.asarray(row, dtype=np.float64)
+    r"""Rescale one judge's scores to [0, 1]: :math:`(x - \min) / (\max - \min)`.
+
+    Min and max are taken over the finite entries. All-equal scores (including a single
+    finite score) become 0.5, the middle of the scale: no preference either way. NaN stays
+    NaN.
+
+    Args:
+        row: One judge's scores; NaN marks a missing score.
+
+    Returns:
+        The rescaled scores, same shape as ``row``.
+
+    Raises:
+        ValueError: An infinite score.
+    """
+    x, finite = _scores(row)
     out = np.full(x.shape, np.nan)
-    finite = ~np.isnan(x)
     values = x[finite]
     if values.size == 0:
         return out
     low, high = float(values.min()), float(values.max())
-    out[finite] = 0.5 if high == low else (values - low) / (high - low)
+    out[finite] = (values - low) / (high - low) if high > low else 0.5
     return out
 
 
 def choose_calibration(arguments_per_side: int) -> Method:
     """The short/long debate rule: min-max up to 3 arguments a side, z-score above.
 
-    The reference figures say min-max for at most 3 and z-score for at least 5; with 4 the
-    sample (8 scores per judge) is large enough for a usable standard deviation, so 4 takes
-    z-score.
+    The reference figures say min-max for at most 3 arguments per side (too few scores for
+    a stable standard deviation) and z-score for at least 5; they leave 4 open. With 4 a
+    side each judge scores 8 arguments, enough for a usable sample standard deviation, so 4
+    takes z-score.
+
+    Args:
+        arguments_per_side: Arguments each side made (the larger side if they differ).
+
+    Returns:
+        ``"minmax"`` or ``"zscore"``.
+
+    Raises:
+        ValueError: Fewer than one argument per side.
     """
     if arguments_per_side < 1:
-        raise ValueError("arguments_per_side must be at least 1")
+        raise ValueError(f"arguments_per_side must be at least 1; got {arguments_per_side}")
     return "minmax" if arguments_per_side <= 3 else "zscore"
 
 
 def calibrate(scores: ArrayLike, method: Method) -> FloatArray:
-    """Calibrate a judges x arguments matrix row by row (each judge on its own scores)."""
+    """Calibrate a judges x arguments matrix row by row, each judge on its own scores.
+
+    Args:
+        scores: Judges x arguments (2-D); NaN marks a missing score.
+        method: ``"minmax"`` or ``"zscore"`` (see :func:`minmax` and :func:`zscore`).
+
+    Returns:
+        A new matrix of the same shape with calibrated scores; NaN where the input had NaN.
+
+    Raises:
+        ValueError: A matrix that is not 2-D, an unknown method, or an infinite score.
+    """
     matrix = np.asarray(scores, dtype=np.float64)
     if matrix.ndim != 2:
-        raise ValueError("scores must be 2-D: judges x arguments")
+        raise ValueError(f"scores must be 2-D: judges x arguments; got {matrix.ndim}-D")
     if method == "zscore":
         fn = zscore
     elif method == "minmax":
         fn = minmax
     else:
         raise ValueError(f"method must be 'minmax' or 'zscore'; got {method!r}")
-    if matrix.shape[0] == 0:
-        return matrix.copy()
-    return np.vstack([fn(row) for row in matrix])
+    out = np.empty_like(matrix)
+    for i, row in enumerate(matrix):
+        out[i] = fn(row)
+    return out
