@@ -37,6 +37,7 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 def _isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs recorded by a test go to its own store, never the user's."""
     monkeypatch.setenv("DEBATE_STORE", str(tmp_path / "store.sqlite"))
+    monkeypatch.chdir(tmp_path)  # default output folders land in the test's own directory
     monkeypatch.delenv("DEBATE_SEED", raising=False)
 
 
