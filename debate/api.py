@@ -144,6 +144,7 @@ async def run_debate(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
     """Run a whole debate and judge it.
@@ -163,6 +164,7 @@ async def run_debate(
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
         prices: Price table for the cost in ``usage``.
+        history: Judge track-record accuracies by identity (see :mod:`debate.track`).
         on_event: Progress callback.
 
     Returns:
@@ -188,6 +190,7 @@ async def run_debate(
         renderer=renderer,
         topics=TopicProfiles.load(cfg.topics),
         on_event=on_event,
+        history=history,
     )
     meter = UsageMeter(prices=prices)
     protocol = DebateProtocol(
@@ -226,6 +229,7 @@ async def judge_transcript(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
     """Judge a transcript written by anyone: our debaters, people in a meeting, another tool.
@@ -241,6 +245,7 @@ async def judge_transcript(
         models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
         config=cfg,
         on_event=on_event,
+        history=history,
     )
     try:
         panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))

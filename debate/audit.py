@@ -79,10 +79,10 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> Estimate:
     return Estimate(value=r, low=math.tanh(z - half), high=math.tanh(z + half), n=n)
 
 
-def wilson(successes: int, n: int) -> Estimate:
-    """A proportion with its Wilson 95% interval."""
-    if n < MIN_SAMPLE:
-        return too_small(n)
+def wilson(successes: int, n: int, minimum: int = MIN_SAMPLE) -> Estimate:
+    """A proportion with its Wilson 95% interval (too small a sample below ``minimum``)."""
+    if n < max(minimum, 1):
+        return too_small(n, max(minimum, 1))
     p = successes / n
     denom = 1 + Z95**2 / n
     centre = (p + Z95**2 / (2 * n)) / denom

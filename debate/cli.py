@@ -19,6 +19,7 @@ from debate._version import __version__
 from debate.api import judge_transcript, load_transcript, run_debate, write_result
 from debate.cache import ResponseCache
 from debate.cli_batch import add_batch_parser, batch_main
+from debate.cli_calibrate import add_calibrate_parser, calibrate_main
 from debate.cli_common import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -33,7 +34,8 @@ from debate.config import RunConfig, load_config
 from debate.exceptions import ConfigurationError, DebateError
 from debate.result import DebateResult
 from debate.runinfo import finish_run, resolve_seed, start_run
-from debate.store import RunStore
+from debate.store import RunStore, default_store_path
+from debate.track import TrackRecords
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_flags(judge)
     add_council_parsers(commands)
     add_batch_parser(commands)
+    add_calibrate_parser(commands)
     audit = commands.add_parser("audit", help="position, length and self-preference bias")
     audit.add_argument("--store", metavar="PATH", help="run store to audit")
     audit.add_argument("--json", action="store_true", help="machine-readable output")
@@ -113,11 +116,17 @@ async def _run(
         "model_path": args.model_path,
         "on_event": handler,
         "cache": cache,
+        "history": None if args.no_store else TrackRecords(store_path(args)).all_accuracies(),
     }
     if args.command == "run":
         return await run_debate(args.topic, **common)
     transcript = load_transcript(args.transcript)
     return await judge_transcript(transcript, **common)
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    """``--store``, else the default store."""
+    return Path(args.store) if args.store else default_store_path()
 
 
 def _debate(args: argparse.Namespace, argv: list[str]) -> int:
@@ -204,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return leaderboard_main(args)
     if args.command == "batch":
         return batch_main(args)
+    if args.command == "calibrate":
+        return calibrate_main(args)
     return _debate(args, argv)
 
 

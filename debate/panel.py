@@ -27,6 +27,7 @@ from debate.result import PanelResult
 from debate.schema import JudgeEvaluation, SwapReading, Transcript
 from debate.stats import choose_calibration
 from debate.topics import TopicProfiles
+from debate.track import identity
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class MultiJudgePanel:
         renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
         topics: Topic profiles (default: the shipped table, or ``config.topics``).
         on_event: Progress callback.
+        history: Track-record accuracy by judge identity (``debate.track.identity``);
+            judges without history count as 1.0.
     """
 
     def __init__(
@@ -55,8 +58,10 @@ class MultiJudgePanel:
         renderer: PromptRenderer | None = None,
         topics: TopicProfiles | None = None,
         on_event: EventHandler | None = None,
+        history: Mapping[str, float] | None = None,
     ) -> None:
         base = config or RunConfig()
+        self.history = dict(history or {})
         if judges is not None:
             base = base.model_copy(update={"judges": list(judges)})
             RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
@@ -88,12 +93,15 @@ class MultiJudgePanel:
         """The configured topic type, or the one detected from the topic's keywords."""
         return self.config.topic_type or self.topics.detect(topic)
 
+    def identity(self, spec: JudgeSpec) -> str:
+        """The key of this judge's track record: role x model x template version."""
+        return identity(spec.role, self.models[spec.name].name)
+
     def judge_weights(self, topic_type: str) -> dict[str, float]:
         """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history)."""
-        history = 1.0
         return {
             j.name: DOMAIN_WEIGHT * self.topics.domain_weight(topic_type, j.role, len(self.judges))
-            + HISTORY_WEIGHT * history
+            + HISTORY_WEIGHT * self.history.get(self.identity(j), 1.0)
             for j in self.judges
         }
 

@@ -1,0 +1,237 @@
+"""``debate calibrate``: run the panel on items with a known answer and record track records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from debate.api import ModelPool, judge_transcript
+from debate.config import RunConfig
+from debate.council_api import run_council
+from debate.decision import score_matrices
+from debate.exceptions import ConfigurationError
+from debate.models.base import Model
+from debate.result import DebateResult
+from debate.schema import Transcript
+from debate.stats import calibrate as calibrate_scores
+from debate.track import TrackRecords, identity
+from debate.validity import (
+    JudgeValidity,
+    PairwiseItem,
+    candidates_of,
+    judge_row,
+    nominal_alpha,
+    panel_call,
+    review_call,
+)
+
+
+class DebateItem(BaseModel):
+    """A debate transcript with a known verdict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    transcript: Transcript
+    verdict: str
+    """``PRO``, ``CON`` or ``TIE``."""
+
+
+class CalibrationReport(BaseModel):
+    """Per judge and for the panel, against the people's (or the known) answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dataset: str
+    items: int
+    rows: list[JudgeValidity]
+    alpha_judges: float | None
+    alpha_people: float | None
+    accuracy_after: dict[str, float]
+    """Each judge's track-record accuracy (shrunk, see debate.track) after this run."""
+
+
+def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
+    """JSONL of ``{"id", "transcript", "verdict"}``."""
+    items = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                items.append(DebateItem.model_validate(json.loads(line)))
+            except (ValueError, TypeError) as exc:
+                raise ConfigurationError(f"debate items {path} line {number}: {exc}") from exc
+    return items[:limit] if limit is not None else items
+
+
+def judge_debate_call(result: DebateResult, judge: str) -> str | None:
+    """A judge's own verdict: the sign of its own per-side mean (TIE within the gap)."""
+    evaluation = next(e for e in result.evaluations if e.judge == judge)
+    if evaluation.status != "scored":
+        return None
+    weights = {j.name: j.weights for j in result.config.judges}
+    raw = score_matrices(result.transcript, [evaluation], weights).raw
+    calibrated = calibrate_scores(raw, result.vote.calibration)[0]
+    is_pro = np.array([i.startswith("PRO") for i in result.transcript.argument_ids])
+    margin = float(calibrated[is_pro].mean() - calibrated[~is_pro].mean())
+    if abs(margin) < result.config.thresholds.gap:
+        return "TIE"
+    return "PRO" if margin > 0 else "CON"
+
+
+def panel_debate_call(result: DebateResult) -> str | None:
+    """The panel's verdict; None (a split) when it has none."""
+    d = result.decision
+    if d.outcome == "winner":
+        return d.winner
+    return "TIE" if d.outcome == "too_close" else None
+
+
+async def calibrate_debates(
+    items: Sequence[DebateItem],
+    *,
+    config: RunConfig,
+    records: TrackRecords,
+    model: Model | None = None,
+    judges: Mapping[str, Model] | None = None,
+    seed: int = 0,
+    concurrency: int = 4,
+) -> CalibrationReport:
+    """Judge every transcript; compare each judge's call with the known verdict."""
+    gate = asyncio.Semaphore(concurrency)
+    pool = ModelPool(config, seed=seed)
+
+    async def one(item: DebateItem) -> DebateResult:
+        async with gate:
+            return await judge_transcript(
+                item.transcript, config=config, model=model, judges=judges, seed=seed, pool=pool
+            )
+
+    try:
+        results = await asyncio.gather(*(one(i) for i in items))
+    finally:
+        await pool.aclose()
+    truth = (
+        [PairwiseItem(id=i.id, question="", a="", b="", labels=[i.verdict]) for i in items]
+        if False
+        else None
+    )
+    del truth
+    names = [j.name for j in config.judges]
+    roles = {j.name: j.role for j in config.judges}
+    calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
+    rows: list[tuple[str, str, str, str, str]] = []
+    for n in names:
+        for item, result, call in zip(items, results, calls[n], strict=True):
+            if call is not None:
+                model_name = next(e.model for e in result.evaluations if e.judge == n)
+                rows.append((identity(roles[n], model_name), item.id, "debate", call, item.verdict))
+    records.add(rows)
+    pseudo = [_as_pairwise(i) for i in items]
+    as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
+    report_rows = [
+        judge_row(n, [as_label.get(c) if c else None for c in calls[n]], pseudo)  # type: ignore[misc]
+        for n in names
+    ]
+    panel_calls = [panel_debate_call(r) for r in results]
+    report_rows.append(
+        judge_row("panel", [as_label.get(c) if c else None for c in panel_calls], pseudo)  # type: ignore[misc]
+    )
+    history = records.all_accuracies()
+    accuracy = {}
+    if results:
+        for n in names:
+            model_name = next(e.model for e in results[0].evaluations if e.judge == n)
+            accuracy[n] = history.get(identity(roles[n], model_name), 1.0)
+    return CalibrationReport(
+        dataset="debate",
+        items=len(items),
+        rows=report_rows,
+        alpha_judges=nominal_alpha([calls[n] for n in names]),
+        alpha_people=None,
+        accuracy_after=accuracy,
+    )
+
+
+def _as_pairwise(item: DebateItem) -> PairwiseItem:
+    label = {"PRO": "a", "CON": "b", "TIE": "tie"}.get(item.verdict)
+    if label is None:
+        raise ConfigurationError(f"item {item.id}: verdict must be PRO, CON or TIE")
+    return PairwiseItem(id=item.id, question="-", a="-", b="-", labels=[label])
+
+
+async def calibrate_pairwise(
+    items: Sequence[PairwiseItem],
+    *,
+    dataset: str,
+    config: RunConfig,
+    records: TrackRecords,
+    model: Model | None = None,
+    seed: int = 0,
+    concurrency: int = 4,
+    cache: Any = None,
+) -> CalibrationReport:
+    """Rank each pair with the council; compare each reviewer's call with the majority."""
+    gate = asyncio.Semaphore(concurrency)
+    pool = ModelPool(config, seed=seed)
+    shared = model or pool.get(None)
+
+    async def one(item: PairwiseItem) -> Any:
+        async with gate:
+            return await run_council(
+                item.question,
+                candidates_of(item),
+                model=shared,
+                config=config,
+                seed=seed,
+                cache=cache,
+            )
+
+    try:
+        results = await asyncio.gather(*(one(i) for i in items))
+    finally:
+        await pool.aclose()
+    names = [j.name for j in config.judges]
+    roles = {j.name: j.role for j in config.judges}
+    calls: dict[str, list[Any]] = {n: [] for n in names}
+    rows: list[tuple[str, str, str, str, str]] = []
+    for item, result in zip(items, results, strict=True):
+        for review in result.reviews:
+            call = review_call(review)
+            calls[review.reviewer].append(call)
+            if call is not None and item.majority is not None:
+                rows.append(
+                    (
+                        identity(roles[review.reviewer], review.model),
+                        item.id,
+                        dataset,
+                        call,
+                        item.majority,
+                    )
+                )
+    records.add(rows)
+    report_rows = [judge_row(n, calls[n], items) for n in names]
+    report_rows.append(judge_row("panel", [panel_call(r) for r in results], items))
+    for baseline in sorted({k for i in items for k in i.baselines}):
+        report_rows.append(
+            judge_row(f"{baseline} (published)", [i.baselines.get(baseline) for i in items], items)
+        )
+    people_rows = max(len(i.labels) for i in items) if items else 0
+    people = [
+        [i.labels[k] if k < len(i.labels) else None for i in items] for k in range(people_rows)
+    ]
+    history = records.all_accuracies()
+    model_name = shared.name
+    return CalibrationReport(
+        dataset=dataset,
+        items=len(items),
+        rows=report_rows,
+        alpha_judges=nominal_alpha([calls[n] for n in names]),
+        alpha_people=nominal_alpha(people),
+        accuracy_after={n: history.get(identity(roles[n], model_name), 1.0) for n in names},
+    )
