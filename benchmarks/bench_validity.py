@@ -1,0 +1,72 @@
+"""Judges against people on real labelled data: UKPConvArg1 and PandaLM.
+
+Run (embedded model):
+    python benchmarks/bench_validity.py --data ../shared/datasets --limit 64
+Any OpenAI-compatible model:
+    python benchmarks/bench_validity.py --data ../shared/datasets --limit 64 \\
+        --model gpt-4o-mini [--base-url URL]
+
+Prints, per dataset, each judge's and the panel's accuracy against the people's majority
+with a Wilson interval, Cohen's kappa, how often it says "tie" when people split vs when
+they agree, and alpha among judges beside alpha among people; for PandaLM the published
+GPT-3.5 judge on the same items is shown beside. Track records go to a throwaway store
+unless --store is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from debate import RunConfig  # noqa: E402
+from debate.calibrate import calibrate_pairwise  # noqa: E402
+from debate.track import TrackRecords  # noqa: E402
+from debate.validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "datasets"))
+    parser.add_argument("--limit", type=int, default=64)
+    parser.add_argument("--model", default="local")
+    parser.add_argument("--base-url")
+    parser.add_argument("--store")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--only", choices=["ukpconvarg", "pandalm"])
+    args = parser.parse_args()
+    data = Path(args.data)
+    config = RunConfig(model=args.model, base_url=args.base_url, max_tokens=400)
+    store = Path(args.store) if args.store else Path(tempfile.mkdtemp()) / "store.sqlite"
+    records = TrackRecords(store)
+    sets = {
+        "ukpconvarg": lambda: read_ukpconvarg(
+            data / "ukpconvarg1" / "ukpconvarg1_strict_sample1024_seed0.jsonl", args.limit
+        ),
+        "pandalm": lambda: read_pandalm(data / "pandalm" / "testset-v1.json", args.limit),
+    }
+    for name, load in sets.items():
+        if args.only and name != args.only:
+            continue
+        items = load()
+        start = time.perf_counter()
+        report = asyncio.run(
+            calibrate_pairwise(
+                items, dataset=name, config=config, records=records, concurrency=args.concurrency
+            )
+        )
+        label = (
+            f"{name}: {len(items)} items, model {args.model}, {time.perf_counter() - start:.0f} s"
+        )
+        print(format_report(report.rows, report.alpha_judges, report.alpha_people, label))
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
