@@ -148,7 +148,17 @@ def test_council_cli_refuses_one_candidate(
 ) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text('{"id": "a", "text": "x"}\n')
-    code = main(["council", "Q?", "--candidates", str(path), "--model", "scripted", "--out",
-                 str(tmp_path / "out")])
+    code = main(
+        [
+            "council",
+            "Q?",
+            "--candidates",
+            str(path),
+            "--model",
+            "scripted",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     _, err = capsys.readouterr()
     assert code == 2 and "at least two" in err
