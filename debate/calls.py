@@ -134,6 +134,7 @@ async def ask(
     invalid = 0
     faults = 0
     tokens = [0, 0, 0]
+    busy = [0.0]
 
     def finish(ok: bool, detail: str | None = None) -> None:
         meter.per_call.append(
@@ -162,6 +163,7 @@ async def ask(
                     ok=ok,
                     round=round,
                     detail=detail,
+                    model_seconds=busy[0],
                 )
             )
 
@@ -204,6 +206,7 @@ async def ask(
             await asyncio.sleep(delay)
             continue
         usage = completion.usage
+        busy[0] += completion.latency
         count(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
         finish(True)
         return completion, attempts

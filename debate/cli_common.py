@@ -129,7 +129,8 @@ class ProgressPrinter:
         if not isinstance(event, StepFinished):
             return
         total = time.perf_counter() - self.start
-        rate = event.completion_tokens / event.elapsed if event.elapsed > 0 else 0.0
+        busy = event.model_seconds or event.elapsed
+        rate = event.completion_tokens / busy if busy > 0 else 0.0
         step = event.phase.replace("_", " ")
         if event.round is not None:
             step += f" {event.round}"

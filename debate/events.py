@@ -38,6 +38,8 @@ class StepFinished:
     ok: bool
     round: int | None = None
     detail: str | None = None
+    model_seconds: float = 0.0
+    """Time the model spent on the step's calls (queueing for a shared local model excluded)."""
 
 
 Event = StepStarted | StepFinished

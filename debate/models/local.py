@@ -168,13 +168,13 @@ class LocalModel:
 
     def _complete_blocking(
         self, messages: list[Message], schema: dict[str, Any], settings: ModelSettings
-    ) -> tuple[str, TokenUsage]:
+    ) -> tuple[str, TokenUsage, float]:
         with self._lock:
             llm = self._load()
             if not self.reuse_prefix:
                 llm.reset()
             before = list(llm._input_ids) if self.reuse_prefix else []
-            start = time.perf_counter()
+            start = time.perf_counter()  # after the lock: model time, not queueing
             try:
                 response = llm.create_chat_completion(
                     messages=[m.model_dump() for m in messages],
@@ -196,17 +196,17 @@ class LocalModel:
             self.completion_tokens += completion_tokens
             self.generation_seconds += elapsed
         text = response["choices"][0]["message"]["content"] or ""
-        return text, TokenUsage(
+        usage_out = TokenUsage(
             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached_tokens=reused
         )
+        return text, usage_out, elapsed
 
     async def complete(
         self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
     ) -> Completion[T]:
         """Generate one reply constrained by the grammar of ``schema``."""
         settings = settings or ModelSettings()
-        start = time.perf_counter()
-        text, usage = await asyncio.to_thread(
+        text, usage, elapsed = await asyncio.to_thread(
             self._complete_blocking, messages, grammar_schema(schema.model_json_schema()), settings
         )
         try:
@@ -218,6 +218,6 @@ class LocalModel:
             parsed=parsed,
             text=text,
             usage=usage,
-            latency=time.perf_counter() - start,
+            latency=elapsed,
             model=self._name,
         )
