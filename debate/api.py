@@ -288,13 +288,27 @@ async def _closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) ->
         await close_models(given)
 
 
+def _no_running_loop(name: str) -> None:
+    """A clear error for ``*_sync`` inside a running event loop (Jupyter, say)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise ConfigurationError(
+        f"{name}_sync cannot run inside a running event loop (a notebook, say); "
+        f"use 'await {name}(...)' there instead"
+    )
+
+
 def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
     """Blocking wrapper of :func:`run_debate` (same arguments)."""
+    _no_running_loop("run_debate")
     return asyncio.run(_closing_given(run_debate(topic, **kwargs), kwargs))  # type: ignore[arg-type]
 
 
 def judge_transcript_sync(transcript: Transcript, **kwargs: object) -> DebateResult:
     """Blocking wrapper of :func:`judge_transcript` (same arguments)."""
+    _no_running_loop("judge_transcript")
     return asyncio.run(_closing_given(judge_transcript(transcript, **kwargs), kwargs))  # type: ignore[arg-type]
 
 

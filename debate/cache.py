@@ -20,7 +20,16 @@ from functools import partial
 from pathlib import Path
 
 from debate.exceptions import ModelOutputError
-from debate.models.base import Completion, Message, Model, ModelSettings, T, TokenUsage, parse_reply
+from debate.models.base import (
+    Completion,
+    Message,
+    Model,
+    ModelSettings,
+    T,
+    TokenUsage,
+    json_schema_of,
+    parse_reply,
+)
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -178,7 +187,7 @@ class CachedModel:
     ) -> Completion[T]:
         """Replay a stored reply or ask the wrapped model and store what it said."""
         settings = settings or ModelSettings()
-        key = request_key(self.name, self.endpoint, messages, schema.model_json_schema(), settings)
+        key = request_key(self.name, self.endpoint, messages, json_schema_of(schema), settings)
         stored = await asyncio.to_thread(self.cache.get, key)
         if stored is not None:
             self.hits += 1

@@ -32,6 +32,7 @@ from debate.cli_common import (
 from debate.cli_council import add_council_parsers, council_main, leaderboard_main
 from debate.config import RunConfig, load_config
 from debate.exceptions import ConfigurationError, DebateError
+from debate.report import report_main, write_report
 from debate.result import DebateResult
 from debate.runinfo import finish_run, resolve_seed, start_run
 from debate.store import RunStore, default_store_path
@@ -61,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="position, length and self-preference bias")
     audit.add_argument("--store", metavar="PATH", help="run store to audit")
     audit.add_argument("--json", action="store_true", help="machine-readable output")
+    report = commands.add_parser(
+        "report", help="write report.md and report.html for a result.json", add_help=False
+    )
+    report.add_argument("rest", nargs=argparse.REMAINDER)
     agreement = commands.add_parser(
         "agreement", help="agreement statistics for a ratings CSV", add_help=False
     )
@@ -146,6 +151,7 @@ def _debate(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         result = asyncio.run(_run(args, config, seed, cache))
         path = write_result(result, out)
+        _, report_html = write_report(result, out)
         store = None if args.no_store else RunStore(args.store)
         if store is not None:
             store.record(result)
@@ -172,7 +178,7 @@ def _debate(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write(summary(result, str(path)) + "\n")
+        sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
     return EXIT_OK
 
 
@@ -196,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from debate.stats.cli_agreement import agreement_main
 
         return agreement_main(argv[1:])
+    if argv[:1] == ["report"]:
+        return report_main(argv[1:])
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors, --help, --version

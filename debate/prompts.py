@@ -10,6 +10,7 @@ a debater reaches the model literally.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,24 @@ def data_block(text: object, label: str = "content") -> str:
     return f"<<{tag}>>\n{body}\n<</{tag}>>"
 
 
+@lru_cache(maxsize=32)
+def _environment(folders: tuple[str, ...]) -> SandboxedEnvironment:
+    """One environment per template search path, so compiled templates are reused by runs.
+
+    Jinja reloads a template whose file changed (auto_reload), so edits are still seen.
+    """
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader(list(folders)),
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["data"] = data_block
+    return env
+
+
 class PromptRenderer:
     """Renders the named templates with StrictUndefined (a missing variable is an error)."""
 
@@ -61,15 +80,7 @@ class PromptRenderer:
                 )
             folders.insert(0, user)
         self.folders = folders
-        self._env = SandboxedEnvironment(
-            loader=FileSystemLoader([str(f) for f in folders]),
-            undefined=StrictUndefined,
-            autoescape=False,
-            keep_trailing_newline=False,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-        self._env.filters["data"] = data_block
+        self._env = _environment(tuple(str(f) for f in folders))
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""

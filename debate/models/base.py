@@ -9,7 +9,8 @@ object, or raises :class:`~debate.exceptions.ModelOutputError` (keeping the raw 
 from __future__ import annotations
 
 import json
-from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+from functools import lru_cache
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,9 +87,19 @@ class Model(Protocol):
         ...
 
 
-def json_schema_of(schema: type[BaseModel]) -> dict[str, object]:
-    """The JSON schema sent to a provider or turned into a grammar."""
-    return schema.model_json_schema()
+@lru_cache(maxsize=1024)
+def _schema_text(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema())
+
+
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent to a provider or turned into a grammar (a fresh copy).
+
+    Generating a schema costs pydantic a few milliseconds, which is most of this package's
+    CPU time per call when it is done every call; it is generated once per model class.
+    """
+    value: dict[str, Any] = json.loads(_schema_text(schema))
+    return value
 
 
 def parse_reply(text: str, schema: type[T]) -> T:

@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models.base import Completion, Message, ModelSettings, T, TokenUsage, parse_reply
+from debate.models.base import (
+    Completion,
+    Message,
+    ModelSettings,
+    T,
+    TokenUsage,
+    json_schema_of,
+    parse_reply,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +215,7 @@ class LocalModel:
         """Generate one reply constrained by the grammar of ``schema``."""
         settings = settings or ModelSettings()
         text, usage, elapsed = await asyncio.to_thread(
-            self._complete_blocking, messages, grammar_schema(schema.model_json_schema()), settings
+            self._complete_blocking, messages, grammar_schema(json_schema_of(schema)), settings
         )
         try:
             parsed = parse_reply(text, schema)

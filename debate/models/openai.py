@@ -9,6 +9,7 @@ mode, and the reply is validated here either way.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import time
@@ -17,9 +18,18 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models.base import Completion, Message, ModelSettings, T, TokenUsage, parse_reply
+from debate.models.base import (
+    Completion,
+    Message,
+    ModelSettings,
+    T,
+    TokenUsage,
+    json_schema_of,
+    parse_reply,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +156,7 @@ class OpenAIModel:
     def _response_format(self, schema: type[T]) -> dict[str, Any]:
         if self._mode == "json_object":
             return {"type": "json_object"}
-        body = schema.model_json_schema()
+        body = json_schema_of(schema)
         strict = self._mode == "strict"
         if strict:
             body = _strictify(body)
@@ -180,19 +190,27 @@ class OpenAIModel:
         payload = [m.model_dump() for m in messages]
         if self._mode == "json_object":
             hint = "Reply with one JSON object matching this JSON schema:\n"
-            payload.append({"role": "system", "content": hint + str(schema.model_json_schema())})
+            payload.append({"role": "system", "content": hint + json.dumps(json_schema_of(schema))})
         start = time.perf_counter()
         try:
-            request: dict[str, Any] = {
+            body: dict[str, Any] = {
                 "model": self._model,
                 "messages": payload,
                 "response_format": self._response_format(schema),
                 "temperature": settings.temperature,
                 "max_tokens": settings.max_tokens,
-                "seed": settings.seed,
-                "timeout": settings.timeout,
             }
-            response = await self._client().chat.completions.create(**request)
+            if settings.seed is not None:
+                body["seed"] = settings.seed
+            # The plain POST of the chat-completions route: the same request and error types
+            # as ``chat.completions.create``, without its per-call walk over the typed
+            # parameters (milliseconds per call with a JSON schema in the request).
+            response = await self._client().post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                options={"timeout": settings.timeout},
+            )
         except openai.BadRequestError:
             raise
         except openai.APITimeoutError as exc:

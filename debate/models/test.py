@@ -17,7 +17,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from debate.exceptions import DebateError
-from debate.models.base import Completion, Message, ModelSettings, T, TokenUsage, parse_reply
+from debate.models.base import (
+    Completion,
+    Message,
+    ModelSettings,
+    T,
+    TokenUsage,
+    json_schema_of,
+    parse_reply,
+)
 
 Reply = str | dict[str, Any] | BaseModel | Exception
 ReplyFunction = Callable[[list[Message], type[BaseModel]], Reply | Awaitable[Reply]]
@@ -169,5 +177,5 @@ class TestModel(_DoubleBase):
     ) -> Completion[T]:
         """Generate a value of ``schema`` from its JSON schema."""
         self.requests.append((messages, schema))
-        value = fill_schema(schema.model_json_schema(), self._rng)
+        value = fill_schema(json_schema_of(schema), self._rng)
         return await self._finish(messages, schema, value)

@@ -1,0 +1,26 @@
+"""Reports a person can take in at a glance: ``report.md`` and a self-contained ``report.html``.
+
+``render_html`` and ``render_markdown`` dispatch on the type of the result, so another kind
+of result (the council's ranking, say) gets its own renderer with ``register``::
+
+    render_html.register(CouncilResult, render_council_html)
+
+The HTML page is one file with inline CSS and hand-written inline SVG: no script, no CDN,
+no URL, so it opens offline. Every piece of model text in it is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+from debate.report._cli import load_result, report_main
+from debate.report._dispatch import render_html, render_markdown, write_report
+from debate.report._html import SECTION_IDS, charts
+
+__all__ = [
+    "SECTION_IDS",
+    "charts",
+    "load_result",
+    "render_html",
+    "render_markdown",
+    "report_main",
+    "write_report",
+]

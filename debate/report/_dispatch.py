@@ -1,0 +1,68 @@
+"""Rendering by result type, and writing both reports atomically."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from pathlib import Path
+
+from debate.api import write_json_atomic
+from debate.report._html import render_debate_html
+from debate.report._markdown import render_debate_markdown
+from debate.result import DebateResult
+
+
+@singledispatch
+def render_html(result: object) -> str:
+    """The HTML report of a result: one self-contained page.
+
+    Args:
+        result: A :class:`~debate.result.DebateResult` (other result types once registered).
+
+    Returns:
+        The page, ``<!DOCTYPE html>`` to ``</html>``.
+
+    Raises:
+        TypeError: No renderer is registered for the type of ``result``.
+    """
+    raise TypeError(f"no HTML report for a {type(result).__name__}; give a DebateResult")
+
+
+@singledispatch
+def render_markdown(result: object) -> str:
+    """The Markdown report of a result: the HTML report's content as text and tables.
+
+    Args:
+        result: A :class:`~debate.result.DebateResult` (other result types once registered).
+
+    Returns:
+        The Markdown text.
+
+    Raises:
+        TypeError: No renderer is registered for the type of ``result``.
+    """
+    raise TypeError(f"no Markdown report for a {type(result).__name__}; give a DebateResult")
+
+
+render_html.register(DebateResult, render_debate_html)
+render_markdown.register(DebateResult, render_debate_markdown)
+
+
+def write_report(result: object, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` into ``out_dir``, each atomically.
+
+    Both are rendered before either is written, so a rendering error leaves the folder as
+    it was; each file is written to a temporary file and renamed over the old one.
+
+    Args:
+        result: The result to report on.
+        out_dir: The folder (created if needed).
+
+    Returns:
+        The paths of ``report.md`` and ``report.html``.
+    """
+    markdown, page = render_markdown(result), render_html(result)
+    out = Path(out_dir)
+    return (
+        write_json_atomic(out / "report.md", markdown),
+        write_json_atomic(out / "report.html", page),
+    )

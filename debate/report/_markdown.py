@@ -1,0 +1,237 @@
+"""The Markdown report of a debate: the HTML report's content as text and tables.
+
+Debater and judge text is HTML-escaped here too (Markdown viewers render raw HTML) and
+table cells have their pipes escaped and line breaks folded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from debate.report._view import (
+    BAND_TEXT,
+    band_of,
+    divergence,
+    explanation,
+    fmt,
+    headline,
+    heatmap,
+    margin_words,
+    standing_cells,
+    unscored_label,
+)
+from debate.result import DebateResult
+from debate.schema import DIMENSIONS
+
+
+def text(value: object) -> str:
+    """Model text made inert for Markdown: no raw HTML, one line."""
+    return " ".join(escape(str(value), quote=False).split())
+
+
+def cell(value: object) -> str:
+    """A table cell: escaped, one line, pipes escaped."""
+    return text(value).replace("|", "\\|")
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table; cells must already be escaped with :func:`cell`."""
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+    return "\n".join(lines)
+
+
+def _verdict(result: DebateResult) -> list[str]:
+    d, a = result.decision, result.agreement
+    return [
+        f"# {headline(result)}",
+        "",
+        f"**Topic:** {text(result.topic)}",
+        "",
+        explanation(result),
+        "",
+        "**Why:**",
+        "",
+        *(f"- {text(r)}" for r in d.reasons),
+        "",
+        f"**What to do:** {text(d.recommendation)}",
+        "",
+        f"Margin PRO − CON {fmt(result.vote.margin, signed=True)} · "
+        f"alpha {fmt(a.alpha)} ({band_of(a.alpha)}) · kappa {fmt(a.kappa)} "
+        f"({band_of(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
+        "judges scored",
+    ]
+
+
+def _margin(result: DebateResult) -> list[str]:
+    v = result.vote
+    ci = "undefined" if v.margin_ci is None else f"{v.margin_ci[0]:+.3f} to {v.margin_ci[1]:+.3f}"
+    return [
+        "## Who argued better: the PRO − CON margin",
+        "",
+        margin_words(result),
+        "",
+        md_table(
+            ["PRO mean", "CON mean", "margin", "95% interval", "too close below", "calibration"],
+            [
+                [
+                    fmt(v.pro),
+                    fmt(v.con),
+                    fmt(v.margin, signed=True),
+                    ci,
+                    f"±{result.decision.thresholds.gap:g}",
+                    v.calibration,
+                ]
+            ],
+        ),
+    ]
+
+
+def _agreement(result: DebateResult) -> list[str]:
+    a, th = result.agreement, result.decision.thresholds
+    rows = [
+        ["alpha (calibrated scores)", fmt(a.alpha), band_of(a.alpha), f"{th.alpha:g}"],
+        ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band_of(a.alpha_raw), "—"],
+        ["kappa (standings)", fmt(a.kappa), band_of(a.kappa), f"{th.kappa:g}"],
+    ]
+    by_dim = a.alpha_by_dimension
+    names = [d for d in DIMENSIONS if d in by_dim] + [d for d in by_dim if d not in DIMENSIONS]
+    return [
+        "## Do the judges agree?",
+        "",
+        f"Bands: {BAND_TEXT}. Undefined means too little variation or too few judges.",
+        "",
+        md_table(["statistic", "value", "band", "threshold"], rows),
+        "",
+        "### Agreement per rubric dimension",
+        "",
+        md_table(
+            ["dimension", "alpha", "band"],
+            [[cell(n), fmt(by_dim[n]), band_of(by_dim[n])] for n in names],
+        ),
+    ]
+
+
+def _heatmap(result: DebateResult) -> list[str]:
+    heat = heatmap(result)
+    rows = []
+    for r in heat.rows:
+        if r.values is None:
+            # The reason fills the first cell; the others say "missing", never a number.
+            rest = ["missing"] * (len(heat.ids) - 1)
+            rows.append([cell(r.judge), f"*{cell(r.missing)}*", *rest])
+        else:
+            rows.append([cell(r.judge), *(fmt(v, 2) for v in r.values)])
+    return [
+        f"## Each judge's calibrated scores ({heat.calibration})",
+        "",
+        "Unscored judges are missing, never zero, and left out of every statistic.",
+        "",
+        md_table(["judge", *(cell(i) for i in heat.ids)], rows),
+    ]
+
+
+def _divergence(result: DebateResult) -> list[str]:
+    threshold = result.decision.thresholds.variance
+    rows = [
+        [cell(d.argument), fmt(d.variance, 2), "**split**" if d.split else "agreed", cell(d.claim)]
+        for d in divergence(result)
+    ]
+    return [
+        "## Arguments that drove the divergence",
+        "",
+        f"Variance across judges (offset-corrected, 1–10 scale); split at ≥ {threshold:g}.",
+        "",
+        md_table(["argument", "variance", "status", "claim"], rows),
+    ]
+
+
+def _standings(result: DebateResult) -> list[str]:
+    ids = result.transcript.argument_ids
+    rows = []
+    for e in result.evaluations:
+        lead = [cell(e.judge), cell(e.role), cell(e.model)]
+        if e.status == "scored":
+            rows.append(lead + [cell(c) for c in standing_cells(e, ids)])
+        else:
+            rows.append(lead + [f"*{cell(unscored_label(e))}*"] + [""] * (len(ids) - 1))
+    findings = [
+        f"- **{text(e.judge)}**: {text(e.key_finding)}" for e in result.evaluations if e.key_finding
+    ]
+    return [
+        "## Each judge's standings",
+        "",
+        md_table(["judge", "role", "model", *(cell(i) for i in ids)], rows),
+        *(["", "Key findings:", "", *findings] if findings else []),
+    ]
+
+
+def _usage(result: DebateResult) -> list[str]:
+    u = result.usage
+    cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+    return [
+        "## Usage",
+        "",
+        md_table(
+            ["calls", "retries", "prompt tokens", "completion tokens", "cached tokens", "cost"],
+            [
+                [
+                    str(u.calls),
+                    str(u.retries),
+                    str(u.prompt_tokens),
+                    str(u.completion_tokens),
+                    str(u.cached_tokens),
+                    cost,
+                ]
+            ],
+        ),
+    ]
+
+
+def _transcript(result: DebateResult) -> list[str]:
+    t = result.transcript
+    lines = ["## Transcript", "", "### Arguments", ""]
+    for a in t.arguments:
+        lines += [
+            f"- **{a.id}** {text(a.claim)}",
+            f"  - reasoning: {text(a.reasoning)}",
+            f"  - evidence: {text(a.evidence)}",
+        ]
+    if t.cross_examinations:
+        lines += ["", "### Cross-examination", ""]
+        for x in t.cross_examinations:
+            lines.append(f"- **Round {x.round}: {x.by} examines {x.target}**")
+            lines.append(f"  - challenge: {text(x.challenge)}")
+            if x.concession:
+                lines.append(f"  - concedes: {text(x.concession)}")
+            lines.append(f"  - rebuttal: {text(x.rebuttal)}")
+    if t.closings:
+        lines += ["", "### Closings", ""]
+        lines += [f"- **{c.side}**: {text(c.statement)}" for c in t.closings]
+    return lines
+
+
+def render_debate_markdown(result: DebateResult) -> str:
+    """The whole Markdown report of a debate result."""
+    th = result.decision.thresholds
+    blocks = [
+        _verdict(result),
+        _margin(result),
+        _agreement(result),
+        _heatmap(result),
+        _divergence(result),
+        _standings(result),
+        _usage(result),
+        _transcript(result),
+        [
+            "## Run details",
+            "",
+            f"seed {result.seed} · debate {text(result.version)} · thresholds: alpha "
+            f"{th.alpha:g}, kappa {th.kappa:g}, variance {th.variance:g}, gap {th.gap:g}",
+        ],
+    ]
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"

@@ -1,0 +1,221 @@
+"""What a debate report shows, worked out once for both the HTML and the Markdown report.
+
+Nothing here formats markup: it turns a :class:`~debate.result.DebateResult` into plain
+numbers and sentences (the verdict in words, the calibrated score matrix with unscored
+judges kept as missing rows, the arguments sorted by divergence).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from debate.decision import band, score_matrices
+from debate.result import DebateResult
+from debate.schema import JudgeEvaluation
+from debate.stats import calibrate
+
+BAND_EDGES: tuple[tuple[str, float, float], ...] = (
+    ("unacceptable", -math.inf, 0.50),
+    ("low", 0.50, 0.67),
+    ("moderate", 0.67, 0.80),
+    ("high", 0.80, math.inf),
+)
+"""Krippendorff's interpretation bands: name, lower bound (inclusive), upper bound."""
+
+BAND_TEXT = "≥ 0.80 high, 0.67–0.80 moderate, 0.50–0.67 low, < 0.50 unacceptable"
+
+HEADLINES = {
+    "too_close": "Too close to call",
+    "irreconcilable": "No verdict: the judges disagree",
+    "insufficient": "No verdict: too few judges could score",
+}
+
+EXPLANATIONS = {
+    "too_close": (
+        "The judges agree with one another, but they scored the two sides almost the same. "
+        "Treat the debate as a tie."
+    ),
+    "irreconcilable": (
+        "The judges' scores disagree too much to name a winner: the verdict would depend on "
+        "which judge you asked."
+    ),
+    "insufficient": (
+        "Fewer than two judges returned usable scores, so there is nothing to compare and "
+        "no verdict."
+    ),
+}
+
+
+def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
+    """A number for the report; ``undefined`` for a statistic that has no value."""
+    if value is None or not math.isfinite(value):
+        return "undefined"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def band_of(value: float | None) -> str:
+    """The interpretation band of an agreement coefficient, or ``undefined``."""
+    if value is None or not math.isfinite(value):
+        return "undefined"
+    return band(value)
+
+
+def headline(result: DebateResult) -> str:
+    """The verdict in a few words."""
+    decision = result.decision
+    if decision.outcome == "winner":
+        return f"{decision.winner} wins"
+    return HEADLINES[decision.outcome]
+
+
+def explanation(result: DebateResult) -> str:
+    """The verdict in one or two sentences a non-statistician can act on."""
+    decision = result.decision
+    if decision.outcome == "winner":
+        case = "for" if decision.winner == "PRO" else "against"
+        return (
+            "The judges agree with one another well enough to trust their verdict, and they "
+            f"scored the case {case} the proposition clearly higher."
+        )
+    return EXPLANATIONS[decision.outcome]
+
+
+CAVEATS = {
+    "insufficient": " Too few judges scored, so this margin is not a verdict.",
+    "irreconcilable": " The judges disagree, so this margin is not a verdict.",
+}
+
+
+def margin_words(result: DebateResult) -> str:
+    """What the PRO-CON margin and its interval say, in words."""
+    return _margin_words(result) + CAVEATS.get(result.decision.outcome, "")
+
+
+def _margin_words(result: DebateResult) -> str:
+    vote = result.vote
+    if vote.margin is None:
+        return "No margin: fewer than two judges scored the debate."
+    leader = "PRO" if vote.margin > 0 else "CON" if vote.margin < 0 else "neither side"
+    text = f"On calibrated scores, {leader} came out ahead by {abs(vote.margin):.3f}"
+    if vote.margin == 0:
+        text = "On calibrated scores, the two sides came out exactly even"
+    if vote.margin_ci is None:
+        return text + "; the interval is undefined (too little data to resample)."
+    low, high = vote.margin_ci
+    if low <= 0 <= high:
+        return text + ". The 95% interval includes 0: the lead could be chance."
+    return text + ". The 95% interval excludes 0."
+
+
+@dataclass(frozen=True)
+class HeatRow:
+    """One judge's row of calibrated argument scores, or a missing row."""
+
+    judge: str
+    role: str
+    values: list[float] | None
+    """Calibrated score per argument (NaN where undefined); ``None`` for a missing row."""
+    missing: str | None = None
+    """Why the row is missing, e.g. ``unscored: parse_failure``."""
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Judges x arguments calibrated scores, unscored judges kept as missing rows."""
+
+    ids: list[str]
+    rows: list[HeatRow]
+    calibration: str
+    low: float
+    """Bottom of the colour scale."""
+    high: float
+    """Top of the colour scale."""
+
+
+def unscored_label(evaluation: JudgeEvaluation) -> str:
+    """``unscored: reason (detail)`` for an unscored judge."""
+    label = f"unscored: {evaluation.reason}"
+    return label + (f" ({evaluation.detail})" if evaluation.detail else "")
+
+
+def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
+    if evaluation.status != "scored":
+        return HeatRow(evaluation.judge, evaluation.role, None, unscored_label(evaluation))
+    weights = {j.name: j.weights for j in result.config.judges}
+    if evaluation.judge not in weights:
+        return HeatRow(
+            evaluation.judge, evaluation.role, None, "missing: no rubric weights in config"
+        )
+    try:
+        matrices = score_matrices(result.transcript, [evaluation], weights)
+    except KeyError:
+        return HeatRow(
+            evaluation.judge, evaluation.role, None, "missing: scores do not cover every argument"
+        )
+    # Calibration is per judge (row by row), so one row alone gives the panel's numbers.
+    row = calibrate(matrices.raw, result.vote.calibration)[0]
+    return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
+
+
+def heatmap(result: DebateResult) -> Heatmap:
+    """The calibrated judges x arguments matrix the vote was computed from."""
+    rows = [_heat_row(result, e) for e in result.evaluations]
+    values = [v for r in rows if r.values is not None for v in r.values if math.isfinite(v)]
+    if result.vote.calibration == "minmax":
+        low, high = 0.0, 1.0
+    else:
+        reach = max([1.0, *(abs(v) for v in values)])
+        low, high = -reach, reach
+    return Heatmap(result.transcript.argument_ids, rows, result.vote.calibration, low, high)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One argument's disagreement across judges."""
+
+    argument: str
+    claim: str
+    variance: float | None
+    split: bool
+    """At or above the variance threshold (named in the decision)."""
+
+
+def divergence(result: DebateResult) -> list[Divergence]:
+    """Every argument, most disputed first (undefined variances last)."""
+    claims = {a.id: a.claim for a in result.transcript.arguments}
+    threshold = result.decision.thresholds.variance
+    named = set(result.decision.high_variance_arguments)
+    rows = [
+        Divergence(
+            argument=arg_id,
+            claim=claims.get(arg_id, ""),
+            variance=v,
+            split=arg_id in named or (v is not None and v >= threshold),
+        )
+        for arg_id, v in result.agreement.argument_variance.items()
+    ]
+    return sorted(
+        rows,
+        key=lambda d: (
+            d.variance is None or not math.isfinite(d.variance),
+            -(d.variance or 0.0),
+            d.argument,
+        ),
+    )
+
+
+def standing_cells(evaluation: JudgeEvaluation, ids: list[str]) -> list[str]:
+    """A scored judge's standing of each argument; ``a → b`` when the swap moved it."""
+    assert evaluation.scores is not None
+    swapped = evaluation.swap.scores if evaluation.swap is not None else None
+    cells: list[str] = []
+    for arg_id in ids:
+        score = evaluation.scores.get(arg_id)
+        text: str = score.standing if score is not None else "missing"
+        if swapped is not None and arg_id in swapped and score is not None:
+            other = swapped[arg_id].standing
+            if other != score.standing:
+                text = f"{text} → {other}"
+        cells.append(text)
+    return cells
