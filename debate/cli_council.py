@@ -23,6 +23,7 @@ from debate.config import RunConfig, load_config
 from debate.council_api import load_candidates, run_council
 from debate.council_schema import CouncilResult
 from debate.exceptions import ConfigurationError, DebateError
+from debate.report import write_report
 from debate.runinfo import finish_run, resolve_seed, start_run
 from debate.store import RunStore
 
@@ -124,6 +125,7 @@ def council_main(args: argparse.Namespace, argv: list[str]) -> int:
             )
         )
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")
+        write_report(result, out)
         if not args.no_store:
             RunStore(args.store).record_council(result, category=args.category)
     except ConfigurationError as exc:

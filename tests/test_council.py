@@ -138,6 +138,8 @@ def test_council_cli_with_generated_candidates(
     assert {c.id for c in result.candidates} == {"scripted-a", "scripted-b", "scripted-c"}
     assert all(r.self_votes_excluded == [r.model] for r in result.reviews)
     assert "Council ranking" in out and "Self-vote excluded" in out
+    page = (tmp_path / "report.html").read_text()
+    assert 'id="ranking"' in page and "<svg" in page and "http" not in page
     code = main(["leaderboard"])
     out, _ = capsys.readouterr()
     assert code == 0 and "scripted-a" in out

@@ -252,7 +252,7 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
         ("{not json", "not valid JSON (line 1"),
         ("[1, 2]", "not a result"),
         (json.dumps({"topic": "x"}), "is this a result.json"),
-        (json.dumps({"kind": "council", "rankings": []}), "kind 'council'"),
+        (json.dumps({"kind": "verdicts", "rankings": []}), "kind 'verdicts'"),
     ],
 )
 def test_report_main_bad_input_exits_2(

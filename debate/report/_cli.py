@@ -12,14 +12,15 @@ from pydantic import BaseModel, ValidationError
 
 from debate.cli_common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Parser
 from debate.config import validation_message
+from debate.council_schema import CouncilResult
 from debate.exceptions import ConfigurationError
 from debate.report._dispatch import write_report
 from debate.result import DebateResult
 
 logger = logging.getLogger(__name__)
 
-RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult}
-"""Result types by their ``kind`` key (a debate result has none); council goes here later."""
+RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult, "council": CouncilResult}
+"""Result types by their ``kind`` key (a debate result has none)."""
 
 
 def _read(path: Path) -> Any:

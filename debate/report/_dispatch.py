@@ -6,6 +6,8 @@ from functools import singledispatch
 from pathlib import Path
 
 from debate.api import write_json_atomic
+from debate.council_schema import CouncilResult
+from debate.report._council import render_council_html, render_council_markdown
 from debate.report._html import render_debate_html
 from debate.report._markdown import render_debate_markdown
 from debate.result import DebateResult
@@ -45,6 +47,8 @@ def render_markdown(result: object) -> str:
 
 render_html.register(DebateResult, render_debate_html)
 render_markdown.register(DebateResult, render_debate_markdown)
+render_html.register(CouncilResult, render_council_html)
+render_markdown.register(CouncilResult, render_council_markdown)
 
 
 def write_report(result: object, out_dir: str | Path) -> tuple[Path, Path]:
