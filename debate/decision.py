@@ -222,17 +222,26 @@ def decide(
     kappa_ok = kappa is not None and kappa >= thresholds.kappa
     alpha_text = "undefined" if alpha is None else f"{alpha:.3f} ({band(alpha)} agreement)"
     kappa_text = "undefined" if kappa is None else f"{kappa:.3f}"
+    alpha_fail = (
+        "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
+        if alpha is None
+        else f"alpha {alpha_text} is below {thresholds.alpha}"
+    )
+    kappa_fail = (
+        "kappa is undefined (every standing was the same)"
+        if kappa is None
+        else f"kappa {kappa_text} is below {thresholds.kappa}"
+    )
     disagreement = False
     if not alpha_ok and not kappa_ok:
         disagreement = True
         reasons.append(
-            f"alpha {alpha_text} is below {thresholds.alpha} and kappa {kappa_text} is below "
-            f"{thresholds.kappa}: the judges disagree on both scores and standings"
+            f"{alpha_fail} and {kappa_fail}: agreement is not shown on scores or standings"
         )
     elif not alpha_ok:
-        reasons.append(f"alpha {alpha_text} is below {thresholds.alpha}: scores diverge")
+        reasons.append(f"{alpha_fail}: scores diverge")
     elif not kappa_ok:
-        reasons.append(f"kappa {kappa_text} is below {thresholds.kappa}: standings diverge")
+        reasons.append(f"{kappa_fail}: standings diverge")
     elif alpha is not None and alpha < 0.80:
         reasons.append(f"alpha {alpha_text}: review the high-variance arguments")
     high = [
