@@ -78,6 +78,11 @@ def explanation(result: DebateResult) -> str:
             "The judges agree with one another well enough to trust their verdict, and they "
             f"scored the case {case} the proposition clearly higher."
         )
+    if decision.outcome == "irreconcilable" and result.agreement.alpha is None:
+        return (
+            "The judges' scores did not vary enough to show that they agree, and their "
+            "standings disagree: there is no verdict to trust."
+        )
     return EXPLANATIONS[decision.outcome]
 
 
