@@ -30,6 +30,7 @@ from debate.models.base import (
     json_schema_of,
     parse_reply,
 )
+from debate.models.wrapper import ModelWrapper
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -161,26 +162,15 @@ class ResponseCache:
             self._local.db = None
 
 
-class CachedModel:
+class CachedModel(ModelWrapper):
     """Wraps a model: replies come from the cache when present, and are stored when new."""
 
     def __init__(self, inner: Model, cache: ResponseCache, *, endpoint: str | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.endpoint = endpoint
         self.hits = 0
         self.misses = 0
-
-    @property
-    def name(self) -> str:
-        """The wrapped model's name."""
-        return self.inner.name
-
-    async def aclose(self) -> None:
-        """Close the wrapped model's client, if it has one."""
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
 
     async def complete(
         self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None

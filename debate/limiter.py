@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from debate.exceptions import ConfigurationError
 from debate.models.base import Completion, Message, Model, ModelSettings, T
+from debate.models.wrapper import ModelWrapper
 
 WINDOW = 60.0
 
@@ -91,28 +92,12 @@ class RateLimiter:
         return [e.at for e in self._log]
 
 
-class LimitedModel:
+class LimitedModel(ModelWrapper):
     """A model whose calls pass through a shared :class:`RateLimiter`."""
 
     def __init__(self, inner: Model, limiter: RateLimiter) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limiter = limiter
-
-    @property
-    def name(self) -> str:
-        """The wrapped model's name."""
-        return self.inner.name
-
-    @property
-    def base_url(self) -> str | None:
-        """The wrapped model's endpoint (part of cache keys)."""
-        return getattr(self.inner, "base_url", None)
-
-    async def aclose(self) -> None:
-        """Close the wrapped model's client."""
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
 
     async def complete(
         self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None

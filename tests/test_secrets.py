@@ -14,7 +14,7 @@ from debate.cli import main
 from debate.models.test import fill_schema
 from tests.openai_server import FakeOpenAIServer, Reply
 
-SENTINEL = "sk-SENTINEL0123456789abcdefSECRET"
+SENTINEL = "sk-test-SENTINEL-0123456789-not-a-real-key"
 
 
 def test_api_key_never_leaks(
