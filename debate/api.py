@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -104,6 +104,14 @@ async def close_models(models: list[Model]) -> None:
         if close is not None and id(model) not in seen:
             seen.add(id(model))
             await close()
+
+
+async def closing_pool(pool: ModelPool, work: Awaitable[T_co]) -> T_co:
+    """Await ``work``, then close the pool's models whatever happened (for one-shot CLIs)."""
+    try:
+        return await work
+    finally:
+        await pool.aclose()
 
 
 def draw_seed() -> int:
@@ -276,19 +284,21 @@ def _result(
     )
 
 
-async def _closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
+async def closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
     """Run ``main``, then close the caller's models: their clients belong to this loop."""
     given: list[Model] = [m for k in ("model", "pro", "con") if (m := kwargs.get(k)) is not None]  # type: ignore[misc]
-    judges = kwargs.get("judges")
-    if isinstance(judges, Mapping):
-        given += list(judges.values())
+    for key in ("judges", "reviewers"):
+        if isinstance(named := kwargs.get(key), Mapping):
+            given += list(named.values())
+    if isinstance(generators := kwargs.get("generate"), Sequence):
+        given += list(generators)
     try:
         return await main
     finally:
         await close_models(given)
 
 
-def _no_running_loop(name: str) -> None:
+def no_running_loop(name: str) -> None:
     """A clear error for ``*_sync`` inside a running event loop (Jupyter, say)."""
     try:
         asyncio.get_running_loop()
@@ -302,14 +312,14 @@ def _no_running_loop(name: str) -> None:
 
 def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
     """Blocking wrapper of :func:`run_debate` (same arguments)."""
-    _no_running_loop("run_debate")
-    return asyncio.run(_closing_given(run_debate(topic, **kwargs), kwargs))  # type: ignore[arg-type]
+    no_running_loop("run_debate")
+    return asyncio.run(closing_given(run_debate(topic, **kwargs), kwargs))  # type: ignore[arg-type]
 
 
 def judge_transcript_sync(transcript: Transcript, **kwargs: object) -> DebateResult:
     """Blocking wrapper of :func:`judge_transcript` (same arguments)."""
-    _no_running_loop("judge_transcript")
-    return asyncio.run(_closing_given(judge_transcript(transcript, **kwargs), kwargs))  # type: ignore[arg-type]
+    no_running_loop("judge_transcript")
+    return asyncio.run(closing_given(judge_transcript(transcript, **kwargs), kwargs))  # type: ignore[arg-type]
 
 
 def load_transcript(path: str | Path) -> Transcript:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate.api import ModelPool, write_json_atomic
+from debate.api import ModelPool, closing_pool, write_json_atomic
 from debate.cache import ResponseCache
 from debate.cli_common import (
     EXIT_OK,
@@ -100,11 +100,13 @@ def council_main(args: argparse.Namespace, argv: list[str]) -> int:
         seed, source = resolve_seed(args.seed, out)
         cache = None if args.no_cache else ResponseCache(args.cache or out / "cache.sqlite")
         generate = None
+        pool = ModelPool(
+            config, api_key_env=args.api_key_env, seed=seed, model_path=args.model_path
+        )
         if args.generate:
             names = [n.strip() for n in args.generate.split(",") if n.strip()]
             if len(names) < 2 or len(set(names)) != len(names):
                 raise ConfigurationError("--generate: name at least two different models")
-            pool = ModelPool(config, api_key_env=args.api_key_env, seed=seed)
             generate = [pool.get(n) for n in names]
     except ConfigurationError as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -112,16 +114,18 @@ def council_main(args: argparse.Namespace, argv: list[str]) -> int:
     info = start_run(seed, source, argv, out)
     try:
         result = asyncio.run(
-            run_council(
-                args.question,
-                candidates,
-                generate=generate,
-                config=config,
-                seed=seed,
-                api_key_env=args.api_key_env,
-                model_path=args.model_path,
-                cache=cache,
-                on_event=None if args.quiet else ProgressPrinter(),
+            closing_pool(
+                pool,
+                run_council(
+                    args.question,
+                    candidates,
+                    generate=generate,
+                    config=config,
+                    seed=seed,
+                    cache=cache,
+                    pool=pool,
+                    on_event=None if args.quiet else ProgressPrinter(),
+                ),
             )
         )
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")

@@ -9,7 +9,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from debate.api import CacheSpec, ModelPool, _Wrapper, close_models, draw_seed
+from debate.api import (
+    CacheSpec,
+    ModelPool,
+    _Wrapper,
+    closing_given,
+    draw_seed,
+    no_running_loop,
+)
 from debate.calls import UsageMeter
 from debate.config import RunConfig, validation_message
 from debate.council import Council, Reviewer, check_candidates, generate_candidates
@@ -60,6 +67,7 @@ async def run_council(
     api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
+    pool: ModelPool | None = None,
     on_event: EventHandler | None = None,
 ) -> CouncilResult:
     """Rank candidate answers to ``question``.
@@ -76,19 +84,21 @@ async def run_council(
         api_key_env: Environment variable with the API key of a remote endpoint.
         model_path: A GGUF file for the embedded backend.
         cache: Response cache path or object.
+        pool: Models shared with other runs (a calibration, a batch); they are not closed
+            here. Models passed in ``generate``, ``reviewers`` or ``model`` belong to the
+            caller and are not closed either, so concurrent runs can share them.
         on_event: Progress callback.
     """
     cfg = config or RunConfig()
     seed = draw_seed() if seed is None else seed
     wrap = _Wrapper(cache)
-    pool = ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    own_pool = pool is None
+    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
     meter = UsageMeter()
-    used: list[Model] = []
     try:
         if generate:
             generators = [wrap(m) for m in generate]
-            used += generators
             candidates = await generate_candidates(
                 question,
                 generators,
@@ -102,11 +112,11 @@ async def run_council(
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
         council_reviewers = _reviewers(cfg, pool, wrap, renderer, reviewers, model, generate)
-        used += [r.model for r in council_reviewers]
         council = Council(council_reviewers, config=cfg, renderer=renderer, on_event=on_event)
         return await council.rank(question, candidates, seed=seed, meter=meter)
     finally:
-        await close_models(used)
+        if own_pool:
+            await pool.aclose()
 
 
 def _reviewers(
@@ -137,4 +147,5 @@ def run_council_sync(
     question: str, candidates: Sequence[Candidate] | None = None, **kwargs: object
 ) -> CouncilResult:
     """Blocking wrapper of :func:`run_council`."""
-    return asyncio.run(run_council(question, candidates, **kwargs))  # type: ignore[arg-type]
+    no_running_loop("run_council")
+    return asyncio.run(closing_given(run_council(question, candidates, **kwargs), kwargs))  # type: ignore[arg-type]
