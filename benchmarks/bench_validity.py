@@ -64,7 +64,7 @@ def main() -> None:
         label = (
             f"{name}: {len(items)} items, model {args.model}, {time.perf_counter() - start:.0f} s"
         )
-        print(format_report(report.rows, report.alpha_judges, report.alpha_people, label))
+        print(format_report(report, label))
         print(flush=True)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from debate.api import ModelPool, judge_transcript
 from debate.config import RunConfig
@@ -18,13 +18,20 @@ from debate.decision import score_matrices
 from debate.exceptions import ConfigurationError
 from debate.models.base import Model
 from debate.result import DebateResult
-from debate.schema import Transcript
+from debate.schema import DIMENSIONS, Transcript
 from debate.stats import calibrate as calibrate_scores
-from debate.track import TrackRecords, identity
+from debate.track import (
+    DimensionAgreement,
+    ScoreRow,
+    TrackRecords,
+    dimension_agreement,
+    identity,
+)
 from debate.validity import (
-    JudgeValidity,
+    CalibrationReport,
     PairwiseItem,
     candidates_of,
+    check_dimensions,
     judge_row,
     nominal_alpha,
     panel_call,
@@ -41,20 +48,42 @@ class DebateItem(BaseModel):
     transcript: Transcript
     verdict: str
     """``PRO``, ``CON`` or ``TIE``."""
+    people_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """People's mean score per argument id and rubric dimension, where they gave scores."""
+
+    @field_validator("people_scores")
+    @classmethod
+    def _rubric_dimensions(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        return check_dimensions(value, DIMENSIONS)
 
 
-class CalibrationReport(BaseModel):
-    """Per judge and for the panel, against the people's (or the known) answer."""
+def score_rows(
+    dataset: str,
+    roles: Mapping[str, str],
+    entries: Iterable[
+        tuple[str, Mapping[str, Mapping[str, float]], str, str, Mapping[str, BaseModel]]
+    ],
+) -> list[tuple[str, ScoreRow]]:
+    """Judge-vs-people score pairs from ``(item, people's scores, judge, model, scores)``."""
+    return [
+        (name, (identity(roles[name], model), item, dataset, target, dim, judge, value))
+        for item, people_scores, name, model, scores in entries
+        for target, people in people_scores.items()
+        if target in scores
+        for dim, value in people.items()
+        for judge in [float(getattr(scores[target], dim))]
+    ]
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dataset: str
-    items: int
-    rows: list[JudgeValidity]
-    alpha_judges: float | None
-    alpha_people: float | None
-    accuracy_after: dict[str, float]
-    """Each judge's track-record accuracy (shrunk, see debate.track) after this run."""
+def record_scores(
+    records: TrackRecords, named: Sequence[tuple[str, ScoreRow]]
+) -> dict[str, dict[str, DimensionAgreement]]:
+    """Store judges' dimension scores beside people's; this run's agreement per judge name."""
+    records.add_scores(row for _, row in named)
+    by_name: dict[str, list[tuple[str, float, float]]] = {}
+    for name, (_, _, _, _, dimension, judge, people) in named:
+        by_name.setdefault(name, []).append((dimension, judge, people))
+    return {name: dimension_agreement(triples) for name, triples in by_name.items()}
 
 
 def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
@@ -116,12 +145,6 @@ async def calibrate_debates(
         results = await asyncio.gather(*(one(i) for i in items))
     finally:
         await pool.aclose()
-    truth = (
-        [PairwiseItem(id=i.id, question="", a="", b="", labels=[i.verdict]) for i in items]
-        if False
-        else None
-    )
-    del truth
     names = [j.name for j in config.judges]
     roles = {j.name: j.role for j in config.judges}
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
@@ -132,6 +155,17 @@ async def calibrate_debates(
                 model_name = next(e.model for e in result.evaluations if e.judge == n)
                 rows.append((identity(roles[n], model_name), item.id, "debate", call, item.verdict))
     records.add(rows)
+    scored = score_rows(
+        "debate",
+        roles,
+        (
+            (item.id, item.people_scores, e.judge, e.model, e.scores)
+            for item, result in zip(items, results, strict=True)
+            for e in result.evaluations
+            if e.scores is not None
+        ),
+    )
+    dimensions = record_scores(records, scored)
     pseudo = [_as_pairwise(i) for i in items]
     as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
     report_rows = [
@@ -155,6 +189,7 @@ async def calibrate_debates(
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=None,
         accuracy_after=accuracy,
+        dimensions=dimensions,
     )
 
 
@@ -190,6 +225,7 @@ async def calibrate_pairwise(
                 config=config,
                 seed=seed,
                 cache=cache,
+                pool=pool,
             )
 
     try:
@@ -215,6 +251,17 @@ async def calibrate_pairwise(
                     )
                 )
     records.add(rows)
+    scored = score_rows(
+        dataset,
+        roles,
+        (
+            (item.id, item.people_scores, review.reviewer, review.model, review.scores)
+            for item, result in zip(items, results, strict=True)
+            for review in result.reviews
+            if review.scores is not None
+        ),
+    )
+    dimensions = record_scores(records, scored)
     report_rows = [judge_row(n, calls[n], items) for n in names]
     report_rows.append(judge_row("panel", [panel_call(r) for r in results], items))
     for baseline in sorted({k for i in items for k in i.baselines}):
@@ -234,4 +281,5 @@ async def calibrate_pairwise(
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=nominal_alpha(people),
         accuracy_after={n: history.get(identity(roles[n], model_name), 1.0) for n in names},
+        dimensions=dimensions,
     )

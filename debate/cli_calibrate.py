@@ -63,15 +63,7 @@ def calibrate_main(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write(
-            format_report(
-                report.rows,
-                report.alpha_judges,
-                report.alpha_people,
-                f"{report.dataset}: {report.items} items",
-            )
-            + "\n"
-        )
+        sys.stdout.write(format_report(report, f"{report.dataset}: {report.items} items") + "\n")
         accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
         sys.stdout.write(f"track-record accuracy now: {accuracy} (store {records.path})\n")
     return EXIT_OK

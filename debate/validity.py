@@ -17,12 +17,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from debate.audit import Estimate, wilson
-from debate.council_schema import Candidate, CouncilResult, Review
+from debate.council_schema import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
 from debate.exceptions import ConfigurationError
 from debate.stats import krippendorff_alpha
+from debate.track import DimensionAgreement
 
 Label = Literal["a", "b", "tie"]
 
@@ -39,6 +40,16 @@ class PairwiseItem(BaseModel):
     labels: list[Label] = Field(min_length=1)
     baselines: dict[str, Label | None] = Field(default_factory=dict)
     """Published judge outputs on the same item (e.g. GPT-3.5 for PandaLM)."""
+    people_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """People's mean score per candidate and council dimension, where they gave scores."""
+
+    @field_validator("people_scores")
+    @classmethod
+    def _council_dimensions(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        unknown = sorted(set(value) - {"a", "b"})
+        if unknown:
+            raise ValueError(f"people_scores: candidate {unknown[0]!r}; use 'a' or 'b'")
+        return check_dimensions(value, COUNCIL_DIMENSIONS)
 
     @property
     def majority(self) -> Label | None:
@@ -53,6 +64,20 @@ class PairwiseItem(BaseModel):
             return True
         dissent = sum(1 for label in self.labels if label != self.majority)
         return dissent >= 2
+
+
+def check_dimensions(
+    value: dict[str, dict[str, float]], known: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """People's scores name only rubric dimensions the judges score."""
+    for target, scores in value.items():
+        unknown = sorted(set(scores) - set(known))
+        if unknown:
+            raise ValueError(
+                f"people_scores[{target!r}]: unknown dimension {unknown[0]!r}; "
+                f"use {', '.join(known)}"
+            )
+    return value
 
 
 def _lines(path: Path) -> Iterator[dict[str, object]]:
@@ -219,13 +244,26 @@ def nominal_alpha(rows: Sequence[Sequence[str | None]]) -> float | None:
     return None if math.isnan(value) else value
 
 
-def format_report(
-    rows: Sequence[JudgeValidity],
-    alpha_judges: float | None,
-    alpha_people: float | None,
-    label: str,
-) -> str:
+class CalibrationReport(BaseModel):
+    """Per judge and for the panel, against the people's (or the known) answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dataset: str
+    items: int
+    rows: list[JudgeValidity]
+    alpha_judges: float | None
+    alpha_people: float | None
+    accuracy_after: dict[str, float]
+    """Each judge's track-record accuracy (shrunk, see debate.track) after this run."""
+    dimensions: dict[str, dict[str, DimensionAgreement]] = Field(default_factory=dict)
+    """Per judge, per rubric dimension: agreement with people's scores on this run's items
+    (only where the items carry people's scores)."""
+
+
+def format_report(report: CalibrationReport, label: str) -> str:
     """The validity table as text."""
+    rows, alpha_judges, alpha_people = report.rows, report.alpha_judges, report.alpha_people
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
@@ -246,4 +284,7 @@ def format_report(
         f"alpha among judges {pct(alpha_judges)}; alpha among people {pct(alpha_people)} "
         "(nominal, same items)"
     )
+    for judge, dimensions in report.dimensions.items():
+        parts = [f"{d} {pct(a.alpha)} (n={a.pairs})" for d, a in dimensions.items()]
+        lines.append(f"{judge} vs people's scores, interval alpha: " + "; ".join(parts))
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.calibrate import DebateItem, calibrate_debates
 from debate.models.base import Message
 from debate.track import TrackRecords, identity
-from debate.validity import read_pandalm, read_ukpconvarg
+from debate.validity import format_report, read_pandalm, read_ukpconvarg
 from tests.helpers import role_of, schema_ids, transcript
 
 GOOD = {"PRO-1": 7, "PRO-2": 6, "PRO-3": 5, "CON-1": 4, "CON-2": 4, "CON-3": 3}
@@ -154,3 +154,42 @@ def test_readers_on_inline_items(tmp_path: Path) -> None:
     )
     [p] = read_pandalm(panda)
     assert p.majority is None and p.people_split and p.baselines == {"gpt-3.5-turbo": "tie"}
+
+
+def test_dimension_agreement_with_peoples_scores_is_reported_and_stored(tmp_path: Path) -> None:
+    def plan(role: str, topic: str) -> dict[str, int]:
+        return BAD if role == "risk" else GOOD
+
+    people = {arg: {"logic": float(score), "honesty": float(score)} for arg, score in GOOD.items()}
+    scored = [
+        DebateItem(
+            id=f"s{i}",
+            transcript=transcript(topic=f"Calibration item {i}?"),
+            verdict="PRO",
+            people_scores=people,
+        )
+        for i in range(3)
+    ]
+    model = FunctionModel(judges(plan), name="fn")
+    config = RunConfig(model="fn", presentation="fixed")
+    records = TrackRecords(tmp_path / "store.sqlite")
+    report = asyncio.run(calibrate_debates(scored, config=config, records=records, model=model))
+
+    technical, risk = report.dimensions["technical"], report.dimensions["risk"]
+    assert set(technical) == {"logic", "honesty"}
+    assert technical["logic"].pairs == 18 and technical["logic"].alpha == pytest.approx(1.0)
+    assert risk["logic"].alpha is not None and risk["logic"].alpha < 0
+    stored = TrackRecords(tmp_path / "store.sqlite").get(identity("risk", "fn"))
+    assert stored.dimensions["honesty"].pairs == 18
+    assert stored.dimensions["honesty"].alpha == pytest.approx(risk["honesty"].alpha)
+    assert "risk vs people's scores, interval alpha: honesty" in format_report(report, "t")
+
+
+def test_people_scores_on_an_unknown_dimension_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown dimension 'charm'; use logic, evidence"):
+        DebateItem(
+            id="x",
+            transcript=transcript(),
+            verdict="PRO",
+            people_scores={"PRO-1": {"charm": 5.0}},
+        )
