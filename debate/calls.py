@@ -30,7 +30,14 @@ REASK = (
 )
 
 
-PHASE_ORDER = {"opening": 0, "cross_examination": 1, "closing": 2, "judge": 3, "council": 4}
+PHASE_ORDER = {
+    "opening": 0,
+    "cross_examination": 1,
+    "closing": 2,
+    "topic": 3,
+    "judge": 4,
+    "council": 5,
+}
 
 
 @dataclass

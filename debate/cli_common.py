@@ -52,6 +52,11 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
         "--topics", metavar="FILE", help="topic profile TOML replacing the shipped one"
     )
     panel.add_argument("--topic-type", help="set the topic type instead of detecting it")
+    panel.add_argument(
+        "--topic-classifier",
+        choices=["keywords", "model"],
+        help="detect the topic type from keywords (default) or with one call to a judge's model",
+    )
     panel.add_argument("--seed", type=int, help="sampling seed (recorded in the result)")
     calls = parser.add_argument_group("calls")
     calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
@@ -92,6 +97,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         "templates": args.templates,
         "topics": args.topics,
         "topic_type": args.topic_type,
+        "topic_classifier": args.topic_classifier,
         "timeout": args.timeout,
         "deadline": args.deadline,
         "max_retries": args.max_retries,

@@ -149,6 +149,9 @@ class RunConfig(_Config):
     """``auto``: min-max for up to 3 arguments per side, z-score above."""
     topic_type: str | None = None
     """Set the topic type by hand instead of detecting it from keywords."""
+    topic_classifier: Literal["keywords", "model"] = "keywords"
+    """How the topic type is detected when not set by hand: keyword table (default), or one
+    small structured call to the first judge's model (keywords if that call fails)."""
     model: str = "local"
     """Default model of debaters and judges: ``local`` (embedded), ``scripted`` (offline
     demo double) or a model name served at ``base_url``."""

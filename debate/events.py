@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-Phase = Literal["opening", "cross_examination", "closing", "judge", "council"]
+Phase = Literal["opening", "cross_examination", "closing", "topic", "judge", "council"]
 
 
 @dataclass(frozen=True)

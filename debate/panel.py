@@ -23,9 +23,10 @@ from debate.models.base import Message, Model, ModelSettings
 from debate.positions import Presentation, presentations
 from debate.prompts import PromptRenderer
 from debate.protocol import SIDES, Deadline
-from debate.result import PanelResult
+from debate.result import PanelResult, TopicSource
 from debate.schema import JudgeEvaluation, SwapReading, Transcript
 from debate.stats import choose_calibration
+from debate.topic_classifier import classify_topic
 from debate.topics import TopicProfiles
 from debate.track import identity
 
@@ -93,6 +94,24 @@ class MultiJudgePanel:
         """The configured topic type, or the one detected from the topic's keywords."""
         return self.config.topic_type or self.topics.detect(topic)
 
+    async def _topic(
+        self, topic: str, settings: ModelSettings, meter: UsageMeter
+    ) -> tuple[str, TopicSource]:
+        if self.config.topic_type:
+            return self.config.topic_type, "config"
+        if self.config.topic_classifier == "keywords":
+            return self.topics.detect(topic), "keywords"
+        return await classify_topic(
+            topic,
+            self.topics,
+            self.models[self.judges[0].name],
+            renderer=self.renderer,
+            settings=settings,
+            policy=CallPolicy.of(self.config),
+            meter=meter,
+            on_event=self.on_event,
+        )
+
     def identity(self, spec: JudgeSpec) -> str:
         """The key of this judge's track record: role x model x template version."""
         return identity(spec.role, self.models[spec.name].name)
@@ -131,14 +150,14 @@ class MultiJudgePanel:
         """
         seed = secrets.randbelow(2**31) if seed is None else seed
         meter = meter or UsageMeter()
-        topic_type = self.topic_type(transcript.topic)
-        weights = self.judge_weights(topic_type)
         settings = ModelSettings(
             temperature=self.config.temperature,
             max_tokens=self.config.max_tokens,
             seed=seed,
             timeout=self.config.timeout,
         )
+        topic_type, topic_source = await self._topic(transcript.topic, settings, meter)
+        weights = self.judge_weights(topic_type)
         system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
         deadline = deadline or Deadline(self.config.deadline)
         orders = self.presentations(transcript, seed)
@@ -161,7 +180,7 @@ class MultiJudgePanel:
         agreement = agreement.model_copy(update={"judges_unscored": len(unscored)})
         vote_ = vote(
             matrices, calibrated, weights, topic_type=topic_type, calibration=calibration, seed=seed
-        )
+        ).model_copy(update={"topic_source": topic_source})
         decision = decide(agreement, vote_, self.config.thresholds, evaluations, len(self.judges))
         return PanelResult(
             evaluations=list(evaluations),

@@ -28,6 +28,9 @@ class Agreement(Frozen):
     judges_unscored: int
 
 
+TopicSource = Literal["config", "keywords", "model", "keywords_fallback"]
+
+
 class Vote(Frozen):
     """Weighted vote: per-side means of calibrated scores, weighted across judges."""
 
@@ -38,6 +41,9 @@ class Vote(Frozen):
     margin_ci: tuple[float, float] | None = None
     """95% percentile interval of the margin from resampling judges and arguments."""
     topic_type: str
+    topic_source: TopicSource = "keywords"
+    """Who chose the topic type: set by hand, the keyword table, the model classifier, or
+    the keyword table after the classifier call failed."""
     judge_weights: dict[str, float]
     calibration: Literal["minmax", "zscore"]
 

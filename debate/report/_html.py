@@ -169,7 +169,7 @@ def _margin(result: DebateResult, figures: dict[str, str]) -> str:
         ("95% interval", ci),
         ("too close below", f"±{gap:g}"),
         ("calibration", vote.calibration),
-        ("topic type", vote.topic_type),
+        ("topic type", f"{vote.topic_type} (from {vote.topic_source.replace('_', ' ')})"),
     ]
     body = f"<p>{esc(margin_words(result))}</p>{figures['margin']}" + key_values(rows)
     return section(
