@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -27,6 +28,7 @@ from debate.limiter import RateLimiter
 from debate.pricing import PriceTable
 from debate.result import DebateResult
 from debate.schema import Transcript
+from debate.store import RunStore
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -177,8 +179,14 @@ async def run_batch(
     api_key_env: str = "OPENAI_API_KEY",
     seed: int = 0,
     progress: Progress | None = None,
+    history: Mapping[str, float] | None = None,
+    store: RunStore | None = None,
 ) -> list[BatchLine]:
-    """Run every item; return one line per item in input order."""
+    """Run every item; return one line per item in input order.
+
+    ``history`` (judge track records, see :mod:`debate.track`) weights every item's vote as
+    it weights a single run's; each finished result is recorded in ``store`` for the audit.
+    """
     if concurrency < 1:
         raise ConfigurationError(f"--concurrency: {concurrency} must be at least 1")
     progress = progress or Progress(len(items))
@@ -198,9 +206,11 @@ async def run_batch(
             progress.running += 1
             try:
                 result = await _run_item(
-                    item, config, shared, limiter, cache, prices, seed, progress
+                    item, config, shared, limiter, cache, prices, seed, progress, history
                 )
                 write_result(result, target.parent)
+                if store is not None:
+                    store.record(result)
                 lines[item_id] = BatchLine.of(item_id, result)
                 progress.done += 1
             except (DebateError, ValidationError, OSError) as exc:
@@ -240,6 +250,7 @@ async def _run_item(
     prices: PriceTable | None,
     seed: int,
     progress: Progress,
+    history: Mapping[str, float] | None,
 ) -> DebateResult:
     cfg = config
     if item.config:
@@ -252,6 +263,7 @@ async def _run_item(
         "cache": cache,
         "prices": prices,
         "on_event": progress.on_event,
+        "history": history,
     }
     if item.transcript is not None:
         return await judge_transcript(item.transcript, **common)

@@ -15,6 +15,8 @@ from debate.config import load_config
 from debate.exceptions import ConfigurationError
 from debate.limiter import RateLimiter
 from debate.pricing import PriceTable
+from debate.store import RunStore, default_store_path
+from debate.track import TrackRecords
 
 
 def add_batch_parser(commands: Any) -> None:
@@ -43,6 +45,7 @@ def batch_main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_USAGE
     progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
+    store_path = Path(args.store) if args.store else default_store_path()
     lines = asyncio.run(
         run_batch(
             items,
@@ -55,6 +58,8 @@ def batch_main(args: argparse.Namespace) -> int:
             api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
+            history=None if args.no_store else TrackRecords(store_path).all_accuracies(),
+            store=None if args.no_store else RunStore(store_path),
         )
     )
     failed = [line for line in lines if line.status == "failed"]

@@ -175,3 +175,23 @@ def test_prices_give_a_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     expected = (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6
     assert usage["cost_usd"] == pytest.approx(expected, abs=1e-6)
     assert len(usage["per_call"]) == 10
+
+
+def test_batch_weights_votes_by_track_records_and_records_its_runs(tmp_path: Path) -> None:
+    from debate.store import RunStore
+    from debate.track import TrackRecords, identity
+
+    store = tmp_path / "store.sqlite"
+    key = identity("risk", "scripted")
+    TrackRecords(store).add([(key, f"i{n}", "d", "a", "b") for n in range(30)])  # all wrong
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"topic": "Should we?"}\n{"topic": "Should they?"}\n')
+    argv = ["batch", str(path), "--model", "scripted", "--quiet", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--store", str(store)]) == 0
+    weights = json.loads((tmp_path / "o" / "item-1" / "result.json").read_text())["vote"][
+        "judge_weights"
+    ]
+    # 0.7 x 0.25 domain weight + 0.3 x shrunk accuracy (0 + 10) / (30 + 10)
+    assert weights["risk"] == pytest.approx(0.7 * 0.25 + 0.3 * 10 / 40)
+    assert weights["technical"] == pytest.approx(0.7 * 0.25 + 0.3)
+    assert RunStore(store).count_runs() == 2
