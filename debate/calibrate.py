@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from debate.council_api import run_council
 from debate.decision import score_matrices
 from debate.exceptions import ConfigurationError
 from debate.models.base import Model
+from debate.prompts import PromptRenderer
 from debate.result import DebateResult
 from debate.schema import DIMENSIONS, Transcript
 from debate.stats import calibrate as calibrate_scores
@@ -57,16 +58,27 @@ class DebateItem(BaseModel):
         return check_dimensions(value, DIMENSIONS)
 
 
+JudgeKey = Callable[[str, str], str]
+"""(judge name, model name) -> track-record identity."""
+
+
+def judge_key(config: RunConfig) -> JudgeKey:
+    """Track-record identities of the config's judges, with the config's templates."""
+    roles = {j.name: j.role for j in config.judges}
+    renderer = PromptRenderer(config.templates)
+    return lambda name, model: identity(roles[name], model, renderer)
+
+
 def score_rows(
     dataset: str,
-    roles: Mapping[str, str],
+    key_of: JudgeKey,
     entries: Iterable[
         tuple[str, Mapping[str, Mapping[str, float]], str, str, Mapping[str, BaseModel]]
     ],
 ) -> list[tuple[str, ScoreRow]]:
     """Judge-vs-people score pairs from ``(item, people's scores, judge, model, scores)``."""
     return [
-        (name, (identity(roles[name], model), item, dataset, target, dim, judge, value))
+        (name, (key_of(name, model), item, dataset, target, dim, judge, value))
         for item, people_scores, name, model, scores in entries
         for target, people in people_scores.items()
         if target in scores
@@ -146,18 +158,18 @@ async def calibrate_debates(
     finally:
         await pool.aclose()
     names = [j.name for j in config.judges]
-    roles = {j.name: j.role for j in config.judges}
+    key_of = judge_key(config)
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
     rows: list[tuple[str, str, str, str, str]] = []
     for n in names:
         for item, result, call in zip(items, results, calls[n], strict=True):
             if call is not None:
                 model_name = next(e.model for e in result.evaluations if e.judge == n)
-                rows.append((identity(roles[n], model_name), item.id, "debate", call, item.verdict))
+                rows.append((key_of(n, model_name), item.id, "debate", call, item.verdict))
     records.add(rows)
     scored = score_rows(
         "debate",
-        roles,
+        key_of,
         (
             (item.id, item.people_scores, e.judge, e.model, e.scores)
             for item, result in zip(items, results, strict=True)
@@ -181,7 +193,7 @@ async def calibrate_debates(
     if results:
         for n in names:
             model_name = next(e.model for e in results[0].evaluations if e.judge == n)
-            accuracy[n] = history.get(identity(roles[n], model_name), 1.0)
+            accuracy[n] = history.get(key_of(n, model_name), 1.0)
     return CalibrationReport(
         dataset="debate",
         items=len(items),
@@ -233,7 +245,7 @@ async def calibrate_pairwise(
     finally:
         await pool.aclose()
     names = [j.name for j in config.judges]
-    roles = {j.name: j.role for j in config.judges}
+    key_of = judge_key(config)
     calls: dict[str, list[Any]] = {n: [] for n in names}
     rows: list[tuple[str, str, str, str, str]] = []
     for item, result in zip(items, results, strict=True):
@@ -243,7 +255,7 @@ async def calibrate_pairwise(
             if call is not None and item.majority is not None:
                 rows.append(
                     (
-                        identity(roles[review.reviewer], review.model),
+                        key_of(review.reviewer, review.model),
                         item.id,
                         dataset,
                         call,
@@ -253,7 +265,7 @@ async def calibrate_pairwise(
     records.add(rows)
     scored = score_rows(
         dataset,
-        roles,
+        key_of,
         (
             (item.id, item.people_scores, review.reviewer, review.model, review.scores)
             for item, result in zip(items, results, strict=True)
@@ -280,6 +292,6 @@ async def calibrate_pairwise(
         rows=report_rows,
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=nominal_alpha(people),
-        accuracy_after={n: history.get(identity(roles[n], model_name), 1.0) for n in names},
+        accuracy_after={n: history.get(key_of(n, model_name), 1.0) for n in names},
         dimensions=dimensions,
     )

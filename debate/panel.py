@@ -114,7 +114,7 @@ class MultiJudgePanel:
 
     def identity(self, spec: JudgeSpec) -> str:
         """The key of this judge's track record: role x model x template version."""
-        return identity(spec.role, self.models[spec.name].name)
+        return identity(spec.role, self.models[spec.name].name, self.renderer)
 
     def judge_weights(self, topic_type: str) -> dict[str, float]:
         """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history)."""

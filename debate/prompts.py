@@ -90,6 +90,18 @@ class PromptRenderer:
             return False
         return True
 
+    def digest(self, name: str) -> str:
+        """A short digest of a template's source, as this renderer would load it.
+
+        Identifies which version of a template shaped a judge (see ``debate.track``): a
+        template overridden with ``--templates`` or edited in place gets a new digest.
+        """
+        try:
+            source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
+        except TemplateNotFound as exc:
+            raise ConfigurationError(f"template {name} not found; add it") from exc
+        return hashlib.sha256(source.encode("utf-8")).hexdigest()[:8]
+
     def render(self, name: str, **variables: Any) -> str:
         """Render one template.
 

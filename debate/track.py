@@ -1,7 +1,10 @@
 """Judge track records: calls on items with a known answer, and the weight they earn.
 
-A judge identity is role x model x template version. Its record (items seen, correct
-calls) lives in the run store. The panel's judge weight is
+A judge identity is role x model x template version, the version being a digest of the
+judge's role template (``judge_role_<role>.md.jinja``, the text that makes it that judge in
+debates and in council reviews alike): editing or overriding it starts a new record, so a
+changed judge never inherits the old one's accuracy. Its record (items seen, correct calls)
+lives in the run store. The panel's judge weight is
 
     0.7 x domain weight + 0.3 x accuracy
 
@@ -25,13 +28,14 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import closing
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from debate.prompts import PromptRenderer
 from debate.stats import krippendorff_alpha
 
-TEMPLATE_VERSION = "1"
 PRIOR_ITEMS = 10.0
 PRIOR_ACCURACY = 1.0
 
@@ -63,9 +67,15 @@ ScoreRow = tuple[str, str, str, str, str, float, float]
 """``(identity, item, dataset, target, dimension, judge score, people's score)``."""
 
 
-def identity(role: str, model: str, template_version: str = TEMPLATE_VERSION) -> str:
-    """The key of a judge's track record."""
-    return f"{role}|{model}|v{template_version}"
+def identity(role: str, model: str, renderer: PromptRenderer | None = None) -> str:
+    """The key of a judge's track record (``renderer``: the run's templates; default shipped)."""
+    version = (renderer or _shipped()).digest(f"judge_role_{role}.md.jinja")
+    return f"{role}|{model}|{version}"
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> PromptRenderer:
+    return PromptRenderer()
 
 
 class DimensionAgreement(BaseModel):

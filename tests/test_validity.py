@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.calibrate import DebateItem, calibrate_debates
 from debate.models.base import Message
+from debate.prompts import PromptRenderer
 from debate.track import TrackRecords, identity
 from debate.validity import format_report, read_pandalm, read_ukpconvarg
 from tests.helpers import role_of, schema_ids, transcript
@@ -193,3 +194,25 @@ def test_people_scores_on_an_unknown_dimension_are_refused() -> None:
             verdict="PRO",
             people_scores={"PRO-1": {"charm": 5.0}},
         )
+
+
+def test_an_edited_role_template_is_a_new_judge_without_the_old_record(tmp_path: Path) -> None:
+    shipped = identity("risk", "fn")
+    assert shipped == identity("risk", "fn", PromptRenderer())
+    records = TrackRecords(tmp_path / "store.sqlite")
+    records.add([(shipped, f"i{n}", "d", "a", "b") for n in range(30)])  # always wrong
+    model = FunctionModel(judges(lambda role, topic: GOOD), name="fn")
+
+    weights = MultiJudgePanel(
+        models=model, config=RunConfig(model="fn"), history=records.all_accuracies()
+    ).judge_weights("default")
+    assert weights["risk"] == pytest.approx(0.7 * 0.25 + 0.3 * 10 / 40)
+
+    edited = tmp_path / "templates"
+    edited.mkdir()
+    source = PromptRenderer().render("judge_role_risk.md.jinja")
+    (edited / "judge_role_risk.md.jinja").write_text(source + "\nWeigh reversibility first.\n")
+    config = RunConfig(model="fn", templates=str(edited))
+    panel = MultiJudgePanel(models=model, config=config, history=records.all_accuracies())
+    assert panel.identity(config.judges[2]) != shipped
+    assert panel.judge_weights("default")["risk"] == pytest.approx(0.7 * 0.25 + 0.3)
