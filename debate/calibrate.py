@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from debate.api import ModelPool, judge_transcript
+from debate.api import CacheSpec, ModelPool, judge_transcript
 from debate.config import RunConfig
 from debate.council_api import run_council
 from debate.decision import score_matrices
@@ -142,6 +142,7 @@ async def calibrate_debates(
     judges: Mapping[str, Model] | None = None,
     seed: int = 0,
     concurrency: int = 4,
+    cache: CacheSpec = None,
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict."""
     gate = asyncio.Semaphore(concurrency)
@@ -150,7 +151,13 @@ async def calibrate_debates(
     async def one(item: DebateItem) -> DebateResult:
         async with gate:
             return await judge_transcript(
-                item.transcript, config=config, model=model, judges=judges, seed=seed, pool=pool
+                item.transcript,
+                config=config,
+                model=model,
+                judges=judges,
+                seed=seed,
+                pool=pool,
+                cache=cache,
             )
 
     try:
@@ -221,7 +228,7 @@ async def calibrate_pairwise(
     model: Model | None = None,
     seed: int = 0,
     concurrency: int = 4,
-    cache: Any = None,
+    cache: CacheSpec = None,
 ) -> CalibrationReport:
     """Rank each pair with the council; compare each reviewer's call with the majority."""
     gate = asyncio.Semaphore(concurrency)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from debate.api import write_json_atomic
+from debate.cache import ResponseCache
 from debate.calibrate import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.cli_common import EXIT_OK, EXIT_USAGE, model_flags, overrides
 from debate.config import load_config
@@ -29,41 +33,45 @@ def add_calibrate_parser(commands: Any) -> None:
 
 
 def calibrate_main(args: argparse.Namespace) -> int:
-    """Run the calibration, print the validity table, update track records."""
-    try:
-        config = load_config(args.config, overrides(args))
-        records = TrackRecords(args.store or default_store_path())
+    """Run the calibration, print the validity table, update track records.
+
+    The report goes to ``OUT/calibration.json``; every completed call to the response cache
+    (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
+    re-run resumes. ``--no-store`` reports without touching the judges' track records.
+    """
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            config = load_config(args.config, overrides(args))
+            store = Path(scratch) / "store.sqlite" if args.no_store else args.store
+            records = TrackRecords(store or default_store_path())
+            cache = None if args.no_cache else ResponseCache(args.cache or out / "cache.sqlite")
+            if args.format == "debate":
+                items: Any = read_debate_items(args.file, args.limit)
+            else:
+                items = load_items(args.file, args.format, args.limit)
+            if not items:
+                raise ConfigurationError(f"{args.file}: no items")
+        except ConfigurationError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return EXIT_USAGE
+        common: dict[str, Any] = {
+            "config": config,
+            "records": records,
+            "seed": args.seed if args.seed is not None else 0,
+            "concurrency": args.concurrency,
+            "cache": cache,
+        }
         if args.format == "debate":
-            items: Any = read_debate_items(args.file, args.limit)
+            report = asyncio.run(calibrate_debates(items, **common))
         else:
-            items = load_items(args.file, args.format, args.limit)
-        if not items:
-            raise ConfigurationError(f"{args.file}: no items")
-    except ConfigurationError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return EXIT_USAGE
-    seed = args.seed if args.seed is not None else 0
-    if args.format == "debate":
-        report = asyncio.run(
-            calibrate_debates(
-                items, config=config, records=records, seed=seed, concurrency=args.concurrency
-            )
-        )
-    else:
-        report = asyncio.run(
-            calibrate_pairwise(
-                items,
-                dataset=args.format,
-                config=config,
-                records=records,
-                seed=seed,
-                concurrency=args.concurrency,
-            )
-        )
+            report = asyncio.run(calibrate_pairwise(items, dataset=args.format, **common))
+    path = write_json_atomic(out / "calibration.json", report.model_dump_json(indent=2) + "\n")
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(format_report(report, f"{report.dataset}: {report.items} items") + "\n")
-        accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
-        sys.stdout.write(f"track-record accuracy now: {accuracy} (store {records.path})\n")
+        return EXIT_OK
+    sys.stdout.write(format_report(report, f"{report.dataset}: {report.items} items") + "\n")
+    accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
+    where = "not stored: --no-store" if args.no_store else f"store {records.path}"
+    sys.stdout.write(f"track-record accuracy now: {accuracy} ({where})\nReport: {path}\n")
     return EXIT_OK

@@ -54,14 +54,23 @@ def test_calibrate_pairwise_file_reports_and_updates_track_records(
     rows[0]["people_scores"] = rows[1]["people_scores"] = people
     items.write_text("".join(json.dumps(r) + "\n" for r in rows))
     store = tmp_path / "store.sqlite"
+    out_dir = tmp_path / "out"
     with FakeOpenAIServer(responder=prefers_the_good_answer) as server:
         argv = ["calibrate", str(items), "--format", "pairwise", "--model", "m"]
-        argv += ["--base-url", server.base_url, "--store", str(store), "--json"]
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert len(server.records) == 5 * 4  # every item, every reviewer, one call each
+        argv += ["--base-url", server.base_url, "--out", str(out_dir)]
+        code = main([*argv, "--store", str(store), "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert len(server.records) == 5 * 4  # every item, every reviewer, one call each
+        # a re-run replays every call from OUT/cache.sqlite; --no-store leaves records alone
+        assert main([*argv, "--no-store"]) == 0
+        assert len(server.records) == 5 * 4
+    again = capsys.readouterr().out
+    assert "not stored: --no-store" in again and "technical" in again
     report = CalibrationReport.model_validate_json(out)
+    assert CalibrationReport.model_validate_json((out_dir / "calibration.json").read_text()) == (
+        report
+    )
     by_judge = {r.judge: r for r in report.rows}
     # item 5 has no majority: it counts for tie behaviour, not for accuracy
     assert by_judge["technical"].items == 4
