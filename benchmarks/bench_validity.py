@@ -10,7 +10,8 @@ Prints, per dataset, each judge's and the panel's accuracy against the people's 
 with a Wilson interval, Cohen's kappa, how often it says "tie" when people split vs when
 they agree, and alpha among judges beside alpha among people; for PandaLM the published
 GPT-3.5 judge on the same items is shown beside. Track records go to a throwaway store
-unless --store is given.
+unless --store is given; --cache PATH keeps every completed call, so an interrupted run
+resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--model", default="local")
     parser.add_argument("--base-url")
     parser.add_argument("--store")
+    parser.add_argument("--cache", help="response cache (SQLite): a re-run resumes from it")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--only", choices=["ukpconvarg", "pandalm"])
     args = parser.parse_args()
@@ -58,7 +60,12 @@ def main() -> None:
         start = time.perf_counter()
         report = asyncio.run(
             calibrate_pairwise(
-                items, dataset=name, config=config, records=records, concurrency=args.concurrency
+                items,
+                dataset=name,
+                config=config,
+                records=records,
+                concurrency=args.concurrency,
+                cache=args.cache,
             )
         )
         label = (
