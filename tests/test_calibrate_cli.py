@@ -12,6 +12,7 @@ import pytest
 from debate.cli import main
 from debate.track import TrackRecords, identity
 from debate.validity import CalibrationReport
+from tests.helpers import transcript
 from tests.openai_server import FakeOpenAIServer, Reply
 
 GOOD = "This answer is the GOOD one."
@@ -93,3 +94,26 @@ def test_calibrate_unknown_file_is_a_one_line_error(
     assert code == 2
     assert err.startswith("error: pandalm file") and "missing.jsonl" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_calibrate_debate_transcripts_with_known_verdicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = tmp_path / "verdicts.jsonl"
+    lines = [
+        {"id": f"d{i}", "transcript": transcript(topic=f"Item {i}?").model_dump(), "verdict": v}
+        for i, v in enumerate(["PRO", "CON", "TIE"])
+    ]
+    items.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = ["calibrate", str(items), "--format", "debate", "--model", "scripted"]
+    code = main([*argv, "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = CalibrationReport.model_validate_json(out)
+    assert [r.judge for r in report.rows] == ["technical", "business", "risk", "general", "panel"]
+    assert [r.items for r in report.rows[:4]] == [3, 3, 3, 3]  # every judge called every item
+    assert report.rows[4].items <= 3  # the panel makes no call when it splits
+    records = TrackRecords(tmp_path / "s.sqlite")
+    calls = records.get(identity("technical", "scripted"))
+    assert calls.items == report.rows[0].items
+    assert calls.correct == round((report.rows[0].accuracy.value or 0) * calls.items)
