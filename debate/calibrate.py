@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from debate.api import CacheSpec, ModelPool, judge_transcript
 from debate.config import RunConfig
+from debate.council import check_candidates
 from debate.council_api import run_council
 from debate.decision import score_matrices
 from debate.exceptions import ConfigurationError
@@ -230,7 +231,16 @@ async def calibrate_pairwise(
     concurrency: int = 4,
     cache: CacheSpec = None,
 ) -> CalibrationReport:
-    """Rank each pair with the council; compare each reviewer's call with the majority."""
+    """Rank each pair with the council; compare each reviewer's call with the majority.
+
+    Every item is checked before the first call, so a bad item fails the run at once, by
+    its id, rather than after an hour of completed calls.
+    """
+    for item in items:
+        try:
+            check_candidates(item.question, candidates_of(item))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"item {item.id}: {exc}") from exc
     gate = asyncio.Semaphore(concurrency)
     pool = ModelPool(config, seed=seed)
     shared = model or pool.get(None)

@@ -162,9 +162,19 @@ def load_items(path: str | Path, fmt: str, limit: int | None = None) -> list[Pai
         raise ConfigurationError(f"{fmt} file {path}: cannot read it ({exc})") from exc
 
 
+EMPTY_ANSWER = "(this response is empty: the model gave no answer)"
+
+
 def candidates_of(item: PairwiseItem) -> list[Candidate]:
-    """The item's two candidates, ids ``a`` and ``b``."""
-    return [Candidate(id="a", text=item.a), Candidate(id="b", text=item.b)]
+    """The item's two candidates, ids ``a`` and ``b``.
+
+    Datasets hold empty answers (PandaLM items 18, 19 and 25 have an empty response 1) and
+    people labelled them; the judges are shown an explicit marker instead of nothing.
+    """
+    return [
+        Candidate(id=key, text=text if text.strip() else EMPTY_ANSWER)
+        for key, text in (("a", item.a), ("b", item.b))
+    ]
 
 
 def review_call(review: Review) -> Label | None:
