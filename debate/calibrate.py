@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,6 +31,7 @@ from debate.track import (
 )
 from debate.validity import (
     CalibrationReport,
+    Label,
     PairwiseItem,
     candidates_of,
     check_dimensions,
@@ -48,8 +49,8 @@ class DebateItem(BaseModel):
 
     id: str
     transcript: Transcript
-    verdict: str
-    """``PRO``, ``CON`` or ``TIE``."""
+    verdict: Literal["PRO", "CON", "TIE"]
+    """Checked when the file is read, so a typo fails before any judge is called."""
     people_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
     """People's mean score per argument id and rubric dimension, where they gave scores."""
 
@@ -214,9 +215,7 @@ async def calibrate_debates(
 
 
 def _as_pairwise(item: DebateItem) -> PairwiseItem:
-    label = {"PRO": "a", "CON": "b", "TIE": "tie"}.get(item.verdict)
-    if label is None:
-        raise ConfigurationError(f"item {item.id}: verdict must be PRO, CON or TIE")
+    label: Label = {"PRO": "a", "CON": "b", "TIE": "tie"}[item.verdict]  # type: ignore[assignment]
     return PairwiseItem(id=item.id, question="-", a="-", b="-", labels=[label])
 
 

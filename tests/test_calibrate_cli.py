@@ -117,3 +117,14 @@ def test_calibrate_debate_transcripts_with_known_verdicts(
     calls = records.get(identity("technical", "scripted"))
     assert calls.items == report.rows[0].items
     assert calls.correct == round((report.rows[0].accuracy.value or 0) * calls.items)
+
+
+def test_a_bad_verdict_fails_when_read_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = tmp_path / "verdicts.jsonl"
+    good = {"id": "d0", "transcript": transcript().model_dump(), "verdict": "PRO"}
+    items.write_text(json.dumps(good) + "\n" + json.dumps({**good, "verdict": "YES"}) + "\n")
+    code = main(["calibrate", str(items), "--format", "debate", "--model", "scripted"])
+    err = capsys.readouterr().err
+    assert code == 2 and "line 2" in err and "verdict" in err
