@@ -195,6 +195,12 @@ async def ask(
             if invalid > policy.max_retries:
                 finish(False, exc.reason)
                 raise
+            if exc.usage is not None and exc.usage[1] >= settings.max_tokens:
+                # Cut off by the token budget, not wrong: showing the model its truncated
+                # text would not help, so ask afresh with twice the budget.
+                settings = settings.model_copy(update={"max_tokens": settings.max_tokens * 2})
+                conversation = list(messages)
+                continue
             conversation = [
                 *messages,
                 Message(role="assistant", content=exc.raw),

@@ -309,3 +309,50 @@ def test_killed_run_resumes_and_resends_only_unfinished_calls(tmp_path: Path) ->
     first["config"].pop("base_url")  # the two servers listen on different ports
     resumed["config"].pop("base_url")
     assert first == resumed
+
+
+def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budget() -> None:
+    from pydantic import BaseModel
+
+    from debate.calls import CallPolicy, UsageMeter, ask
+    from debate.exceptions import ModelOutputError
+    from debate.models.base import Completion, Message, ModelSettings, TokenUsage
+
+    class Said(BaseModel):
+        text: str
+
+    class CutOff:
+        """Runs out of budget below 2048 tokens; answers within it."""
+
+        name = "cut-off"
+
+        def __init__(self) -> None:
+            self.seen: list[tuple[int, int]] = []
+
+        async def complete(
+            self, messages: list[Message], schema: type[Said], settings: ModelSettings
+        ) -> Completion[Said]:
+            self.seen.append((settings.max_tokens, len(messages)))
+            if settings.max_tokens < 2048:
+                raw = '{"text": "and so on and so on'
+                usage = (50, settings.max_tokens, 0)
+                raise ModelOutputError("unterminated string", raw=raw, usage=usage)
+            usage_ok = TokenUsage(prompt_tokens=50, completion_tokens=1500)
+            return Completion(parsed=Said(text="done"), text="", usage=usage_ok, model=self.name)
+
+    model = CutOff()
+    completion, attempts = asyncio.run(
+        ask(
+            model,  # type: ignore[arg-type]
+            [Message(role="user", content="say it")],
+            Said,
+            ModelSettings(max_tokens=1024),
+            policy=CallPolicy(max_retries=2),
+            meter=UsageMeter(),
+            phase="opening",
+            actor="PRO",
+        )
+    )
+    assert completion.parsed.text == "done" and attempts == 2
+    # the second ask doubled the budget and did not carry the truncated text along
+    assert model.seen == [(1024, 1), (2048, 1)]
