@@ -71,15 +71,15 @@ def judge_key(config: RunConfig) -> JudgeKey:
     return lambda name, model: identity(roles[name], model, renderer)
 
 
-def score_rows(
-    dataset: str,
-    key_of: JudgeKey,
-    entries: Iterable[
-        tuple[str, Mapping[str, Mapping[str, float]], str, str, Mapping[str, BaseModel]]
-    ],
-) -> list[tuple[str, ScoreRow]]:
-    """Judge-vs-people score pairs from ``(item, people's scores, judge, model, scores)``."""
-    return [
+ScoreEntry = tuple[str, Mapping[str, Mapping[str, float]], str, str, Mapping[str, BaseModel]]
+"""``(item id, people's scores, judge name, model name, the judge's scores by target)``."""
+
+
+def record_scores(
+    records: TrackRecords, dataset: str, key_of: JudgeKey, entries: Iterable[ScoreEntry]
+) -> dict[str, dict[str, DimensionAgreement]]:
+    """Store judges' dimension scores beside people's; this run's agreement per judge name."""
+    named: list[tuple[str, ScoreRow]] = [
         (name, (key_of(name, model), item, dataset, target, dim, judge, value))
         for item, people_scores, name, model, scores in entries
         for target, people in people_scores.items()
@@ -87,12 +87,6 @@ def score_rows(
         for dim, value in people.items()
         for judge in [float(getattr(scores[target], dim))]
     ]
-
-
-def record_scores(
-    records: TrackRecords, named: Sequence[tuple[str, ScoreRow]]
-) -> dict[str, dict[str, DimensionAgreement]]:
-    """Store judges' dimension scores beside people's; this run's agreement per judge name."""
     records.add_scores(row for _, row in named)
     by_name: dict[str, list[tuple[str, float, float]]] = {}
     for name, (_, _, _, _, dimension, judge, people) in named:
@@ -176,7 +170,8 @@ async def calibrate_debates(
                 model_name = next(e.model for e in result.evaluations if e.judge == n)
                 rows.append((key_of(n, model_name), item.id, "debate", call, item.verdict))
     records.add(rows)
-    scored = score_rows(
+    dimensions = record_scores(
+        records,
         "debate",
         key_of,
         (
@@ -186,7 +181,6 @@ async def calibrate_debates(
             if e.scores is not None
         ),
     )
-    dimensions = record_scores(records, scored)
     pseudo = [_as_pairwise(i) for i in items]
     as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
     report_rows = [
@@ -279,7 +273,8 @@ async def calibrate_pairwise(
                     )
                 )
     records.add(rows)
-    scored = score_rows(
+    dimensions = record_scores(
+        records,
         dataset,
         key_of,
         (
@@ -289,7 +284,6 @@ async def calibrate_pairwise(
             if review.scores is not None
         ),
     )
-    dimensions = record_scores(records, scored)
     report_rows = [judge_row(n, calls[n], items) for n in names]
     report_rows.append(judge_row("panel", [panel_call(r) for r in results], items))
     for baseline in sorted({k for i in items for k in i.baselines}):

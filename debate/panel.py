@@ -90,13 +90,10 @@ class MultiJudgePanel:
             return {j.name: models[j.name] for j in self.judges}
         return {j.name: models for j in self.judges}
 
-    def topic_type(self, topic: str) -> str:
-        """The configured topic type, or the one detected from the topic's keywords."""
-        return self.config.topic_type or self.topics.detect(topic)
-
     async def _topic(
         self, topic: str, settings: ModelSettings, meter: UsageMeter
     ) -> tuple[str, TopicSource]:
+        """The type set by hand, else the keyword table's or the model classifier's."""
         if self.config.topic_type:
             return self.config.topic_type, "config"
         if self.config.topic_classifier == "keywords":

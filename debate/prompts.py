@@ -81,6 +81,7 @@ class PromptRenderer:
             folders.insert(0, user)
         self.folders = folders
         self._env = _environment(tuple(str(f) for f in folders))
+        self._digests: dict[str, str] = {}
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""
@@ -96,11 +97,13 @@ class PromptRenderer:
         Identifies which version of a template shaped a judge (see ``debate.track``): a
         template overridden with ``--templates`` or edited in place gets a new digest.
         """
-        try:
-            source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
-        except TemplateNotFound as exc:
-            raise ConfigurationError(f"template {name} not found; add it") from exc
-        return hashlib.sha256(source.encode("utf-8")).hexdigest()[:8]
+        if name not in self._digests:  # read the file once per renderer, not per judge call
+            try:
+                source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
+            except TemplateNotFound as exc:
+                raise ConfigurationError(f"template {name} not found; add it") from exc
+            self._digests[name] = hashlib.sha256(source.encode("utf-8")).hexdigest()[:8]
+        return self._digests[name]
 
     def render(self, name: str, **variables: Any) -> str:
         """Render one template.
