@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from debate import RunConfig, run_debate  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
-from debate.models.base import Completion, Message, Model, ModelSettings, T  # noqa: E402
+from debate.models._base import Completion, Message, Model, ModelSettings, T  # noqa: E402
 
 SERVER = """
 import sys, time

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from debate import RunConfig  # noqa: E402
-from debate.calibrate import calibrate_pairwise  # noqa: E402
-from debate.track import TrackRecords  # noqa: E402
-from debate.validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
+from debate.quality._benchmark import calibrate_pairwise  # noqa: E402
+from debate.quality._track import TrackRecords  # noqa: E402
+from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ from debate.api import (
     run_debate_sync,
     write_result,
 )
-from debate.config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
 from debate.exceptions import (
     ConfigurationError,
     DebateError,
@@ -22,9 +21,10 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models import FunctionModel, Message, Model, ScriptedModel, TestModel
-from debate.panel import MultiJudgePanel
-from debate.result import Agreement, DebateResult, Decision, PanelResult, Usage, Vote
-from debate.schema import (
+from debate.panel._panel import MultiJudgePanel
+from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
+from debate.records._result import Agreement, DebateResult, Decision, PanelResult, Usage, Vote
+from debate.records._transcript import (
     Argument,
     Closing,
     CrossExamination,

@@ -4,119 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import secrets
-import tempfile
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
 
 from pydantic import ValidationError
 
 from debate._version import __version__
-from debate.cache import CachedModel, ResponseCache
-from debate.calls import CallPolicy, UsageMeter
-from debate.config import RunConfig, validation_message
-from debate.events import EventHandler
 from debate.exceptions import ConfigurationError
-from debate.limiter import LimitedModel, RateLimiter
-from debate.models import resolve_model
-from debate.models.base import Model, ModelSettings
-from debate.panel import MultiJudgePanel
-from debate.pricing import PriceTable
-from debate.prompts import PromptRenderer
-from debate.protocol import Deadline, DebateProtocol, Debaters
-from debate.result import DebateResult, PanelResult
-from debate.schema import Transcript, check_topic
-from debate.topics import TopicProfiles
-
-CacheSpec = ResponseCache | str | Path | None
-T_co = TypeVar("T_co")
-
-
-class _Wrapper:
-    """Wraps every model of a run, each distinct model once.
-
-    The rate limiter goes inside (a cached reply costs no request), the cache outside.
-    """
-
-    def __init__(self, cache: CacheSpec, limiter: RateLimiter | None = None) -> None:
-        if cache is None or isinstance(cache, ResponseCache):
-            self.cache = cache
-        else:
-            self.cache = ResponseCache(cache)
-        self.limiter = limiter
-        self._wrapped: dict[int, Model] = {}
-
-    def __call__(self, model: Model) -> Model:
-        if id(model) in self._wrapped:
-            return self._wrapped[id(model)]
-        wrapped = model
-        if self.limiter is not None:
-            wrapped = LimitedModel(wrapped, self.limiter)
-        if self.cache is not None and not isinstance(model, CachedModel):
-            endpoint = getattr(model, "base_url", None)
-            wrapped = CachedModel(wrapped, self.cache, endpoint=endpoint)
-        self._wrapped[id(model)] = wrapped
-        return wrapped
-
-
-class ModelPool:
-    """Builds each distinct model once (the embedded model is loaded a single time)."""
-
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        api_key_env: str = "OPENAI_API_KEY",
-        seed: int = 0,
-        model_path: str | None = None,
-    ) -> None:
-        self.config = config
-        self.api_key_env = api_key_env
-        self.seed = seed
-        self.model_path = model_path
-        self._built: dict[tuple[str, str | None], Model] = {}
-
-    async def aclose(self) -> None:
-        """Close every model this pool built."""
-        await close_models(list(self._built.values()))
-
-    def get(self, name: str | None, base_url: str | None = None) -> Model:
-        """The model for a name (default: the run's), built on first use."""
-        key = (name or self.config.model, base_url or self.config.base_url)
-        if key not in self._built:
-            self._built[key] = resolve_model(
-                key[0],
-                base_url=key[1],
-                api_key_env=self.api_key_env,
-                model_path=self.model_path,
-                seed=self.seed,
-            )
-        return self._built[key]
-
-
-async def close_models(models: list[Model]) -> None:
-    """Release HTTP clients at the end of a run (models without ``aclose`` are skipped)."""
-    seen: set[int] = set()
-    for model in models:
-        close = getattr(model, "aclose", None)
-        if close is not None and id(model) not in seen:
-            seen.add(id(model))
-            await close()
-
-
-async def closing_pool(pool: ModelPool, work: Awaitable[T_co]) -> T_co:
-    """Await ``work``, then close the pool's models whatever happened (for one-shot CLIs)."""
-    try:
-        return await work
-    finally:
-        await pool.aclose()
-
-
-def draw_seed() -> int:
-    """A fresh seed for a run that was given none; it is recorded in the result."""
-    return secrets.randbelow(2**31)
+from debate.models._base import Model, ModelSettings
+from debate.panel._panel import MultiJudgePanel
+from debate.panel._topics import TopicProfiles
+from debate.protocol._debate import DebateProtocol, Debaters
+from debate.records._config import RunConfig, validation_message
+from debate.records._result import DebateResult, PanelResult
+from debate.records._transcript import Transcript, check_topic
+from debate.runtime._ask import CallPolicy, UsageMeter
+from debate.runtime._deadline import Deadline
+from debate.runtime._events import EventHandler
+from debate.runtime._limiter import RateLimiter
+from debate.runtime._pool import (
+    CacheSpec,
+    ModelPool,
+    _Wrapper,
+    closing_given,
+    draw_seed,
+    no_running_loop,
+)
+from debate.runtime._pricing import PriceTable
+from debate.runtime._prompts import PromptRenderer
+from debate.storage._files import write_json_atomic
 
 
 def _config(config: RunConfig | None) -> RunConfig:
@@ -172,7 +88,7 @@ async def run_debate(
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
         prices: Price table for the cost in ``usage``.
-        history: Judge track-record accuracies by identity (see :mod:`debate.track`).
+        history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
 
     Returns:
@@ -284,32 +200,6 @@ def _result(
     )
 
 
-async def closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
-    """Run ``main``, then close the caller's models: their clients belong to this loop."""
-    given: list[Model] = [m for k in ("model", "pro", "con") if (m := kwargs.get(k)) is not None]  # type: ignore[misc]
-    for key in ("judges", "reviewers"):
-        if isinstance(named := kwargs.get(key), Mapping):
-            given += list(named.values())
-    if isinstance(generators := kwargs.get("generate"), Sequence):
-        given += list(generators)
-    try:
-        return await main
-    finally:
-        await close_models(given)
-
-
-def no_running_loop(name: str) -> None:
-    """A clear error for ``*_sync`` inside a running event loop (Jupyter, say)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise ConfigurationError(
-        f"{name}_sync cannot run inside a running event loop (a notebook, say); "
-        f"use 'await {name}(...)' there instead"
-    )
-
-
 def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
     """Blocking wrapper of :func:`run_debate` (same arguments)."""
     no_running_loop("run_debate")
@@ -346,23 +236,6 @@ def load_transcript(path: str | Path) -> Transcript:
         return Transcript.model_validate(data)
     except ValidationError as exc:
         raise ConfigurationError(validation_message(exc, f"transcript {path}")) from exc
-
-
-def write_json_atomic(path: str | Path, text: str) -> Path:
-    """Write a file so that a reader never sees half of it (temp file + rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
 
 
 def write_result(result: DebateResult, out_dir: str | Path) -> Path:

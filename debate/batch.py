@@ -19,16 +19,18 @@ from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from debate.api import ModelPool, judge_transcript, run_debate, write_json_atomic, write_result
-from debate.cache import ResponseCache
-from debate.config import RunConfig, build_config, validation_message
-from debate.events import Event, StepFinished
+from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
-from debate.limiter import RateLimiter
-from debate.pricing import PriceTable
-from debate.result import DebateResult
-from debate.schema import Transcript
-from debate.store import RunStore
+from debate.records._config import RunConfig, build_config, validation_message
+from debate.records._result import DebateResult
+from debate.records._transcript import Transcript
+from debate.runtime._events import Event, StepFinished
+from debate.runtime._limiter import RateLimiter
+from debate.runtime._pool import ModelPool
+from debate.runtime._pricing import PriceTable
+from debate.storage._cache import ResponseCache
+from debate.storage._files import write_json_atomic
+from debate.storage._runs import RunStore
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -184,7 +186,7 @@ async def run_batch(
 ) -> list[BatchLine]:
     """Run every item; return one line per item in input order.
 
-    ``history`` (judge track records, see :mod:`debate.track`) weights every item's vote as
+    ``history`` (judge track records, see :mod:`debate.quality._track`) weights every item's vote as
     it weights a single run's; each finished result is recorded in ``store`` for the audit.
     """
     if concurrency < 1:

@@ -3,8 +3,8 @@
 import sys
 
 from debate import RunConfig
-from debate.council_api import run_council_sync
-from debate.council_schema import Candidate
+from debate.council._run import run_council_sync
+from debate.records._council import Candidate
 
 model = sys.argv[1] if len(sys.argv) > 1 else "scripted"
 candidates = [

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from debate.models.base import Message
-from debate.schema import Argument, Closing, CrossExamination, Transcript
+from debate.models._base import Message
+from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
 
 ROLE = re.compile(r"# Your role: (\w+) judge")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from debate.cli import main
+from debate._cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from debate.cli import main
-from debate.limiter import RateLimiter
+from debate._cli.main import main
 from debate.models.test import fill_schema
+from debate.runtime._limiter import RateLimiter
 from tests.openai_server import FakeOpenAIServer, Reply
 
 
@@ -178,8 +178,9 @@ def test_prices_give_a_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_batch_weights_votes_by_track_records_and_records_its_runs(tmp_path: Path) -> None:
-    from debate.store import RunStore
-    from debate.track import TrackRecords, identity
+    from debate.panel._identity import identity
+    from debate.quality._track import TrackRecords
+    from debate.storage._runs import RunStore
 
     store = tmp_path / "store.sqlite"
     key = identity("risk", "scripted")

@@ -14,11 +14,11 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig, run_debate_sync
 from debate.api import write_result
-from debate.audit import audit
-from debate.models.base import Message
+from debate.models._base import Message
 from debate.models.test import TestModel
-from debate.result import DebateResult
-from debate.store import RunStore
+from debate.quality._audit import audit
+from debate.records._result import DebateResult
+from debate.storage._runs import RunStore
 from tests.helpers import role_of, schema_ids, transcript
 
 BOOST = 2
@@ -186,7 +186,7 @@ def test_same_seed_same_replies_give_byte_identical_result(tmp_path: Path) -> No
 
 
 def test_cli_seed_from_env_and_drawn_seed_is_recorded(tmp_path: Path, monkeypatch: Any) -> None:
-    from debate.cli import main
+    from debate._cli.main import main
 
     monkeypatch.setenv("DEBATE_SEED", "77")
     assert (

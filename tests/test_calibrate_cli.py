@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from debate.cli import main
-from debate.track import TrackRecords, identity
-from debate.validity import CalibrationReport
+from debate._cli.main import main
+from debate.panel._identity import identity
+from debate.quality._track import TrackRecords
+from debate.quality._validity import CalibrationReport
 from tests.helpers import transcript
 from tests.openai_server import FakeOpenAIServer, Reply
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from debate.cli import main
-from debate.result import DebateResult
+from debate._cli.main import main
+from debate.records._result import DebateResult
 from tests.openai_server import FakeOpenAIServer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meeting_transcript.json"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from debate.cli import main
+from debate._cli.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meeting_transcript.json"
 

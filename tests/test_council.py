@@ -10,11 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig
-from debate.cli import main
-from debate.council_api import load_candidates, run_council_sync
-from debate.council_schema import Candidate, CouncilResult
+from debate._cli.main import main
+from debate.council._run import load_candidates, run_council_sync
 from debate.exceptions import ConfigurationError
-from debate.models.base import Message
+from debate.models._base import Message
+from debate.records._council import Candidate, CouncilResult
 
 RESPONSE = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
 QUALITY = {"alpha answer": 8.0, "beta answer": 6.0, "gamma answer": 4.0}

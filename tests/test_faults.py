@@ -24,7 +24,7 @@ from typing import Any
 from debate import DebaterError, RunConfig, run_debate
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
-from debate.result import DebateResult
+from debate.records._result import DebateResult
 from tests.openai_server import FakeOpenAIServer, Reply
 
 KINDS = ("http_500", "http_429", "hang", "truncated", "missing_key", "empty", "wrong_ids")
@@ -260,7 +260,7 @@ def _command(base_url: str, out: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "debate.cli",
+        "debate._cli.main",
         "run",
         "Should we adopt the plan?",
         "--model",
@@ -314,9 +314,9 @@ def test_killed_run_resumes_and_resends_only_unfinished_calls(tmp_path: Path) ->
 def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budget() -> None:
     from pydantic import BaseModel
 
-    from debate.calls import CallPolicy, UsageMeter, ask
     from debate.exceptions import ModelOutputError
-    from debate.models.base import Completion, Message, ModelSettings, TokenUsage
+    from debate.models._base import Completion, Message, ModelSettings, TokenUsage
+    from debate.runtime._ask import CallPolicy, UsageMeter, ask
 
     class Said(BaseModel):
         text: str

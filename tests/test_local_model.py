@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from debate.exceptions import ConfigurationError
-from debate.models.base import Message, ModelSettings
-from debate.replies import judge_reply, keyed_items
+from debate.models._base import Message, ModelSettings
+from debate.runtime._replies import judge_reply, keyed_items
 
 llama_cpp = pytest.importorskip("llama_cpp")
 

@@ -5,9 +5,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from debate.prompts import PromptRenderer, data_block
-from debate.protocol import transcript_view
-from debate.schema import Argument
+from debate.records._transcript import Argument, transcript_view
+from debate.runtime._prompts import PromptRenderer, data_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +77,7 @@ def test_wheel_ships_the_templates(tmp_path: Path) -> None:
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
     code = (
-        "from debate.prompts import PromptRenderer, shipped_template_dir;"
+        "from debate.runtime._prompts import PromptRenderer, shipped_template_dir;"
         "print(shipped_template_dir());"
         "print(PromptRenderer().render('judge_system.md.jinja')[:30])"
     )

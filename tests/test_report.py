@@ -11,17 +11,12 @@ from typing import Any
 import pytest
 
 from debate import FunctionModel, RunConfig, judge_transcript_sync, write_result
-from debate.report import (
-    SECTION_IDS,
-    load_result,
-    render_html,
-    render_markdown,
-    report_main,
-    write_report,
-)
+from debate._cli.report import report_main
+from debate.records._result import DebateResult
+from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
+from debate.report import SECTION_IDS, render_html, render_markdown, write_report
 from debate.report._markdown import text as md_text
-from debate.result import DebateResult
-from debate.schema import Argument, Closing, CrossExamination, Transcript
+from debate.storage._files import load_result
 from tests.helpers import planted_judges
 
 HOSTILE = "<script>alert(1)</script> {{ 7*7 }}"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from debate.cli import main
+from debate._cli.main import main
 from debate.models.test import fill_schema
 from tests.openai_server import FakeOpenAIServer, Reply
 

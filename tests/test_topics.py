@@ -7,8 +7,8 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.exceptions import ConfigurationError
-from debate.models.base import Message
-from debate.topics import TopicProfiles
+from debate.models._base import Message
+from debate.panel._topics import TopicProfiles
 from tests.helpers import planted_judges, transcript
 
 

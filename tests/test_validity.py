@@ -10,11 +10,12 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.calibrate import DebateItem, calibrate_debates
-from debate.models.base import Message
-from debate.prompts import PromptRenderer
-from debate.track import TrackRecords, identity
-from debate.validity import format_report, read_pandalm, read_ukpconvarg
+from debate.models._base import Message
+from debate.panel._identity import identity
+from debate.quality._benchmark import DebateItem, calibrate_debates
+from debate.quality._track import TrackRecords
+from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg
+from debate.runtime._prompts import PromptRenderer
 from tests.helpers import role_of, schema_ids, transcript
 
 GOOD = {"PRO-1": 7, "PRO-2": 6, "PRO-3": 5, "CON-1": 4, "CON-2": 4, "CON-3": 3}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debate.models.base import Completion, Message, Model, ModelSettings, TokenUsage
+from debate.models._base import Completion, Message, Model, ModelSettings, TokenUsage
 from debate.models.test import FunctionModel, ScriptedModel, TestModel
 
 __all__ = [

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models.base import (
+from debate.models._base import (
     Completion,
     Message,
     ModelSettings,

@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
 from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models.base import (
+from debate.models._base import (
     Completion,
     Message,
     ModelSettings,
@@ -131,7 +131,7 @@ class OpenAIModel:
         if self._given is not None:
             return self._given
         if self._owned is None:
-            # Built lazily inside the running event loop; retries are ours (debate.calls)
+            # Built lazily inside the running event loop; retries are ours (debate.runtime._ask)
             # so that every retry is counted and recorded.
             self._owned = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0)
         return self._owned

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from debate.exceptions import DebateError
-from debate.models.base import (
+from debate.models._base import (
     Completion,
     Message,
     ModelSettings,

@@ -11,16 +11,13 @@ no URL, so it opens offline. Every piece of model text in it is HTML-escaped.
 
 from __future__ import annotations
 
-from debate.report._cli import load_result, report_main
 from debate.report._dispatch import render_html, render_markdown, write_report
 from debate.report._html import SECTION_IDS, charts
 
 __all__ = [
     "SECTION_IDS",
     "charts",
-    "load_result",
     "render_html",
     "render_markdown",
-    "report_main",
     "write_report",
 ]

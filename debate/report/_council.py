@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debate.council_schema import CouncilResult
+from debate.records._council import CouncilResult
 from debate.report._markup import esc, section, table
 from debate.report._svg import INK, MUTED, svg, text
 from debate.report._view import fmt

@@ -5,12 +5,12 @@ from __future__ import annotations
 from functools import singledispatch
 from pathlib import Path
 
-from debate.api import write_json_atomic
-from debate.council_schema import CouncilResult
+from debate.records._council import CouncilResult
+from debate.records._result import DebateResult
 from debate.report._council import render_council_html, render_council_markdown
 from debate.report._html import render_debate_html
 from debate.report._markdown import render_debate_markdown
-from debate.result import DebateResult
+from debate.storage._files import write_json_atomic
 
 
 @singledispatch
@@ -18,7 +18,7 @@ def render_html(result: object) -> str:
     """The HTML report of a result: one self-contained page.
 
     Args:
-        result: A :class:`~debate.result.DebateResult` (other result types once registered).
+        result: A debate or council result.
 
     Returns:
         The page, ``<!DOCTYPE html>`` to ``</html>``.
@@ -34,7 +34,7 @@ def render_markdown(result: object) -> str:
     """The Markdown report of a result: the HTML report's content as text and tables.
 
     Args:
-        result: A :class:`~debate.result.DebateResult` (other result types once registered).
+        result: A debate or council result.
 
     Returns:
         The Markdown text.

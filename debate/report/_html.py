@@ -6,6 +6,8 @@ Every piece of debater and judge text goes through :func:`esc`; the page loads n
 
 from __future__ import annotations
 
+from debate.records._result import DebateResult
+from debate.records._transcript import DIMENSIONS
 from debate.report import _svg, _tables
 from debate.report._markup import esc, key_values, section
 from debate.report._view import (
@@ -18,8 +20,6 @@ from debate.report._view import (
     heatmap,
     margin_words,
 )
-from debate.result import DebateResult
-from debate.schema import DIMENSIONS
 
 SECTION_IDS: tuple[str, ...] = (
     "verdict",

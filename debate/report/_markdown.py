@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from debate.records._result import DebateResult
+from debate.records._transcript import DIMENSIONS
 from debate.report._view import (
     BAND_TEXT,
     band_of,
@@ -21,8 +23,6 @@ from debate.report._view import (
     standing_cells,
     unscored_label,
 )
-from debate.result import DebateResult
-from debate.schema import DIMENSIONS
 
 
 def text(value: object) -> str:

@@ -1,6 +1,6 @@
 """What a debate report shows, worked out once for both the HTML and the Markdown report.
 
-Nothing here formats markup: it turns a :class:`~debate.result.DebateResult` into plain
+Nothing here formats markup: it turns a :class:`~debate.records._result.DebateResult` into plain
 numbers and sentences (the verdict in words, the calibrated score matrix with unscored
 judges kept as missing rows, the arguments sorted by divergence).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from debate.decision import band, score_matrices
-from debate.result import DebateResult
-from debate.schema import JudgeEvaluation
+from debate.panel._decision import band, score_matrices
+from debate.records._result import DebateResult
+from debate.records._transcript import JudgeEvaluation
 from debate.stats import calibrate
 
 BAND_EDGES: tuple[tuple[str, float, float], ...] = (

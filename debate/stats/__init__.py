@@ -3,7 +3,7 @@
 Every statistic the panel and the council report is computed here, and only here.
 """
 
-from debate.stats.aggregation import (
+from debate.stats._aggregation import (
     RUBRIC_WEIGHTS,
     BordaEntry,
     NormalizedEntry,
@@ -16,7 +16,7 @@ from debate.stats.aggregation import (
     rubric_overall,
     side_vote,
 )
-from debate.stats.agreement import (
+from debate.stats._agreement import (
     BootstrapResult,
     bootstrap_alpha,
     fleiss_kappa,
@@ -25,7 +25,7 @@ from debate.stats.agreement import (
     krippendorff_alpha,
     label_counts,
 )
-from debate.stats.calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
 
 __all__ = [
     "RUBRIC_WEIGHTS",

@@ -1,0 +1,1 @@
+"""The `debate` command: one module per subcommand (private; the Python API is `debate`)."""

@@ -1,0 +1,145 @@
+"""``debate agreement``: alpha (with a bootstrap interval) or kappa for a ratings file.
+
+The file is CSV. With ``--format alpha`` (default) rows are raters and columns are units,
+blank cells are missing. With ``--format fleiss`` rows are items and columns are raters'
+labels. An optional header row is detected (a first row whose cells are not all numbers
+while later rows are) and skipped, and so is a first column of rater or item names when
+``--names`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from debate.stats._agreement import (
+    LEVELS,
+    bootstrap_alpha,
+    fleiss_kappa,
+    fleiss_kappa_se,
+    label_counts,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="debate agreement", description="Agreement statistics for a ratings CSV."
+    )
+    parser.add_argument("file", metavar="FILE.csv")
+    parser.add_argument("--level", choices=LEVELS, default="interval")
+    parser.add_argument("--format", choices=["alpha", "fleiss"], default="alpha")
+    parser.add_argument("--names", action="store_true", help="first column holds names")
+    parser.add_argument("--header", action="store_true", help="first row is a header")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--domain", help="comma-separated ordered values (ordinal labels)")
+    parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def _cell(text: str, numeric: bool) -> Any:
+    text = text.strip()
+    if text == "" or text.upper() in ("NA", "NAN", "NULL"):
+        return None
+    if numeric:
+        return float(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_ratings(path: Path, *, names: bool, header: bool, numeric: bool) -> list[list[Any]]:
+    """Rows of cells; blanks are None; numbers parsed when ``numeric``."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = [row for row in csv.reader(handle) if any(c.strip() for c in row)]
+    if header and rows:
+        rows = rows[1:]
+    if names:
+        rows = [row[1:] for row in rows]
+    if not rows:
+        raise ValueError(f"{path} has no ratings")
+    width = len(rows[0])
+    for number, row in enumerate(rows, start=1):
+        if len(row) != width:
+            raise ValueError(
+                f"row {number} has {len(row)} cells where the first has {width}; give every "
+                "row the same number of columns (leave missing ratings blank)"
+            )
+    out = []
+    for number, row in enumerate(rows, start=1):
+        try:
+            out.append([_cell(c, numeric) for c in row])
+        except ValueError as exc:
+            raise ValueError(
+                f"row {number} has a value that is not a number ({exc}); use --level nominal "
+                "for labels, or --header if the first row names the columns"
+            ) from exc
+    return out
+
+
+def agreement_main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
+    """Run the subcommand; 0 on success, 2 on bad input (one line on stderr)."""
+    out = stdout or sys.stdout
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    path = Path(args.file)
+    try:
+        if not path.is_file():
+            raise ValueError(f"{path} does not exist; give the path of a CSV file")
+        numeric = args.format == "alpha" and args.level in ("interval", "ratio")
+        rows = read_ratings(path, names=args.names, header=args.header, numeric=numeric)
+        if args.format == "fleiss":
+            counts = label_counts(rows)
+            kappa = fleiss_kappa(counts)
+            se = fleiss_kappa_se(counts)
+            report: dict[str, Any] = {
+                "statistic": "fleiss_kappa",
+                "kappa": None if math.isnan(kappa) else kappa,
+                "se": None if math.isnan(se) else se,
+                "items": len(rows),
+                "raters": len(rows[0]),
+            }
+        else:
+            domain = args.domain.split(",") if args.domain else None
+            result = bootstrap_alpha(
+                rows, args.level, domain, n_boot=args.bootstrap, seed=args.seed
+            )
+            report = {
+                "statistic": "krippendorff_alpha",
+                "level": args.level,
+                "alpha": None if math.isnan(result.estimate) else result.estimate,
+                "ci95": None if math.isnan(result.low) else [result.low, result.high],
+                "bootstrap": result.n_boot,
+                "raters": len(rows),
+                "units": len(rows[0]),
+            }
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    if args.json:
+        out.write(json.dumps(report, indent=2) + "\n")
+    elif report["statistic"] == "fleiss_kappa":
+        kappa_text = "undefined" if report["kappa"] is None else f"{report['kappa']:.4f}"
+        se_text = "" if report["se"] is None else f" (SE under H0 {report['se']:.4f})"
+        out.write(
+            f"Fleiss' kappa = {kappa_text}{se_text}; {report['items']} items x "
+            f"{report['raters']} raters\n"
+        )
+    else:
+        alpha_text = "undefined" if report["alpha"] is None else f"{report['alpha']:.4f}"
+        ci = report["ci95"]
+        ci_text = "" if ci is None else f", 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]"
+        out.write(
+            f"Krippendorff's alpha ({args.level}) = {alpha_text}{ci_text}; "
+            f"{report['raters']} raters x {report['units']} units\n"
+        )
+    return 0

@@ -1,0 +1,1 @@
+"""Council mode: the same panel ranks N candidate answers to one question."""

@@ -1,0 +1,264 @@
+"""Council mode: the panel ranks N candidate answers to one question.
+
+Each reviewer sees the candidates in its own shuffled order under anonymous labels
+(A, B, ...), scores each on the rubric and ranks them. The council then reports, side by
+side, z-normalised score averaging with standard-error tie flags (the default ranking),
+Borda count with the council rules, and raw rubric means, and says which candidates are
+effectively tied. A reviewer's scores and rank for an answer its own model wrote are left
+out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from debate._version import __version__
+from debate.council._aggregate import aggregate
+from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError, ProviderError
+from debate.models._base import Message, Model, ModelSettings
+from debate.panel._positions import labelled_order
+from debate.records._config import RunConfig
+from debate.records._council import Candidate, CouncilResult, CouncilScore, Review
+from debate.runtime._ask import CallPolicy, UsageMeter, ask
+from debate.runtime._events import EventHandler
+from debate.runtime._prompts import PromptRenderer
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """One member of the council."""
+
+    name: str
+    model: Model
+    perspective: str | None = None
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Answer(_Reply):
+    """A generated candidate answer."""
+
+    answer: str = Field(min_length=1, max_length=4000)
+
+
+class _Scores(_Reply):
+    accuracy: int = Field(ge=1, le=10)
+    relevance: int = Field(ge=1, le=10)
+    completeness: int = Field(ge=1, le=10)
+    conciseness: int = Field(ge=1, le=10)
+    clarity: int = Field(ge=1, le=10)
+    notes: str = Field(max_length=300)
+
+
+class _GatedScores(_Scores):
+    unsafe: bool
+
+
+@lru_cache(maxsize=64)
+def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
+    """The reviewer's reply: scores keyed by every label (all required), then a ranking."""
+    item = _GatedScores if gated else _Scores
+    fields: dict[str, Any] = {f"k{i}": (item, Field(alias=label)) for i, label in enumerate(labels)}
+    evaluations = create_model(
+        "Evaluations", __config__=ConfigDict(frozen=True, extra="forbid"), **fields
+    )
+    label_type = Literal[labels]  # type: ignore[valid-type]
+
+    def _distinct(value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("ranking lists a label twice; list each label once, best first")
+        return value
+
+    model: type[BaseModel] = create_model(
+        "CouncilReview",
+        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __validators__={"_distinct": field_validator("ranking")(_distinct)},
+        evaluations=(evaluations, ...),
+        ranking=(list[label_type], Field(max_length=len(labels))),
+    )
+    return model
+
+
+class Council:
+    """Reviewers plus settings; :meth:`rank` runs one question."""
+
+    def __init__(
+        self,
+        reviewers: Sequence[Reviewer],
+        *,
+        config: RunConfig | None = None,
+        renderer: PromptRenderer | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        if not reviewers:
+            raise ConfigurationError("reviewers: the council needs at least one reviewer")
+        names = [r.name for r in reviewers]
+        if len(set(names)) != len(names):
+            raise ConfigurationError("reviewers: reviewer names must be unique")
+        self.reviewers = list(reviewers)
+        self.config = config or RunConfig()
+        self.renderer = renderer or PromptRenderer(self.config.templates)
+        self.on_event = on_event
+
+    def _settings(self, seed: int) -> ModelSettings:
+        c = self.config
+        return ModelSettings(
+            temperature=c.temperature, max_tokens=c.max_tokens, seed=seed, timeout=c.timeout
+        )
+
+    async def rank(
+        self,
+        question: str,
+        candidates: Sequence[Candidate],
+        *,
+        seed: int,
+        meter: UsageMeter | None = None,
+    ) -> CouncilResult:
+        """Review every candidate with every reviewer, concurrently, and aggregate."""
+        check_candidates(question, candidates)
+        meter = meter or UsageMeter()
+        reviews = await asyncio.gather(
+            *(self._review(r, question, candidates, seed, meter) for r in self.reviewers)
+        )
+        return aggregate(
+            question,
+            list(candidates),
+            list(reviews),
+            self.config,
+            usage=meter.snapshot(),
+            seed=seed,
+            version=__version__,
+        )
+
+    async def _review(
+        self,
+        reviewer: Reviewer,
+        question: str,
+        candidates: Sequence[Candidate],
+        seed: int,
+        meter: UsageMeter,
+    ) -> Review:
+        rng = random.Random(f"{seed}:council:{reviewer.name}")
+        shown = labelled_order([c.id for c in candidates], rng=rng)
+        by_id = {c.id: c for c in candidates}
+        labels = tuple(label for label, _, _ in shown)
+        gated = self.config.council.safety_gate
+        prompt = self.renderer.render(
+            "council_review.md.jinja",
+            question=question,
+            candidates=[{"label": label, "text": by_id[cid].text} for label, cid, _ in shown],
+            labels=labels,
+            perspective=reviewer.perspective,
+            safety_gate=gated,
+        )
+        messages = [
+            Message(role="system", content=self.renderer.render("council_system.md.jinja")),
+            Message(role="user", content=prompt),
+        ]
+        common: dict[str, Any] = {
+            "reviewer": reviewer.name,
+            "model": reviewer.model.name,
+            "labels": {label: cid for label, cid, _ in shown},
+            "positions": {cid: pos for _, cid, pos in shown},
+            "self_votes_excluded": sorted(
+                c.id for c in candidates if c.author_model == reviewer.model.name
+            ),
+        }
+        try:
+            completion, _ = await ask(
+                reviewer.model,
+                messages,
+                review_reply(labels, gated),
+                self._settings(seed),
+                policy=CallPolicy.of(self.config),
+                meter=meter,
+                phase="council",
+                actor=reviewer.name,
+                on_event=self.on_event,
+            )
+        except ModelOutputError as exc:
+            return Review(
+                **common,
+                status="unscored",
+                reason=exc.reason,
+                detail=str(exc),
+                raw=exc.raw,
+            )
+        except ProviderError as exc:
+            reason = "timeout" if exc.kind == "timeout" else "provider_error"
+            return Review(**common, status="unscored", reason=reason, detail=str(exc))
+        reply = completion.parsed
+        evaluations = reply.evaluations  # type: ignore[attr-defined]
+        raw_scores = {
+            common["labels"][label]: getattr(evaluations, f"k{i}").model_dump()
+            for i, label in enumerate(labels)
+        }
+        ranking = [common["labels"][label] for label in reply.ranking]  # type: ignore[attr-defined]
+        return Review(
+            **common,
+            status="scored",
+            scores={cid: CouncilScore(**s) for cid, s in raw_scores.items()},
+            ranking=ranking,
+        )
+
+
+def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
+    """At least two candidates with distinct ids, and a question."""
+    if not question.strip():
+        raise ConfigurationError("question: it is empty; give the question the candidates answer")
+    if len(candidates) < 2:
+        raise ConfigurationError(
+            f"candidates: {len(candidates)} given; the council ranks at least two answers"
+        )
+    ids = [c.id for c in candidates]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigurationError(f"candidates: id {dupes[0]} appears twice; give each its own id")
+
+
+async def generate_candidates(
+    question: str,
+    models: Sequence[Model],
+    *,
+    config: RunConfig,
+    seed: int,
+    meter: UsageMeter,
+    renderer: PromptRenderer,
+    on_event: EventHandler | None = None,
+) -> list[Candidate]:
+    """Each model answers the question first; the answers become the candidates."""
+    prompt = renderer.render("council_answer.md.jinja", question=question)
+    settings = ModelSettings(
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=seed,
+        timeout=config.timeout,
+    )
+
+    async def one(model: Model) -> Candidate:
+        try:
+            completion, _ = await ask(
+                model,
+                [Message(role="user", content=prompt)],
+                Answer,
+                settings,
+                policy=CallPolicy.of(config),
+                meter=meter,
+                phase="council",
+                actor=model.name,
+                on_event=on_event,
+            )
+        except (ModelOutputError, ProviderError) as exc:
+            raise DebaterError(f"model {model.name} could not answer the question: {exc}") from exc
+        return Candidate(id=model.name, text=completion.parsed.answer, author_model=model.name)
+
+    return list(await asyncio.gather(*(one(m) for m in models)))

@@ -1,0 +1,151 @@
+"""Python entry points of council mode, and reading candidates from JSONL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
+from debate.exceptions import ConfigurationError
+from debate.models._base import Model
+from debate.records._config import RunConfig, validation_message
+from debate.records._council import Candidate, CouncilResult
+from debate.runtime._ask import UsageMeter
+from debate.runtime._events import EventHandler
+from debate.runtime._pool import (
+    CacheSpec,
+    ModelPool,
+    _Wrapper,
+    closing_given,
+    draw_seed,
+    no_running_loop,
+)
+from debate.runtime._prompts import PromptRenderer
+
+
+def load_candidates(path: str | Path) -> list[Candidate]:
+    """Read candidates from JSONL: one ``{"id", "text", "author_model"?}`` per line.
+
+    Raises:
+        ConfigurationError: unreadable file, a bad line (named by its number), repeated ids.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"candidates {path}: cannot read it ({exc.strerror})") from exc
+    candidates = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            candidates.append(Candidate.model_validate(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"candidates {path} line {number}: not valid JSON ({exc.msg}); "
+                "write one JSON object per line"
+            ) from exc
+        except ValidationError as exc:
+            raise ConfigurationError(
+                validation_message(exc, f"candidates {path} line {number}")
+            ) from exc
+    return candidates
+
+
+async def run_council(
+    question: str,
+    candidates: Sequence[Candidate] | None = None,
+    *,
+    generate: Sequence[Model] | None = None,
+    reviewers: Mapping[str, Model] | None = None,
+    model: Model | None = None,
+    config: RunConfig | None = None,
+    seed: int | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    model_path: str | None = None,
+    cache: CacheSpec = None,
+    pool: ModelPool | None = None,
+    on_event: EventHandler | None = None,
+) -> CouncilResult:
+    """Rank candidate answers to ``question``.
+
+    Args:
+        question: The question the candidates answer.
+        candidates: Answers written by people or models (or use ``generate``).
+        generate: Models that each answer the question first; they also review, and their
+            reviews of their own answers are excluded.
+        reviewers: Reviewer name -> model (default: the panel's judges, or the generators).
+        model: One model for every reviewer (default: the config's model).
+        config: Settings, including ``config.council`` (method, rubric weights, safety gate).
+        seed: Seed of the reviewers' shuffles and of sampling; drawn when not given.
+        api_key_env: Environment variable with the API key of a remote endpoint.
+        model_path: A GGUF file for the embedded backend.
+        cache: Response cache path or object.
+        pool: Models shared with other runs (a calibration, a batch); they are not closed
+            here. Models passed in ``generate``, ``reviewers`` or ``model`` belong to the
+            caller and are not closed either, so concurrent runs can share them.
+        on_event: Progress callback.
+    """
+    cfg = config or RunConfig()
+    seed = draw_seed() if seed is None else seed
+    wrap = _Wrapper(cache)
+    own_pool = pool is None
+    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    renderer = PromptRenderer(cfg.templates)
+    meter = UsageMeter()
+    try:
+        if generate:
+            generators = [wrap(m) for m in generate]
+            candidates = await generate_candidates(
+                question,
+                generators,
+                config=cfg,
+                seed=seed,
+                meter=meter,
+                renderer=renderer,
+                on_event=on_event,
+            )
+        if candidates is None:
+            raise ConfigurationError("candidates: give candidates or models to --generate them")
+        check_candidates(question, candidates)
+        council_reviewers = _reviewers(cfg, pool, wrap, renderer, reviewers, model, generate)
+        council = Council(council_reviewers, config=cfg, renderer=renderer, on_event=on_event)
+        return await council.rank(question, candidates, seed=seed, meter=meter)
+    finally:
+        if own_pool:
+            await pool.aclose()
+
+
+def _reviewers(
+    cfg: RunConfig,
+    pool: ModelPool,
+    wrap: _Wrapper,
+    renderer: PromptRenderer,
+    reviewers: Mapping[str, Model] | None,
+    model: Model | None,
+    generate: Sequence[Model] | None,
+) -> list[Reviewer]:
+    if reviewers is not None:
+        return [Reviewer(name, wrap(m)) for name, m in reviewers.items()]
+    if generate:
+        return [Reviewer(m.name, wrap(m)) for m in generate]
+    result = []
+    for spec in cfg.judges:
+        chosen = model if model is not None and spec.model is None else pool.get(spec.model)
+        perspective = (
+            f"You review as the {spec.role} judge. "
+            + renderer.render(f"judge_role_{spec.role}.md.jinja").strip()
+        )
+        result.append(Reviewer(spec.name, wrap(chosen), perspective))
+    return result
+
+
+def run_council_sync(
+    question: str, candidates: Sequence[Candidate] | None = None, **kwargs: object
+) -> CouncilResult:
+    """Blocking wrapper of :func:`run_council`."""
+    no_running_loop("run_council")
+    return asyncio.run(closing_given(run_council(question, candidates, **kwargs), kwargs))  # type: ignore[arg-type]

@@ -1,0 +1,295 @@
+"""The multi-judge panel: every judge evaluates the transcript concurrently, then decide.
+
+Each judge's request starts with the same bytes (the common instructions, the proposition
+and the transcript) and ends with its role, so provider prefix caches and llama.cpp's
+prefix reuse apply across judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+from collections.abc import Mapping, Sequence
+
+from debate.exceptions import ConfigurationError
+from debate.models._base import Message, Model, ModelSettings
+from debate.panel._decision import decide, measure, score_matrices, vote
+from debate.panel._identity import identity
+from debate.panel._judge import Reading, judge_request, read_transcript
+from debate.panel._positions import Presentation, presentations
+from debate.panel._topic_classifier import classify_topic
+from debate.panel._topics import TopicProfiles
+from debate.records._config import JudgeSpec, RunConfig
+from debate.records._result import PanelResult, TopicSource
+from debate.records._transcript import SIDES, JudgeEvaluation, SwapReading, Transcript
+from debate.runtime._ask import CallPolicy, UsageMeter
+from debate.runtime._deadline import Deadline
+from debate.runtime._events import EventHandler
+from debate.runtime._prompts import PromptRenderer
+from debate.stats import choose_calibration
+
+logger = logging.getLogger(__name__)
+
+HISTORY_WEIGHT = 0.3
+DOMAIN_WEIGHT = 0.7
+
+
+class MultiJudgePanel:
+    """A panel of role-specialised judges.
+
+    Args:
+        judges: The judges (default: the run config's, i.e. the four default roles).
+        models: One model for every judge, or a mapping from judge name to model.
+        config: Thresholds, calibration, sampling and retry settings.
+        renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
+        topics: Topic profiles (default: the shipped table, or ``config.topics``).
+        on_event: Progress callback.
+        history: Track-record accuracy by judge identity (``debate.quality._track.identity``);
+            judges without history count as 1.0.
+    """
+
+    def __init__(
+        self,
+        judges: Sequence[JudgeSpec] | None = None,
+        *,
+        models: Model | Mapping[str, Model],
+        config: RunConfig | None = None,
+        renderer: PromptRenderer | None = None,
+        topics: TopicProfiles | None = None,
+        on_event: EventHandler | None = None,
+        history: Mapping[str, float] | None = None,
+    ) -> None:
+        base = config or RunConfig()
+        self.history = dict(history or {})
+        if judges is not None:
+            base = base.model_copy(update={"judges": list(judges)})
+            RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
+        self.config = base
+        self.judges = list(base.judges)
+        self.renderer = renderer or PromptRenderer(base.templates)
+        self.topics = topics or TopicProfiles.load(base.topics)
+        self.on_event = on_event
+        self.models = self._bind_models(models)
+        for spec in self.judges:
+            template = f"judge_role_{spec.role}.md.jinja"
+            if not self.renderer.has(template):
+                raise ConfigurationError(
+                    f"judges: unknown judge role {spec.role!r} (no template {template}); "
+                    "use technical, business, risk or general, or add that template"
+                )
+
+    def _bind_models(self, models: Model | Mapping[str, Model]) -> dict[str, Model]:
+        if isinstance(models, Mapping):
+            missing = [j.name for j in self.judges if j.name not in models]
+            if missing:
+                raise ConfigurationError(
+                    f"models: no model for judge(s) {', '.join(missing)}; map every judge name"
+                )
+            return {j.name: models[j.name] for j in self.judges}
+        return {j.name: models for j in self.judges}
+
+    async def _topic(
+        self, topic: str, settings: ModelSettings, meter: UsageMeter
+    ) -> tuple[str, TopicSource]:
+        """The type set by hand, else the keyword table's or the model classifier's."""
+        if self.config.topic_type:
+            return self.config.topic_type, "config"
+        if self.config.topic_classifier == "keywords":
+            return self.topics.detect(topic), "keywords"
+        return await classify_topic(
+            topic,
+            self.topics,
+            self.models[self.judges[0].name],
+            renderer=self.renderer,
+            settings=settings,
+            policy=CallPolicy.of(self.config),
+            meter=meter,
+            on_event=self.on_event,
+        )
+
+    def identity(self, spec: JudgeSpec) -> str:
+        """The key of this judge's track record: role x model x template version."""
+        return identity(spec.role, self.models[spec.name].name, self.renderer)
+
+    def judge_weights(self, topic_type: str) -> dict[str, float]:
+        """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history)."""
+        return {
+            j.name: DOMAIN_WEIGHT * self.topics.domain_weight(topic_type, j.role, len(self.judges))
+            + HISTORY_WEIGHT * self.history.get(self.identity(j), 1.0)
+            for j in self.judges
+        }
+
+    def presentations(self, transcript: Transcript, seed: int) -> list[Presentation]:
+        """Each judge's reading order, drawn from the run's seed."""
+        rng = random.Random(f"{seed}:presentation")
+        return presentations(
+            len(self.judges),
+            [a.id for a in transcript.side_arguments("PRO")],
+            [a.id for a in transcript.side_arguments("CON")],
+            rng=rng,
+            mode=self.config.presentation,
+        )
+
+    async def evaluate(
+        self,
+        transcript: Transcript,
+        *,
+        seed: int | None = None,
+        meter: UsageMeter | None = None,
+        deadline: Deadline | None = None,
+    ) -> PanelResult:
+        """Run every judge concurrently on ``transcript`` and decide.
+
+        Judges still running when ``deadline`` passes are recorded as unscored (timeout).
+        Without a seed one is drawn; it is returned in the result so the run can be replayed.
+        """
+        seed = secrets.randbelow(2**31) if seed is None else seed
+        meter = meter or UsageMeter()
+        settings = ModelSettings(
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            seed=seed,
+            timeout=self.config.timeout,
+        )
+        topic_type, topic_source = await self._topic(transcript.topic, settings, meter)
+        weights = self.judge_weights(topic_type)
+        system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
+        deadline = deadline or Deadline(self.config.deadline)
+        orders = self.presentations(transcript, seed)
+        evaluations = await asyncio.gather(
+            *(
+                self._judge_within(deadline, spec, order, transcript, system, settings, meter)
+                for spec, order in zip(self.judges, orders, strict=True)
+            )
+        )
+        scored = [e for e in evaluations if e.status == "scored"]
+        unscored = [e for e in evaluations if e.status == "unscored"]
+        per_side = max(len(transcript.side_arguments(s)) for s in SIDES)
+        calibration = (
+            choose_calibration(per_side)
+            if self.config.calibration == "auto"
+            else self.config.calibration
+        )
+        matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
+        agreement, calibrated = measure(matrices, calibration)
+        agreement = agreement.model_copy(update={"judges_unscored": len(unscored)})
+        vote_ = vote(
+            matrices, calibrated, weights, topic_type=topic_type, calibration=calibration, seed=seed
+        ).model_copy(update={"topic_source": topic_source})
+        decision = decide(agreement, vote_, self.config.thresholds, evaluations, len(self.judges))
+        return PanelResult(
+            evaluations=list(evaluations),
+            agreement=agreement,
+            vote=vote_,
+            decision=decision,
+            usage=meter.snapshot(),
+            seed=seed,
+        )
+
+    def evaluate_sync(self, transcript: Transcript, *, seed: int | None = None) -> PanelResult:
+        """Blocking wrapper of :meth:`evaluate` for scripts."""
+        return asyncio.run(self.evaluate(transcript, seed=seed))
+
+    async def _judge_within(
+        self,
+        deadline: Deadline,
+        spec: JudgeSpec,
+        presentation: Presentation,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+    ) -> JudgeEvaluation:
+        try:
+            return await asyncio.wait_for(
+                self._judge(spec, presentation, transcript, system, settings, meter),
+                deadline.remaining(),
+            )
+        except asyncio.TimeoutError:
+            return JudgeEvaluation(
+                judge=spec.name,
+                role=spec.role,
+                model=self.models[spec.name].name,
+                status="unscored",
+                reason="timeout",
+                detail=f"the deadline of {deadline.seconds:g} s passed before this judge finished",
+                positions=presentation.positions,
+            )
+
+    async def _read(
+        self,
+        spec: JudgeSpec,
+        presentation: Presentation,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+        actor: str,
+    ) -> Reading:
+        return await read_transcript(
+            self.models[spec.name],
+            judge_request(self.renderer, spec, transcript, presentation, system),
+            presentation,
+            settings,
+            policy=CallPolicy.of(self.config),
+            meter=meter,
+            actor=actor,
+            on_event=self.on_event,
+        )
+
+    async def _judge(
+        self,
+        spec: JudgeSpec,
+        presentation: Presentation,
+        transcript: Transcript,
+        system: Message,
+        settings: ModelSettings,
+        meter: UsageMeter,
+    ) -> JudgeEvaluation:
+        first = await self._read(spec, presentation, transcript, system, settings, meter, spec.name)
+        swap = None
+        if self.config.swap:
+            mirrored = presentation.mirrored()
+            second = await self._read(
+                spec, mirrored, transcript, system, settings, meter, f"{spec.name} (swapped)"
+            )
+            swap = swap_reading(first, second, mirrored)
+        return JudgeEvaluation(
+            judge=spec.name,
+            role=spec.role,
+            model=self.models[spec.name].name,
+            status="scored" if first.scores is not None else "unscored",
+            reason=first.reason,
+            detail=first.detail,
+            raw=first.raw,
+            scores=first.scores,
+            key_finding=first.key_finding,
+            attempts=first.attempts,
+            positions=presentation.positions,
+            swap=swap,
+        )
+
+
+def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
+    """Compare two readings of one judge: which standings moved with the presentation."""
+    sensitive: list[str] = []
+    consistency = None
+    if first.scores is not None and second.scores is not None:
+        sensitive = [
+            arg_id
+            for arg_id in mirrored.order
+            if first.scores[arg_id].standing != second.scores[arg_id].standing
+        ]
+        consistency = 1.0 - len(sensitive) / len(mirrored.order)
+    return SwapReading(
+        status="scored" if second.scores is not None else "unscored",
+        reason=second.reason,
+        detail=second.detail,
+        raw=second.raw,
+        positions=mirrored.positions,
+        scores=second.scores,
+        position_sensitive=sorted(sensitive),
+        consistency=consistency,
+    )

@@ -1,0 +1,249 @@
+"""Run configuration: the panel, the debate shape, thresholds; loaded from TOML or built in code.
+
+Defaults live in data files (``debate/data/roles.toml``, ``debate/data/topics.toml``) rather
+than in code, so a user can replace them without editing the package.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from debate.exceptions import ConfigurationError
+from debate.records._transcript import DIMENSIONS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+WEIGHT_TOLERANCE = 1e-6
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """Read a TOML file, turning every failure into a one-line ConfigurationError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{what} {path}: cannot read it ({exc.strerror}); check the path"
+        ) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{what} {path}: not valid TOML ({exc}); fix the syntax") from exc
+
+
+def data_toml(name: str) -> dict[str, Any]:
+    """A TOML file shipped in ``debate/data``."""
+    text = resources.files("debate.data").joinpath(name).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def default_role_weights() -> dict[str, dict[str, float]]:
+    """Rubric weights of the built-in roles (technical, business, risk, general)."""
+    return {role: dict(weights) for role, weights in data_toml("roles.toml").items()}
+
+
+class JudgeSpec(_Config):
+    """One judge of the panel."""
+
+    name: str = Field(min_length=1)
+    """Unique name within the panel (defaults to the role)."""
+    role: str = Field(min_length=1)
+    """Role: selects the prompt section ``judge_role_<role>.md.jinja`` and the domain weight."""
+    weights: dict[str, float]
+    """Rubric weights over logic, evidence, responsiveness, honesty; non-negative, sum 1."""
+    model: str | None = None
+    """Model for this judge; ``None`` uses the run's model."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint for this judge; ``None`` uses the run's."""
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        missing = [d for d in DIMENSIONS if d not in value]
+        extra = [k for k in value if k not in DIMENSIONS]
+        if missing or extra:
+            raise ValueError(
+                f"weights need exactly {', '.join(DIMENSIONS)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
+        negative = [k for k, v in value.items() if not v >= 0 or not math.isfinite(v)]
+        if negative:
+            raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
+        total = sum(value.values())
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
+        return {d: float(value[d]) for d in DIMENSIONS}
+
+
+class Thresholds(_Config):
+    """Decision thresholds; echoed in every decision so that a result can be reproduced."""
+
+    alpha: float = 0.50
+    """Below this Krippendorff's alpha (and below ``kappa``), the panel is irreconcilable."""
+    kappa: float = 0.40
+    variance: float = 3.0
+    """Per-argument variance across judges (offset-corrected scores, 1-10 scale) at or above
+    which the panel is irreconcilable on that argument."""
+    gap: float = 0.05
+    """A weighted PRO-CON margin smaller than this is too close to call."""
+
+
+COUNCIL_WEIGHTS = {
+    "accuracy": 0.35,
+    "relevance": 0.10,
+    "completeness": 0.20,
+    "conciseness": 0.15,
+    "clarity": 0.20,
+}
+
+
+class CouncilSettings(_Config):
+    """Council mode: how candidates are scored and ranked."""
+
+    method: Literal["normalized", "borda", "rubric"] = "normalized"
+    """Primary ranking: z-normalised score averaging, Borda count, or raw rubric means."""
+    weights: dict[str, float] = Field(default_factory=lambda: dict(COUNCIL_WEIGHTS))
+    """Rubric weights over accuracy, relevance, completeness, conciseness, clarity (sum 1)."""
+    safety_gate: bool = False
+    """Ask reviewers to flag unsafe answers; a majority flag caps the answer's score."""
+    safety_cap: float = Field(default=0.0, ge=0, le=10)
+    tie_z: float = Field(default=1.96, gt=0)
+    """Adjacent candidates whose ``tie_z`` x SE intervals overlap are flagged as tied."""
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        if set(value) != set(COUNCIL_WEIGHTS):
+            raise ValueError(f"council weights need exactly {', '.join(COUNCIL_WEIGHTS)}")
+        if any(not v >= 0 for v in value.values()):
+            raise ValueError("council weights must be non-negative")
+        total = sum(value.values())
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(f"council weights sum to {total:.6g}; make them sum to 1")
+        return value
+
+
+class RunConfig(_Config):
+    """Everything that shapes a run; stored in the result so a run can be reproduced."""
+
+    arguments: int = Field(default=3, ge=1, le=10)
+    """Arguments per side."""
+    rounds: int = Field(default=1, ge=0, le=5)
+    """Cross-examination rounds."""
+    judges: list[JudgeSpec] = Field(default_factory=lambda: default_judges())
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    calibration: Literal["auto", "minmax", "zscore"] = "auto"
+    """``auto``: min-max for up to 3 arguments per side, z-score above."""
+    topic_type: str | None = None
+    """Set the topic type by hand instead of detecting it from keywords."""
+    topic_classifier: Literal["keywords", "model"] = "keywords"
+    """How the topic type is detected when not set by hand: keyword table (default), or one
+    small structured call to the first judge's model (keywords if that call fails)."""
+    model: str = "local"
+    """Default model of debaters and judges: ``local`` (embedded), ``scripted`` (offline
+    demo double) or a model name served at ``base_url``."""
+    base_url: str | None = None
+    pro_model: str | None = None
+    con_model: str | None = None
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1024, ge=16)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    """Re-asks after invalid output, per call."""
+    timeout: float = Field(default=120.0, gt=0)
+    """Per-call timeout in seconds."""
+    provider_retries: int = Field(default=3, ge=0, le=10)
+    """Retries after a provider fault (429, 5xx, timeout, connection), per call."""
+    backoff: float = Field(default=0.5, ge=0)
+    """First retry delay in seconds; doubles each retry, with jitter; Retry-After wins."""
+    deadline: float | None = Field(default=None, gt=0)
+    """Wall-clock budget of one debate in seconds; judges still running then are unscored."""
+    council: CouncilSettings = Field(default_factory=CouncilSettings)
+    presentation: Literal["counterbalanced", "fixed"] = "counterbalanced"
+    """Per-judge reading order: counterbalanced across the panel, or PRO first for all."""
+    swap: bool = False
+    """Swap check: every judge reads the debate twice, sides in opposite order."""
+    templates: str | None = None
+    """Folder of templates overriding the shipped ones (same file names)."""
+    topics: str | None = None
+    """Topic profile TOML replacing ``debate/data/topics.toml``."""
+
+    @field_validator("judges")
+    @classmethod
+    def _judges(cls, value: list[JudgeSpec]) -> list[JudgeSpec]:
+        if len(value) < 2:
+            raise ValueError(
+                f"the panel has {len(value)} judge(s); a panel needs at least two judges"
+            )
+        names = [j.name for j in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
+        return value
+
+
+def default_judges(roles: list[str] | None = None) -> list[JudgeSpec]:
+    """Judges for the given built-in roles (all four by default)."""
+    table = default_role_weights()
+    chosen = roles if roles is not None else list(table)
+    judges = []
+    for role in chosen:
+        if role not in table:
+            raise ConfigurationError(
+                f"--judges: unknown judge role {role!r}; choose from {', '.join(table)} "
+                "or define the role in a panel config with its weights and template"
+            )
+        judges.append(JudgeSpec(name=role, role=role, weights=table[role]))
+    return judges
+
+
+def validation_message(exc: ValidationError, source: str) -> str:
+    """Turn a pydantic error into one line that names the field and the problem."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    more = len(exc.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{source}{'.' + where if where else ''}: {message}{suffix}"
+
+
+def build_config(data: dict[str, Any], source: str = "config") -> RunConfig:
+    """Validate a config mapping, raising ConfigurationError with the field named."""
+    data = dict(data)
+    table = default_role_weights()
+    judges = data.get("judges")
+    if isinstance(judges, list):
+        filled = []
+        for entry in judges:
+            if isinstance(entry, dict):
+                entry = dict(entry)
+                entry.setdefault("name", entry.get("role", ""))
+                role = entry.get("role")
+                if "weights" not in entry and isinstance(role, str) and role in table:
+                    entry["weights"] = table[role]
+            filled.append(entry)
+        data["judges"] = filled
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(validation_message(exc, source)) from exc
+
+
+def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read a panel config TOML (optional) and apply overrides (CLI flags, say)."""
+    data: dict[str, Any] = read_toml(path, "config file") if path is not None else {}
+    if overrides:
+        data.update({k: v for k, v in overrides.items() if v is not None})
+    return build_config(data, "config" if path is None else str(path))

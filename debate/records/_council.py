@@ -1,0 +1,122 @@
+"""Records of council mode: candidates, each reviewer's review, the ranking."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from debate.records._config import RunConfig
+from debate.records._result import Usage
+from debate.records._transcript import Frozen, UnscoredReason
+
+COUNCIL_DIMENSIONS: tuple[str, ...] = (
+    "accuracy",
+    "relevance",
+    "completeness",
+    "conciseness",
+    "clarity",
+)
+Method = Literal["normalized", "borda", "rubric"]
+
+
+class Candidate(Frozen):
+    """One candidate answer."""
+
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    author_model: str | None = None
+    """The model that wrote it, if a model did; its own review of it is excluded."""
+
+
+class CouncilScore(Frozen):
+    """One reviewer's rubric scores for one candidate."""
+
+    accuracy: int = Field(ge=1, le=10)
+    relevance: int = Field(ge=1, le=10)
+    completeness: int = Field(ge=1, le=10)
+    conciseness: int = Field(ge=1, le=10)
+    clarity: int = Field(ge=1, le=10)
+    notes: str = ""
+    unsafe: bool | None = None
+
+
+class Review(Frozen):
+    """What one reviewer returned, keyed by candidate id (labels already resolved)."""
+
+    reviewer: str
+    model: str
+    status: Literal["scored", "unscored"]
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    raw: str | None = None
+    labels: dict[str, str]
+    """Anonymous label shown (A, B, ...) -> candidate id."""
+    positions: dict[str, int]
+    """Candidate id -> shown position (0 = first)."""
+    scores: dict[str, CouncilScore] | None = None
+    ranking: list[str] | None = None
+    """Candidate ids best first, as the reviewer ranked them (may be partial)."""
+    overall: dict[str, float] | None = None
+    """Rubric overall per candidate (weights, accuracy ceiling, safety gate), computed by
+    the council from the scores above."""
+    self_votes_excluded: list[str] = Field(default_factory=list)
+    """Candidates this reviewer wrote: its scores and rank for them are not counted."""
+
+
+class RankingEntry(Frozen):
+    """One candidate's place in the council's ranking."""
+
+    candidate: str
+    rank: int
+    mean_score: float | None
+    """Mean of the reviewers' z-normalised overall scores (self-votes excluded)."""
+    std_error: float | None
+    raw_mean: float | None
+    """Mean of the raw overall scores, shown beside the normalised mean."""
+    borda: float
+    votes: int
+    first_places: int
+    tied_with_next: bool
+    confidence: Literal["high", "medium", "low"]
+    safety_failed: bool = False
+
+
+class CouncilAgreement(Frozen):
+    """Agreement among reviewers on the candidates' overall scores."""
+
+    alpha: float | None
+    reviewers_scored: int
+    reviewers_unscored: int
+
+
+class CouncilResult(Frozen):
+    """The council's answer: a ranking, its ties, and how much the reviewers agree."""
+
+    kind: Literal["council"] = "council"
+    question: str
+    candidates: list[Candidate]
+    reviews: list[Review]
+    method: Method
+    rankings: list[RankingEntry]
+    agreement: CouncilAgreement
+    interpretation: str
+    safety_failed: list[str] = Field(default_factory=list)
+    usage: Usage
+    config: RunConfig
+    seed: int
+    version: str
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question is empty; give the question the candidates answer")
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> CouncilResult:
+        ids = [c.id for c in self.candidates]
+        if len(set(ids)) != len(ids):
+            raise ValueError("candidate ids must be unique")
+        return self

@@ -1,0 +1,127 @@
+"""The result records: agreement, vote, decision, usage, and the whole debate result."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from debate.records._config import RunConfig, Thresholds
+from debate.records._transcript import Frozen, JudgeEvaluation, Outcome, Side, Transcript
+
+
+class Agreement(Frozen):
+    """Inter-judge agreement. ``None`` where a statistic is undefined, never a made-up 1.0."""
+
+    alpha: float | None
+    """Krippendorff's alpha (interval) on calibrated argument scores."""
+    alpha_raw: float | None
+    """The same on raw weighted argument scores (1-10 scale)."""
+    alpha_by_dimension: dict[str, float | None]
+    """Interval alpha per rubric dimension, on the judges' raw 1-10 scores."""
+    kappa: float | None
+    """Fleiss' kappa on standings, matched by argument id."""
+    argument_variance: dict[str, float | None]
+    """Per argument: variance (ddof=1) across judges of the offset-corrected score (each
+    judge's mean removed, 1-10 scale); the divergence check compares it with 3.0."""
+    judges_scored: int
+    judges_unscored: int
+
+
+TopicSource = Literal["config", "keywords", "model", "keywords_fallback"]
+
+
+class Vote(Frozen):
+    """Weighted vote: per-side means of calibrated scores, weighted across judges."""
+
+    pro: float | None
+    con: float | None
+    margin: float | None
+    """``pro - con``."""
+    margin_ci: tuple[float, float] | None = None
+    """95% percentile interval of the margin from resampling judges and arguments."""
+    topic_type: str
+    topic_source: TopicSource = "keywords"
+    """Who chose the topic type: set by hand, the keyword table, the model classifier, or
+    the keyword table after the classifier call failed."""
+    judge_weights: dict[str, float]
+    calibration: Literal["minmax", "zscore"]
+
+
+class Decision(Frozen):
+    """The verdict, or the honest statement that there is none."""
+
+    outcome: Outcome
+    winner: Side | None
+    reasons: list[str]
+    high_variance_arguments: list[str] = Field(default_factory=list)
+    thresholds: Thresholds
+    recommendation: str
+
+
+class TokenCounts(Frozen):
+    """Tokens of one model (or one call)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class CallUsage(Frozen):
+    """One logical call (a debater move or a judge reading), retries included."""
+
+    phase: str
+    actor: str
+    round: int | None = None
+    model: str
+    attempts: int
+    ok: bool
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+
+class Usage(Frozen):
+    """Model usage of a run, from the providers' usage fields."""
+
+    calls: int = 0
+    """HTTP or in-process requests, every retry included."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prefix cache."""
+    retries: int = 0
+    by_model: dict[str, TokenCounts] = Field(default_factory=dict)
+    per_call: list[CallUsage] = Field(default_factory=list)
+    cost_usd: float | None = None
+    """From the price table, when one is configured; None otherwise (never a guess)."""
+
+
+class PanelResult(Frozen):
+    """What the panel returns for a transcript."""
+
+    evaluations: list[JudgeEvaluation]
+    agreement: Agreement
+    vote: Vote
+    decision: Decision
+    usage: Usage
+    seed: int
+    """The seed of the presentation orders and sampling (drawn when none was given)."""
+
+
+class DebateResult(Frozen):
+    """The whole result, written to ``OUT/result.json``; integrations rely on these keys."""
+
+    topic: str
+    transcript: Transcript
+    debaters: dict[str, str] = Field(default_factory=dict)
+    """Model of each side (``PRO``/``CON``); empty for a transcript judged as given."""
+    evaluations: list[JudgeEvaluation]
+    agreement: Agreement
+    vote: Vote
+    decision: Decision
+    usage: Usage
+    config: RunConfig
+    seed: int | None
+    version: str

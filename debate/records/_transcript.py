@@ -1,0 +1,230 @@
+"""Typed records that cross a boundary: transcripts, judge evaluations, the result.
+
+Every model is frozen and forbids extra keys, so a typo in a hand-written transcript is an
+error rather than silently ignored data, and ``Model.model_validate_json(m.model_dump_json())``
+gives back an equal object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Side = Literal["PRO", "CON"]
+Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
+STANDINGS: tuple[Standing, ...] = ("UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN")
+DIMENSIONS: tuple[str, ...] = ("logic", "evidence", "responsiveness", "honesty")
+Outcome = Literal["winner", "too_close", "irreconcilable", "insufficient"]
+UnscoredReason = Literal[
+    "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
+]
+
+ARGUMENT_ID = re.compile(r"^(PRO|CON)-[1-9][0-9]*$")
+MAX_TOPIC_CHARS = 2000
+
+
+class Frozen(BaseModel):
+    """Base for every record: immutable, no unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def check_topic(topic: str) -> str:
+    """Validate a debate topic (shared by the transcript model, the API and the CLI)."""
+    if not topic or not topic.strip():
+        raise ValueError("topic is empty: give the question to debate, e.g. 'Should we ...?'")
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise ValueError(
+            f"topic is {len(topic)} characters long; shorten it to at most {MAX_TOPIC_CHARS}"
+        )
+    return topic
+
+
+class Argument(Frozen):
+    """One opening argument of one side."""
+
+    id: str
+    """``PRO-1``, ``CON-2``, …: the side and a 1-based index."""
+    claim: str = Field(min_length=1)
+    """The claim in one sentence."""
+    reasoning: str
+    """Why the claim holds."""
+    evidence: str
+    """What supports it: figures, cases, sources."""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ARGUMENT_ID.match(value):
+            raise ValueError(f"argument id {value!r} must look like PRO-1 or CON-2")
+        return value
+
+    @property
+    def side(self) -> Side:
+        """The side that made the argument, read from its id."""
+        return "PRO" if self.id.startswith("PRO") else "CON"
+
+
+class CrossExamination(Frozen):
+    """One side's answer to one argument of the other side, in one round."""
+
+    round: int = Field(ge=1)
+    """1-based cross-examination round."""
+    by: Side
+    """The side that examines."""
+    target: str
+    """Id of the other side's argument under examination."""
+    challenge: str
+    """The question or objection put to the argument."""
+    concession: str
+    """What the examining side grants (may be empty)."""
+    rebuttal: str
+    """Why the argument still fails, in the examiner's view."""
+
+
+class Closing(Frozen):
+    """A side's closing statement."""
+
+    side: Side
+    statement: str
+
+
+class Transcript(Frozen):
+    """A whole debate: what the judges read. Can be written by anyone, not only our agents."""
+
+    topic: str
+    arguments: list[Argument]
+    cross_examinations: list[CrossExamination] = Field(default_factory=list)
+    closings: list[Closing] = Field(default_factory=list)
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        return check_topic(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Transcript:
+        seen: set[str] = set()
+        for argument in self.arguments:
+            if argument.id in seen:
+                raise ValueError(
+                    f"argument id {argument.id} appears twice in arguments; give each "
+                    "argument its own id (PRO-1, PRO-2, ...)"
+                )
+            seen.add(argument.id)
+        for side in ("PRO", "CON"):
+            if not any(a.side == side for a in self.arguments):
+                raise ValueError(f"arguments has no {side} argument; each side needs one")
+        for exam in self.cross_examinations:
+            if exam.target not in seen:
+                raise ValueError(
+                    f"cross_examinations targets {exam.target}, which is not an argument id"
+                )
+            if exam.target.startswith(exam.by):
+                raise ValueError(
+                    f"cross_examinations: {exam.by} examines its own argument {exam.target}"
+                )
+        return self
+
+    @property
+    def argument_ids(self) -> list[str]:
+        """Argument ids in transcript order."""
+        return [a.id for a in self.arguments]
+
+    def side_arguments(self, side: Side) -> list[Argument]:
+        """The arguments of one side, in order."""
+        return [a for a in self.arguments if a.side == side]
+
+
+class RubricScore(Frozen):
+    """One judge's assessment of one argument."""
+
+    logic: int = Field(ge=1, le=10)
+    evidence: int = Field(ge=1, le=10)
+    responsiveness: int = Field(ge=1, le=10)
+    honesty: int = Field(ge=1, le=10)
+    standing: Standing
+    note: str = ""
+
+    def dimension(self, name: str) -> int:
+        """Score on one rubric dimension by name."""
+        value: int = getattr(self, name)
+        return value
+
+    def weighted(self, weights: Mapping[str, float]) -> float:
+        """The argument's score under a judge's rubric weights (1-10 scale)."""
+        return sum(weights[d] * self.dimension(d) for d in DIMENSIONS)
+
+
+class SwapReading(Frozen):
+    """The swap check: the same judge reading the transcript with the sides swapped."""
+
+    status: Literal["scored", "unscored"]
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    raw: str | None = None
+    positions: dict[str, int]
+    """Shown position of each argument in this reading."""
+    scores: dict[str, RubricScore] | None = None
+    position_sensitive: list[str] = Field(default_factory=list)
+    """Arguments whose standing changed between the two readings."""
+    consistency: float | None = None
+    """Share of arguments with the same standing in both readings."""
+
+
+class JudgeEvaluation(Frozen):
+    """What one judge returned: scores for every argument, or *unscored* with the reason.
+
+    An unscored judge keeps the model's raw output and is left out of every statistic;
+    nothing is ever filled in for it.
+    """
+
+    judge: str
+    role: str
+    model: str
+    status: Literal["scored", "unscored"]
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    """Human-readable explanation of an unscored judge (the validation error, say)."""
+    raw: str | None = None
+    """The model's raw reply, kept for unscored judges."""
+    scores: dict[str, RubricScore] | None = None
+    """Keyed by argument id; present exactly when ``status == "scored"``."""
+    key_finding: str | None = None
+    attempts: int = 1
+    positions: dict[str, int] = Field(default_factory=dict)
+    """Shown position (0 = first) of each argument in this judge's reading."""
+    swap: SwapReading | None = None
+    """The second reading, sides swapped, when the swap check is on."""
+
+    @model_validator(mode="after")
+    def _status_matches(self) -> JudgeEvaluation:
+        if self.status == "scored" and (self.scores is None or self.reason is not None):
+            raise ValueError("a scored evaluation has scores and no reason")
+        if self.status == "unscored" and (self.scores is not None or self.reason is None):
+            raise ValueError("an unscored evaluation has a reason and no scores")
+        return self
+
+
+SIDES: tuple[Side, Side] = ("PRO", "CON")
+
+
+def other(side: Side) -> Side:
+    """The opposing side."""
+    return "CON" if side == "PRO" else "PRO"
+
+
+def transcript_view(
+    arguments: list[Argument],
+    cross: list[CrossExamination],
+    closings: list[Closing],
+    order: tuple[Side, Side] = SIDES,
+) -> dict[str, Any]:
+    """Template variables that render a (partial) transcript, sides in ``order``."""
+    blocks = [
+        {"side": side, "arguments": [a for a in arguments if a.side == side]} for side in order
+    ]
+    return {"blocks": blocks, "cross": cross, "closings": closings}

@@ -1,0 +1,112 @@
+"""A global limiter for requests and tokens per minute, shared by every call of a batch.
+
+Sliding 60-second windows: a call waits until both the number of requests and the number of
+tokens started in the last 60 seconds leave room for it. Token use is estimated before the
+call (prompt characters / 4 + ``max_tokens``) and corrected with the provider's count after.
+The clock and the sleep are injectable so the rule can be tested on a fake clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from debate.exceptions import ConfigurationError
+from debate.models._base import Completion, Message, Model, ModelSettings, T
+from debate.runtime._wrapper import ModelWrapper
+
+WINDOW = 60.0
+
+
+@dataclass
+class _Entry:
+    at: float
+    tokens: int
+
+
+class RateLimiter:
+    """At most ``rpm`` requests and ``tpm`` tokens in any 60-second window."""
+
+    def __init__(
+        self,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        for name, value in (("--rpm", rpm), ("--tpm", tpm)):
+            if value is not None and value < 1:
+                raise ConfigurationError(f"{name}: {value} must be at least 1 (or leave it out)")
+        self.rpm = rpm
+        self.tpm = tpm
+        self.clock = clock
+        self.sleep = sleep
+        self._log: deque[_Entry] = deque()
+        self._lock = asyncio.Lock()
+
+    def _trim(self, now: float) -> None:
+        while self._log and self._log[0].at <= now - WINDOW:
+            self._log.popleft()
+
+    def _wait_time(self, now: float, tokens: int) -> float:
+        self._trim(now)
+        waits = [0.0]
+        if self.rpm is not None and len(self._log) >= self.rpm:
+            waits.append(self._log[len(self._log) - self.rpm].at + WINDOW - now)
+        if self.tpm is not None:
+            used = sum(e.tokens for e in self._log)
+            if used + tokens > self.tpm and self._log:
+                # wait until enough of the oldest entries have left the window
+                freed, target = 0, used + tokens - self.tpm
+                for entry in self._log:
+                    freed += entry.tokens
+                    if freed >= target:
+                        waits.append(entry.at + WINDOW - now)
+                        break
+        return max(waits)
+
+    async def acquire(self, tokens: int = 0) -> _Entry:
+        """Wait for room, then record a request of (estimated) ``tokens``."""
+        if self.tpm is not None:
+            tokens = min(tokens, self.tpm)  # a single call larger than the budget still runs
+        async with self._lock:  # first come, first served
+            while True:
+                now = self.clock()
+                wait = self._wait_time(now, tokens)
+                if wait <= 0:
+                    entry = _Entry(now, tokens)
+                    self._log.append(entry)
+                    return entry
+                await self.sleep(wait)
+
+    def settle(self, entry: _Entry, actual_tokens: int) -> None:
+        """Replace the estimate with the provider's count."""
+        entry.tokens = actual_tokens
+
+    def starts(self) -> list[float]:
+        """Start times of the requests still in the window (for tests and progress)."""
+        return [e.at for e in self._log]
+
+
+class LimitedModel(ModelWrapper):
+    """A model whose calls pass through a shared :class:`RateLimiter`."""
+
+    def __init__(self, inner: Model, limiter: RateLimiter) -> None:
+        super().__init__(inner)
+        self.limiter = limiter
+
+    async def complete(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
+    ) -> Completion[T]:
+        """Wait for the limiter, call, and settle the token count."""
+        settings = settings or ModelSettings()
+        estimate = sum(len(m.content) for m in messages) // 4 + settings.max_tokens
+        entry = await self.limiter.acquire(estimate)
+        completion = await self.inner.complete(messages, schema, settings)
+        usage = completion.usage
+        self.limiter.settle(entry, usage.prompt_tokens + usage.completion_tokens or estimate)
+        return completion

@@ -1,0 +1,94 @@
+"""Files a run writes: atomically, so that a reader never sees half of one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from debate.exceptions import ConfigurationError
+from debate.records._config import validation_message
+from debate.records._council import CouncilResult
+from debate.records._result import DebateResult
+
+
+def write_json_atomic(path: str | Path, text: str) -> Path:
+    """Write a file so that a reader never sees half of it (temp file + rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult, "council": CouncilResult}
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigurationError(
+            f"{path}: no such file; give the result.json that `debate run` or `debate judge` "
+            "wrote (OUT/result.json)"
+        ) from exc
+    except IsADirectoryError as exc:
+        raise ConfigurationError(
+            f"{path} is a folder; give the result file in it ({path / 'result.json'})"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigurationError(f"{path}: cannot read it ({reason}); check the path") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); give "
+            "the result.json that `debate run` wrote, unedited"
+        ) from exc
+
+
+def load_result(path: str | Path) -> BaseModel:
+    """Read and validate a saved result (``OUT/result.json``).
+
+    Args:
+        path: The result file.
+
+    Returns:
+        The result, of the type its ``kind`` names (a debate result by default).
+
+    Raises:
+        ConfigurationError: The file is missing, unreadable, not JSON, or not a result;
+            the message names the problem and the fix.
+    """
+    source = Path(path)
+    data = _read(source)
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"{source}: not a result (expected a JSON object with topic, transcript, decision)"
+        )
+    kind = data.get("kind", "debate")
+    model = RESULT_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ConfigurationError(
+            f"{source}: no report for results of kind {kind!r} yet; supported: "
+            f"{', '.join(RESULT_KINDS)}"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(
+            validation_message(exc, str(source)) + " (is this a result.json of this version?)"
+        ) from exc
