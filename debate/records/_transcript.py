@@ -22,7 +22,8 @@ UnscoredReason = Literal[
     "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
 ]
 
-ARGUMENT_ID = re.compile(r"^(PRO|CON)-[1-9][0-9]*$")
+ARGUMENT_ID = re.compile(r"(PRO|CON)-[1-9][0-9]{0,3}")
+"""Whole-string match (``fullmatch``): ``$`` would accept a trailing newline."""
 MAX_TOPIC_CHARS = 2000
 
 
@@ -58,7 +59,7 @@ class Argument(Frozen):
     @field_validator("id")
     @classmethod
     def _id_shape(cls, value: str) -> str:
-        if not ARGUMENT_ID.match(value):
+        if not ARGUMENT_ID.fullmatch(value):
             raise ValueError(f"argument id {value!r} must look like PRO-1 or CON-2")
         return value
 

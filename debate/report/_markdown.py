@@ -11,6 +11,7 @@ from html import escape
 
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
+from debate.report._markup import visible_controls
 from debate.report._view import (
     BAND_TEXT,
     band_of,
@@ -27,7 +28,7 @@ from debate.report._view import (
 
 def text(value: object) -> str:
     """Model text made inert for Markdown: no raw HTML, one line."""
-    return " ".join(escape(str(value), quote=False).split())
+    return " ".join(escape(visible_controls(str(value)), quote=False).split())
 
 
 def cell(value: object) -> str:

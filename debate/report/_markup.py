@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters that reorder the text around them (an RLO can make "gpj.exe" read "exe.jpg")."""
+
+
+def visible_controls(text: str) -> str:
+    """Show bidirectional control characters as ``[U+202E]`` instead of obeying them."""
+    return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
+
 
 def esc(value: object) -> str:
-    """Escape any text for HTML (debater and judge text included)."""
-    return escape(str(value), quote=True)
+    """Escape any text for HTML (debater and judge text included), bidi controls shown."""
+    return escape(visible_controls(str(value)), quote=True)
 
 
 def section(sid: str, title: str, body: str, lead: str = "") -> str:

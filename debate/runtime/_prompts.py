@@ -10,6 +10,7 @@ a debater reaches the model literally.
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,29 @@ def shipped_template_dir() -> Path:
     )
 
 
+ZWSP = "\u200b"
+"""A zero-width space: breaks a marker for the tokenizer, invisible to a person."""
+
+_MARKERS = re.compile(
+    r"<\||\|>"  # ChatML and friends: <|im_start|>, <|eot_id|>, <|user|>
+    r"|\[/?INST\]|<</?SYS>>"  # Llama 2 / Mistral
+    r"|</?s>"  # sentencepiece sequence markers
+    r"|<(?:start|end)_of_turn>"  # Gemma
+    r"|^(?:Human|Assistant|System|User)\s*:",  # Anthropic-style and plain role prefixes
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def neutralise_markers(text: str) -> str:
+    """Break every common chat-template marker so the text cannot open a new turn.
+
+    A zero-width space goes after the marker's first character: the model's tokenizer no
+    longer sees a special token or a role prefix, and a person reading the prompt still
+    reads the text as written.
+    """
+    return _MARKERS.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
+
+
 def data_block(text: object, label: str = "content") -> str:
     """Wrap untrusted text in delimiters that it cannot contain.
 
@@ -39,7 +63,7 @@ def data_block(text: object, label: str = "content") -> str:
     marker; chat-template role markers such as ``<|im_start|>`` are broken up so the text
     cannot open a new turn.
     """
-    body = str(text).replace("<|", "<\u200b|").replace("|>", "|\u200b>")
+    body = neutralise_markers(str(text))
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     size = 8
     while digest[:size] in body:
