@@ -7,18 +7,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    model_flags,
-    open_cache,
-    out_folder,
-    run_config,
-    store_path,
-    user_file,
-)
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
 from debate.batch import BatchLine, Progress, load_batch, run_batch
-from debate.quality._track import TrackRecords
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
 from debate.storage._runs import RunStore
@@ -32,7 +23,7 @@ def add_parser(commands: Commands) -> None:
     batch.add_argument("--rpm", type=int, metavar="R", help="requests per minute, all items")
     batch.add_argument("--tpm", type=int, metavar="T", help="tokens per minute, all items")
     batch.add_argument("--prices", metavar="FILE", help="price table TOML (USD per 1M tokens)")
-    model_flags(batch)
+    common.model_flags(batch)
     batch.set_defaults(func=batch_command)
 
 
@@ -41,13 +32,13 @@ def batch_command(args: argparse.Namespace) -> int:
 
     ``--concurrency`` is checked by :func:`debate.batch.run_batch`, before any item starts.
     """
-    config = run_config(args)
-    with user_file(args.file, "batch file"):
+    config = common.run_config(args)
+    with common.user_file(args.file, "batch file"):
         items = load_batch(args.file)
-    out = out_folder(args)
+    out = common.out_folder(args)
     limiter = RateLimiter(args.rpm, args.tpm) if (args.rpm or args.tpm) else None
     prices = PriceTable.load(args.prices) if args.prices else None
-    cache = open_cache(args, out)
+    cache = common.open_cache(args, out)
     progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
     lines = asyncio.run(
         run_batch(
@@ -61,8 +52,8 @@ def batch_command(args: argparse.Namespace) -> int:
             api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
-            history=None if args.no_store else TrackRecords(store_path(args)).all_accuracies(),
-            store=None if args.no_store else RunStore(store_path(args)),
+            history=common.history(args),
+            store=None if args.no_store else RunStore(common.store_path(args)),
         )
     )
     sys.stdout.write(_summary(lines, out))

@@ -9,17 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    at_least,
-    model_flags,
-    open_cache,
-    out_folder,
-    run_config,
-    store_path,
-    user_file,
-)
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
@@ -34,9 +25,9 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "--format", choices=["debate", "pairwise", "ukpconvarg", "pandalm"], default="pairwise"
     )
-    parser.add_argument("--limit", type=at_least(1), metavar="N", help="first N items only")
-    parser.add_argument("--concurrency", type=at_least(1), default=4, metavar="N")
-    model_flags(parser)
+    parser.add_argument("--limit", type=common.at_least(1), metavar="N", help="first N items only")
+    parser.add_argument("--concurrency", type=common.at_least(1), default=4, metavar="N")
+    common.model_flags(parser)
     parser.set_defaults(func=calibrate_command)
 
 
@@ -47,14 +38,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
-    config = run_config(args)
+    config = common.run_config(args)
     items = _items(args)
-    out = out_folder(args)
-    cache = open_cache(args, out)
+    out = common.out_folder(args)
+    cache = common.open_cache(args, out)
     with tempfile.TemporaryDirectory() as scratch:
-        store = Path(scratch) / "store.sqlite" if args.no_store else store_path(args)
+        store = Path(scratch) / "store.sqlite" if args.no_store else common.store_path(args)
         records = TrackRecords(store)
-        common: dict[str, Any] = {
+        shared: dict[str, Any] = {
             "config": config,
             "records": records,
             "seed": args.seed if args.seed is not None else 0,
@@ -62,9 +53,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "cache": cache,
         }
         if args.format == "debate":
-            report = asyncio.run(calibrate_debates(items, **common))
+            report = asyncio.run(calibrate_debates(items, **shared))
         else:
-            report = asyncio.run(calibrate_pairwise(items, dataset=args.format, **common))
+            report = asyncio.run(calibrate_pairwise(items, dataset=args.format, **shared))
     path = write_json_atomic(out / "calibration.json", report.model_dump_json(indent=2) + "\n")
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
@@ -76,7 +67,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 def _items(args: argparse.Namespace) -> Any:
     """The items of ``args.file`` (at most ``--limit``); none at all is bad input."""
-    with user_file(args.file, f"{args.format} file"):
+    with common.user_file(args.file, f"{args.format} file"):
         if args.format == "debate":
             items: Any = read_debate_items(args.file, args.limit)
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from debate.exceptions import ConfigurationError
+from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, default_judges, load_config
 from debate.runtime._events import Event, StepFinished
 from debate.storage._cache import ResponseCache
@@ -146,6 +147,11 @@ def store_flags(group: argparse._ArgumentGroup) -> None:
 def store_path(args: argparse.Namespace) -> Path:
     """``--store``, else the default store."""
     return Path(args.store) if args.store else default_store_path()
+
+
+def history(args: argparse.Namespace) -> dict[str, float] | None:
+    """The judges' track-record accuracies that weight the vote; None with ``--no-store``."""
+    return None if args.no_store else TrackRecords(store_path(args)).all_accuracies()
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,16 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    model_flags,
-    open_cache,
-    out_folder,
-    progress,
-    run_config,
-    user_file,
-)
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
 from debate.council._run import load_candidates, run_council
 from debate.exceptions import ConfigurationError
 from debate.models import Model
@@ -41,12 +33,12 @@ def add_parser(commands: Commands) -> None:
     council.add_argument("--method", choices=["normalized", "borda", "rubric"])
     council.add_argument("--safety-gate", action="store_true", help="cap answers flagged unsafe")
     council.add_argument("--category", help="category recorded for the leaderboard")
-    model_flags(council)
+    common.model_flags(council)
     council.set_defaults(func=council_command)
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    config = run_config(args)
+    config = common.run_config(args)
     changes: dict[str, Any] = {}
     if args.method is not None:
         changes["method"] = args.method
@@ -103,11 +95,11 @@ def council_command(args: argparse.Namespace) -> int:
     config = _config(args)
     candidates = None
     if args.candidates:
-        with user_file(args.candidates, "candidates"):
+        with common.user_file(args.candidates, "candidates"):
             candidates = load_candidates(args.candidates)
-    out = out_folder(args)
+    out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
-    cache = open_cache(args, out)
+    cache = common.open_cache(args, out)
     pool = ModelPool(config, api_key_env=args.api_key_env, seed=seed, model_path=args.model_path)
     generate = _generators(args, pool)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
@@ -119,7 +111,7 @@ def council_command(args: argparse.Namespace) -> int:
             seed=seed,
             cache=cache,
             pool=pool,
-            on_event=progress(args),
+            on_event=common.progress(args),
         )
         result = asyncio.run(closing_pool(pool, work))
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")

@@ -21,4 +21,4 @@ def judge_command(args: argparse.Namespace) -> int:
     """Judge ``args.transcript``; a bad transcript is refused before any other work."""
     with user_file(args.transcript, "transcript"):
         transcript = load_transcript(args.transcript)
-    return debate_command(args, lambda common: judge_transcript(transcript, **common))
+    return debate_command(args, lambda shared: judge_transcript(transcript, **shared))

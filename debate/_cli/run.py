@@ -12,18 +12,9 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    model_flags,
-    open_cache,
-    out_folder,
-    progress,
-    run_config,
-    store_path,
-)
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
 from debate.api import run_debate, write_result
-from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import write_report
@@ -45,24 +36,23 @@ def add_parser(commands: Commands) -> None:
     run.add_argument(
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
-    model_flags(run)
+    common.model_flags(run)
     run.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Debate ``args.topic``, then judge it."""
-    return debate_command(args, lambda common: run_debate(args.topic, **common))
+    return debate_command(args, lambda shared: run_debate(args.topic, **shared))
 
 
 def debate_command(args: argparse.Namespace, work: Work) -> int:
     """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
-    config = run_config(args)
-    out = out_folder(args)
+    config = common.run_config(args)
+    out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
-    cache = open_cache(args, out)
+    cache = common.open_cache(args, out)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        common = _common(args, config, seed, cache)
-        result = asyncio.run(work(common))
+        result = asyncio.run(work(_shared(args, config, seed, cache)))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if not args.no_store:
@@ -76,7 +66,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     return EXIT_OK
 
 
-def _common(
+def _shared(
     args: argparse.Namespace, config: RunConfig, seed: int, cache: ResponseCache | None
 ) -> dict[str, Any]:
     return {
@@ -84,9 +74,9 @@ def _common(
         "seed": seed,
         "api_key_env": args.api_key_env,
         "model_path": args.model_path,
-        "on_event": progress(args),
+        "on_event": common.progress(args),
         "cache": cache,
-        "history": None if args.no_store else TrackRecords(store_path(args)).all_accuracies(),
+        "history": common.history(args),
     }
 
 
