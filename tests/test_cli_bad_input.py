@@ -146,3 +146,27 @@ def test_unknown_config_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_usage_error_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     line = fails(capsys, "run")
     assert line.startswith("error:") and "topic" in line
+
+
+@pytest.mark.parametrize("n", ["-1", "6"])
+def test_rounds_out_of_range(capsys: pytest.CaptureFixture[str], n: str) -> None:
+    line = fails(capsys, *run("--rounds", n))
+    assert line == f"error: --rounds: {n} is out of range; use 0 to 5"
+
+
+def test_a_flag_is_checked_by_the_config_and_named_as_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = fails(capsys, *run("--timeout", "-1"))
+    assert line.startswith("error: --timeout: ") and "greater than 0" in line
+
+
+def test_a_bad_value_from_the_config_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "panel.toml"
+    config.write_text("arguments = 11\n")
+    line = fails(capsys, *run("--config", str(config)))
+    assert line == f"error: {config}.arguments: 11 is out of range; use 1 to 10"
+    # a flag overrides the file, and the flag's value is the one checked
+    assert main(run("--config", str(config), "--arguments", "2", "--out", str(tmp_path))) == 0

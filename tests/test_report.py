@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from debate import FunctionModel, RunConfig, judge_transcript_sync, write_result
-from debate._cli.report import report_main
+from debate._cli.main import main
 from debate.records._result import DebateResult
 from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
 from debate.report import SECTION_IDS, render_html, render_markdown, write_report
@@ -220,14 +220,14 @@ def test_write_report_writes_both_files_atomically(winner: DebateResult, tmp_pat
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.html", "report.md"]
 
 
-def test_report_main_writes_the_reports(
+def test_debate_report_writes_the_reports(
     winner: DebateResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_result(winner, tmp_path / "run")
-    assert report_main([str(path)]) == 0
+    assert main(["report", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [str(tmp_path / "run" / "report.md"), str(tmp_path / "run" / "report.html")]
-    assert report_main([str(path), "--out", str(tmp_path / "elsewhere")]) == 0
+    assert main(["report", str(path), "--out", str(tmp_path / "elsewhere")]) == 0
     assert (tmp_path / "elsewhere" / "report.html").exists()
     assert load_result(path) == winner
 
@@ -250,32 +250,32 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
         (json.dumps({"kind": "verdicts", "rankings": []}), "kind 'verdicts'"),
     ],
 )
-def test_report_main_bad_input_exits_2(
+def test_debate_report_bad_input_exits_2(
     content: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "result.json"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    assert report_main([str(path)]) == 2
+    assert main(["report", str(path)]) == 2
     line = _error(capsys)
     assert message in line and str(path) in line
     assert not (tmp_path / "report.html").exists()
 
 
-def test_report_main_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert report_main([]) == 2
+def test_debate_report_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report"]) == 2
     assert "debate report" in capsys.readouterr().err
-    assert report_main([str(tmp_path)]) == 2  # a folder, not a file
+    assert main(["report", str(tmp_path)]) == 2  # a folder, not a file
     assert "is a folder" in _error(capsys)
 
 
-def test_report_main_unwritable_out_exits_1(
+def test_debate_report_unwritable_out_is_bad_input(
     winner: DebateResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_result(winner, tmp_path / "run")
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
-    assert report_main([str(path), "--out", str(blocker / "sub")]) == 1
+    assert main(["report", str(path), "--out", str(blocker / "sub")]) == 2
     assert "--out" in _error(capsys)
 
 

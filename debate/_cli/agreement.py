@@ -15,8 +15,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from debate._cli.common import EXIT_OK, Commands, user_file
+from debate.exceptions import ConfigurationError
 from debate.stats._agreement import (
     LEVELS,
     bootstrap_alpha,
@@ -26,9 +28,12 @@ from debate.stats._agreement import (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="debate agreement", description="Agreement statistics for a ratings CSV."
+def add_parser(commands: Commands) -> None:
+    """Register ``debate agreement``."""
+    parser = commands.add_parser(
+        "agreement",
+        help="agreement statistics for a ratings CSV",
+        description="Agreement statistics for a ratings CSV.",
     )
     parser.add_argument("file", metavar="FILE.csv")
     parser.add_argument("--level", choices=LEVELS, default="interval")
@@ -39,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--domain", help="comma-separated ordered values (ordinal labels)")
     parser.add_argument("--json", action="store_true")
-    return parser
+    parser.set_defaults(func=agreement_command)
 
 
 def _cell(text: str, numeric: bool) -> Any:
@@ -83,63 +88,69 @@ def read_ratings(path: Path, *, names: bool, header: bool, numeric: bool) -> lis
     return out
 
 
-def agreement_main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
-    """Run the subcommand; 0 on success, 2 on bad input (one line on stderr)."""
-    out = stdout or sys.stdout
-    parser = _parser()
+def agreement_command(args: argparse.Namespace) -> int:
+    """Compute the statistic and print it.
+
+    Bad input (a missing or unreadable file, ragged rows, a label where a number belongs,
+    data the statistic cannot use) is a configuration error: one line, exit 2.
+    """
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code) if isinstance(exc.code, int) else 2
-    path = Path(args.file)
-    try:
-        if not path.is_file():
-            raise ValueError(f"{path} does not exist; give the path of a CSV file")
-        numeric = args.format == "alpha" and args.level in ("interval", "ratio")
-        rows = read_ratings(path, names=args.names, header=args.header, numeric=numeric)
-        if args.format == "fleiss":
-            counts = label_counts(rows)
-            kappa = fleiss_kappa(counts)
-            se = fleiss_kappa_se(counts)
-            report: dict[str, Any] = {
-                "statistic": "fleiss_kappa",
-                "kappa": None if math.isnan(kappa) else kappa,
-                "se": None if math.isnan(se) else se,
-                "items": len(rows),
-                "raters": len(rows[0]),
-            }
-        else:
-            domain = args.domain.split(",") if args.domain else None
-            result = bootstrap_alpha(
-                rows, args.level, domain, n_boot=args.bootstrap, seed=args.seed
-            )
-            report = {
-                "statistic": "krippendorff_alpha",
-                "level": args.level,
-                "alpha": None if math.isnan(result.estimate) else result.estimate,
-                "ci95": None if math.isnan(result.low) else [result.low, result.high],
-                "bootstrap": result.n_boot,
-                "raters": len(rows),
-                "units": len(rows[0]),
-            }
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+        report = _statistic(args)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
     if args.json:
-        out.write(json.dumps(report, indent=2) + "\n")
-    elif report["statistic"] == "fleiss_kappa":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(_line(report) + "\n")
+    return EXIT_OK
+
+
+def _statistic(args: argparse.Namespace) -> dict[str, Any]:
+    """Read the ratings and compute kappa or alpha; ValueError on data they cannot use."""
+    path = Path(args.file)
+    if not path.is_file():
+        problem = "is a folder" if path.is_dir() else "does not exist"
+        raise ValueError(f"{path} {problem}; give the path of a CSV file")
+    numeric = args.format == "alpha" and args.level in ("interval", "ratio")
+    with user_file(path, "ratings file"):
+        rows = read_ratings(path, names=args.names, header=args.header, numeric=numeric)
+    if args.format == "fleiss":
+        counts = label_counts(rows)
+        kappa = fleiss_kappa(counts)
+        se = fleiss_kappa_se(counts)
+        return {
+            "statistic": "fleiss_kappa",
+            "kappa": None if math.isnan(kappa) else kappa,
+            "se": None if math.isnan(se) else se,
+            "items": len(rows),
+            "raters": len(rows[0]),
+        }
+    domain = args.domain.split(",") if args.domain else None
+    result = bootstrap_alpha(rows, args.level, domain, n_boot=args.bootstrap, seed=args.seed)
+    return {
+        "statistic": "krippendorff_alpha",
+        "level": args.level,
+        "alpha": None if math.isnan(result.estimate) else result.estimate,
+        "ci95": None if math.isnan(result.low) else [result.low, result.high],
+        "bootstrap": result.n_boot,
+        "raters": len(rows),
+        "units": len(rows[0]),
+    }
+
+
+def _line(report: dict[str, Any]) -> str:
+    """The statistic in one human line."""
+    if report["statistic"] == "fleiss_kappa":
         kappa_text = "undefined" if report["kappa"] is None else f"{report['kappa']:.4f}"
         se_text = "" if report["se"] is None else f" (SE under H0 {report['se']:.4f})"
-        out.write(
+        return (
             f"Fleiss' kappa = {kappa_text}{se_text}; {report['items']} items x "
-            f"{report['raters']} raters\n"
+            f"{report['raters']} raters"
         )
-    else:
-        alpha_text = "undefined" if report["alpha"] is None else f"{report['alpha']:.4f}"
-        ci = report["ci95"]
-        ci_text = "" if ci is None else f", 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]"
-        out.write(
-            f"Krippendorff's alpha ({args.level}) = {alpha_text}{ci_text}; "
-            f"{report['raters']} raters x {report['units']} units\n"
-        )
-    return 0
+    alpha_text = "undefined" if report["alpha"] is None else f"{report['alpha']:.4f}"
+    ci = report["ci95"]
+    ci_text = "" if ci is None else f", 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]"
+    return (
+        f"Krippendorff's alpha ({report['level']}) = {alpha_text}{ci_text}; "
+        f"{report['raters']} raters x {report['units']} units"
+    )

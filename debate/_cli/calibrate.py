@@ -9,53 +9,43 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from debate._cli.common import EXIT_OK, EXIT_USAGE, model_flags, overrides
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
-from debate.quality._validity import format_report, load_items
-from debate.records._config import load_config
-from debate.storage._cache import ResponseCache
+from debate.quality._validity import CalibrationReport, format_report, load_items
 from debate.storage._files import write_json_atomic
-from debate.storage._runs import default_store_path
 
 
-def add_calibrate_parser(commands: Any) -> None:
-    """Register the calibrate subcommand."""
+def add_parser(commands: Commands) -> None:
+    """Register ``debate calibrate``."""
     parser = commands.add_parser("calibrate", help="judges against items with a known answer")
     parser.add_argument("file", metavar="FILE")
     parser.add_argument(
         "--format", choices=["debate", "pairwise", "ukpconvarg", "pandalm"], default="pairwise"
     )
-    parser.add_argument("--limit", type=int, metavar="N", help="first N items only")
-    parser.add_argument("--concurrency", type=int, default=4, metavar="N")
-    model_flags(parser)
+    parser.add_argument("--limit", type=common.at_least(1), metavar="N", help="first N items only")
+    parser.add_argument("--concurrency", type=common.at_least(1), default=4, metavar="N")
+    common.model_flags(parser)
+    parser.set_defaults(func=calibrate_command)
 
 
-def calibrate_main(args: argparse.Namespace) -> int:
+def calibrate_command(args: argparse.Namespace) -> int:
     """Run the calibration, print the validity table, update track records.
 
     The report goes to ``OUT/calibration.json``; every completed call to the response cache
     (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
-    out = Path(args.out)
+    config = common.run_config(args)
+    items = _items(args)
+    out = common.out_folder(args)
+    cache = common.open_cache(args, out)
     with tempfile.TemporaryDirectory() as scratch:
-        try:
-            config = load_config(args.config, overrides(args))
-            store = Path(scratch) / "store.sqlite" if args.no_store else args.store
-            records = TrackRecords(store or default_store_path())
-            cache = None if args.no_cache else ResponseCache(args.cache or out / "cache.sqlite")
-            if args.format == "debate":
-                items: Any = read_debate_items(args.file, args.limit)
-            else:
-                items = load_items(args.file, args.format, args.limit)
-            if not items:
-                raise ConfigurationError(f"{args.file}: no items")
-        except ConfigurationError as exc:
-            sys.stderr.write(f"error: {exc}\n")
-            return EXIT_USAGE
-        common: dict[str, Any] = {
+        store = Path(scratch) / "store.sqlite" if args.no_store else common.store_path(args)
+        records = TrackRecords(store)
+        shared: dict[str, Any] = {
             "config": config,
             "records": records,
             "seed": args.seed if args.seed is not None else 0,
@@ -63,15 +53,31 @@ def calibrate_main(args: argparse.Namespace) -> int:
             "cache": cache,
         }
         if args.format == "debate":
-            report = asyncio.run(calibrate_debates(items, **common))
+            report = asyncio.run(calibrate_debates(items, **shared))
         else:
-            report = asyncio.run(calibrate_pairwise(items, dataset=args.format, **common))
+            report = asyncio.run(calibrate_pairwise(items, dataset=args.format, **shared))
     path = write_json_atomic(out / "calibration.json", report.model_dump_json(indent=2) + "\n")
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-        return EXIT_OK
-    sys.stdout.write(format_report(report, f"{report.dataset}: {report.items} items") + "\n")
-    accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
-    where = "not stored: --no-store" if args.no_store else f"store {records.path}"
-    sys.stdout.write(f"track-record accuracy now: {accuracy} ({where})\nReport: {path}\n")
+    else:
+        where = "not stored: --no-store" if args.no_store else f"store {records.path}"
+        sys.stdout.write(_summary(report, where) + f"Report: {path}\n")
     return EXIT_OK
+
+
+def _items(args: argparse.Namespace) -> Any:
+    """The items of ``args.file`` (at most ``--limit``); none at all is bad input."""
+    with common.user_file(args.file, f"{args.format} file"):
+        if args.format == "debate":
+            items: Any = read_debate_items(args.file, args.limit)
+        else:
+            items = load_items(args.file, args.format, args.limit)
+    if not items:
+        raise ConfigurationError(f"{args.file}: no items; give a file with one item per line")
+    return items
+
+
+def _summary(report: CalibrationReport, where: str) -> str:
+    table = format_report(report, f"{report.dataset}: {report.items} items")
+    accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
+    return f"{table}\ntrack-record accuracy now: {accuracy} ({where})\n"

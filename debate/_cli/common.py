@@ -1,17 +1,55 @@
-"""Pieces shared by the ``debate`` subcommands: flags, config overrides, progress lines."""
+"""Pieces shared by the ``debate`` subcommands: flags, config from flags, progress lines."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeAlias
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import default_judges
+from debate.quality._track import TrackRecords
+from debate.records._config import RunConfig, default_judges, load_config
 from debate.runtime._events import Event, StepFinished
+from debate.storage._cache import ResponseCache
+from debate.storage._runs import default_store_path
 
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+Command = Callable[[argparse.Namespace], int]
+"""What a subcommand registers with ``set_defaults(func=...)``: parsed flags in, exit code out.
+
+A command raises instead of printing its own errors; :func:`debate._cli.main.dispatch`
+turns every failure into one line and an exit code.
+"""
+
+Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
+"""The subparsers action each command module registers its parser with."""
+
+CONFIG_FLAGS = {
+    field: "--" + field.replace("_", "-")
+    for field in (
+        "model",
+        "base_url",
+        "templates",
+        "topics",
+        "topic_type",
+        "topic_classifier",
+        "timeout",
+        "deadline",
+        "max_retries",
+        "presentation",
+        "swap",
+        "judges",
+        "arguments",
+        "rounds",
+    )
+}
+"""RunConfig fields a flag sets, and the flag: a bad value is reported under the flag's name,
+while RunConfig alone decides what a good value is."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -20,6 +58,19 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
         """Exit 2 with a one-line message."""
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type for a count no function below checks (``--limit``, say)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}; use {low} or more")
+        return value
+
+    parse.__name__ = "count"  # argparse names the type in "invalid count value"
+    return parse
 
 
 def model_flags(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +91,25 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
         help="environment variable holding the API key (default OPENAI_API_KEY)",
     )
     group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
+    _panel_flags(parser)
+    calls = parser.add_argument_group("calls")
+    calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
+    calls.add_argument("--deadline", type=float, metavar="S", help="wall-clock budget of the run")
+    calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
+    calls.add_argument(
+        "--cache",
+        metavar="PATH",
+        help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
+    )
+    calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
+    out = parser.add_argument_group("output")
+    out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
+    out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
+    out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    store_flags(out)
+
+
+def _panel_flags(parser: argparse.ArgumentParser) -> None:
     panel = parser.add_argument_group("panel")
     panel.add_argument("--config", metavar="FILE", help="panel config TOML")
     panel.add_argument(
@@ -58,27 +128,12 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
         help="detect the topic type from keywords (default) or with one call to a judge's model",
     )
     panel.add_argument("--seed", type=int, help="sampling seed (recorded in the result)")
-    calls = parser.add_argument_group("calls")
-    calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
-    calls.add_argument("--deadline", type=float, metavar="S", help="wall-clock budget of the run")
-    calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
-    calls.add_argument(
-        "--cache",
-        metavar="PATH",
-        help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
-    )
-    calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     panel.add_argument(
         "--presentation",
         choices=["counterbalanced", "fixed"],
         help="per-judge reading order (default counterbalanced)",
     )
     panel.add_argument("--swap", action="store_true", help="every judge reads twice, sides swapped")
-    out = parser.add_argument_group("output")
-    out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
-    out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
-    out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    store_flags(out)
 
 
 def store_flags(group: argparse._ArgumentGroup) -> None:
@@ -89,8 +144,18 @@ def store_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--no-store", action="store_true", help="do not record the run")
 
 
+def store_path(args: argparse.Namespace) -> Path:
+    """``--store``, else the default store."""
+    return Path(args.store) if args.store else default_store_path()
+
+
+def history(args: argparse.Namespace) -> dict[str, float] | None:
+    """The judges' track-record accuracies that weight the vote; None with ``--no-store``."""
+    return None if args.no_store else TrackRecords(store_path(args)).all_accuracies()
+
+
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """Config values set by flags (None where a flag was not given)."""
+    """Config values set by flags (None where a flag was not given); RunConfig checks them."""
     values: dict[str, Any] = {
         "model": args.model,
         "base_url": args.base_url,
@@ -103,25 +168,62 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         "max_retries": args.max_retries,
         "presentation": getattr(args, "presentation", None),
         "swap": True if getattr(args, "swap", False) else None,
+        "arguments": getattr(args, "arguments", None),
+        "rounds": getattr(args, "rounds", None),
     }
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
-        if len(roles) < 2:
-            raise ConfigurationError(
-                f"--judges: {len(roles)} judge(s) given; a panel needs at least two roles"
-            )
         values["judges"] = [j.model_dump() for j in default_judges(roles)]
-    for flag in ("arguments", "rounds"):
-        value = getattr(args, flag, None)
-        if value is None:
-            continue
-        low, high = (1, 10) if flag == "arguments" else (0, 5)
-        if not low <= value <= high:
-            raise ConfigurationError(f"--{flag}: {value} is out of range; use {low} to {high}")
-        values[flag] = value
     if args.model is None and args.base_url is not None:
         raise ConfigurationError("--model: name the model served at --base-url")
     return values
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The run's config: ``--config`` (if given) with the flags on top, checked by RunConfig."""
+    return load_config(args.config, overrides(args), flags=CONFIG_FLAGS)
+
+
+def out_folder(args: argparse.Namespace) -> Path:
+    """``--out``, created now: a folder that cannot be made is bad input, found before any work."""
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--out {out}: cannot create the folder ({exc.strerror or exc}); choose another folder"
+        ) from exc
+    return out
+
+
+def open_cache(args: argparse.Namespace, out: Path) -> ResponseCache | None:
+    """``--cache``, else ``OUT/cache.sqlite``; None with ``--no-cache``."""
+    if args.no_cache:
+        return None
+    path = Path(args.cache) if args.cache else out / "cache.sqlite"
+    try:
+        return ResponseCache(path)
+    except OSError as exc:
+        flag = "--cache" if args.cache else "--out"
+        raise ConfigurationError(
+            f"{flag}: cannot create the response cache {path} ({exc.strerror or exc}); "
+            f"choose another path or use --no-cache"
+        ) from exc
+
+
+@contextmanager
+def user_file(path: str | Path, what: str) -> Iterator[None]:
+    """Around the read of a file the user named: failing to read it is bad input (exit 2)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{what} {path}: cannot read it ({exc.strerror or exc}); check the path"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{what} {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
 
 
 class ProgressPrinter:
@@ -147,3 +249,8 @@ class ProgressPrinter:
             f"{event.completion_tokens} tok  {rate:5.1f} tok/s{retry}\n"
         )
         sys.stderr.flush()
+
+
+def progress(args: argparse.Namespace) -> ProgressPrinter | None:
+    """The progress printer, or None with ``--quiet``."""
+    return None if args.quiet else ProgressPrinter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -209,18 +210,53 @@ def default_judges(roles: list[str] | None = None) -> list[JudgeSpec]:
     return judges
 
 
-def validation_message(exc: ValidationError, source: str) -> str:
-    """Turn a pydantic error into one line that names the field and the problem."""
+def validation_message(
+    exc: ValidationError,
+    source: str,
+    names: Mapping[str, str] | None = None,
+    bounds: type[BaseModel] | None = None,
+) -> str:
+    """Turn a pydantic error into one line that names the field and the problem.
+
+    Args:
+        exc: The validation error (its first problem is reported, the rest counted).
+        source: Where the data came from (a file, ``config``); prefixes the field's path.
+        names: Top-level fields set elsewhere (by a command-line flag, say), and the name to
+            report them under instead of ``source.field``.
+        bounds: The model whose fields' ``ge``/``le`` bounds are quoted as "use 1 to 10"
+            when a value is out of range, so the range is stated once, on the field.
+    """
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
+    loc = [str(p) for p in first["loc"]]
     message = first["msg"].removeprefix("Value error, ")
+    limits = _bounds(bounds, loc) if bounds is not None else None
+    if limits is not None and first["type"] in ("greater_than_equal", "less_than_equal"):
+        message = f"{first['input']} is out of range; use {limits[0]} to {limits[1]}"
     more = len(exc.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if names and loc and loc[0] in names:
+        return f"{'.'.join([names[loc[0]], *loc[1:]])}: {message}{suffix}"
+    where = ".".join(loc)
     return f"{source}{'.' + where if where else ''}: {message}{suffix}"
 
 
-def build_config(data: dict[str, Any], source: str = "config") -> RunConfig:
-    """Validate a config mapping, raising ConfigurationError with the field named."""
+def _bounds(model: type[BaseModel], loc: list[str]) -> tuple[object, object] | None:
+    """The inclusive range of a top-level field bounded on both sides, if it is one."""
+    field = model.model_fields.get(loc[0]) if len(loc) == 1 else None
+    if field is None:
+        return None
+    low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
+    return None if low is None or high is None else (low, high)
+
+
+def build_config(
+    data: dict[str, Any], source: str = "config", names: Mapping[str, str] | None = None
+) -> RunConfig:
+    """Validate a config mapping, raising ConfigurationError with the field named.
+
+    ``names`` reports the listed top-level fields under another name (the flag that set them).
+    """
     data = dict(data)
     table = default_role_weights()
     judges = data.get("judges")
@@ -238,12 +274,26 @@ def build_config(data: dict[str, Any], source: str = "config") -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigurationError(validation_message(exc, source)) from exc
+        raise ConfigurationError(validation_message(exc, source, names, RunConfig)) from exc
 
 
-def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Read a panel config TOML (optional) and apply overrides (CLI flags, say)."""
+def load_config(
+    path: str | Path | None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    flags: Mapping[str, str] | None = None,
+) -> RunConfig:
+    """Read a panel config TOML (optional) and apply overrides (CLI flags, say).
+
+    Args:
+        path: The panel config TOML, or None for the defaults.
+        overrides: Values that replace the file's; None values are ignored.
+        flags: The flag that sets each override (``{"arguments": "--arguments"}``): a bad
+            value given by a flag is reported under the flag's name, a bad value read from
+            the file under the file's.
+    """
     data: dict[str, Any] = read_toml(path, "config file") if path is not None else {}
-    if overrides:
-        data.update({k: v for k, v in overrides.items() if v is not None})
-    return build_config(data, "config" if path is None else str(path))
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    data.update(given)
+    names = {k: flags[k] for k in given if k in flags} if flags else None
+    return build_config(data, "config" if path is None else str(path), names)

@@ -2,8 +2,8 @@
 
 Keeping these out of ``result.json`` is what lets the same seed and the same model replies
 give a byte-identical result. ``run.json`` is written when a run starts (status
-``running``) and again when it ends, so an interrupted run's seed can be reused by the
-next attempt at the same output folder.
+``running``) and again when it ends (``finished``, ``failed`` or ``interrupted``), so an
+interrupted run's seed can be reused by the next attempt at the same output folder.
 """
 
 from __future__ import annotations
@@ -14,16 +14,21 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from debate._version import __version__
-from debate.exceptions import ConfigurationError
+from debate.exceptions import ConfigurationError, DebateError
+from debate.storage._cache import ResponseCache
 from debate.storage._files import write_json_atomic
 
 SeedSource = Literal["flag", "env", "resumed", "drawn"]
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+"""``running`` while the command works (or if it was killed); ``interrupted`` after Ctrl-C."""
 
 
 class RunInfo(BaseModel):
@@ -31,7 +36,7 @@ class RunInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["running", "finished", "failed", "interrupted"]
+    status: RunStatus
     seed: int
     seed_source: SeedSource
     started: float
@@ -100,3 +105,41 @@ def finish_run(info: RunInfo, out_dir: Path, **changes: object) -> RunInfo:
     done = info.model_copy(update={"finished": end, "elapsed": end - info.started, **changes})
     write_json_atomic(out_dir / "run.json", done.model_dump_json(indent=2) + "\n")
     return done
+
+
+@contextmanager
+def recording_run(
+    seed: int,
+    source: SeedSource,
+    argv: list[str],
+    out_dir: Path,
+    *,
+    cache: ResponseCache | None = None,
+) -> Iterator[dict[str, object]]:
+    """run.json around a command's work: ``running``, then how it ended.
+
+    The block's normal end is ``finished``; a :class:`DebateError` or ``OSError`` is
+    ``failed`` (with the message); Ctrl-C is ``interrupted``. The exception is re-raised
+    either way: turning it into an exit code is the CLI's job. Whatever the run wrote before
+    it stopped (cached replies, finished batch items) stays where it is.
+
+    Yields:
+        Fields to add to run.json at the end (the store path, say), filled in by the block.
+    """
+    info = start_run(seed, source, argv, out_dir)
+    end: dict[str, object] = {}
+
+    def close(status: RunStatus, error: str | None = None) -> None:
+        if cache is not None:
+            end.update(cache=str(cache.path), cache_hits=cache.hits, cache_misses=cache.misses)
+        finish_run(info, out_dir, status=status, error=error, **end)
+
+    try:
+        yield end
+    except KeyboardInterrupt:
+        close("interrupted")
+        raise
+    except (DebateError, OSError) as exc:
+        close("failed", str(exc))
+        raise
+    close("finished")

@@ -1,0 +1,24 @@
+"""``debate judge``: judge a transcript written by anyone (a meeting, another tool)."""
+
+from __future__ import annotations
+
+import argparse
+
+from debate._cli.common import Commands, model_flags, user_file
+from debate._cli.run import debate_command
+from debate.api import judge_transcript, load_transcript
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate judge``."""
+    judge = commands.add_parser("judge", help="judge a transcript written by anyone")
+    judge.add_argument("transcript", metavar="TRANSCRIPT.json")
+    model_flags(judge)
+    judge.set_defaults(func=judge_command)
+
+
+def judge_command(args: argparse.Namespace) -> int:
+    """Judge ``args.transcript``; a bad transcript is refused before any other work."""
+    with user_file(args.transcript, "transcript"):
+        transcript = load_transcript(args.transcript)
+    return debate_command(args, lambda shared: judge_transcript(transcript, **shared))

@@ -1,0 +1,117 @@
+"""``debate run``: run a debate on a topic and judge it.
+
+Also the steps ``debate judge`` shares: resolve the seed, record run.json around the work,
+write result.json and the reports, record the run in the store, print the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from debate._cli import common
+from debate._cli.common import EXIT_OK, Commands
+from debate.api import run_debate, write_result
+from debate.records._config import RunConfig
+from debate.records._result import DebateResult
+from debate.report import write_report
+from debate.storage._cache import ResponseCache
+from debate.storage._runinfo import recording_run, resolve_seed
+from debate.storage._runs import RunStore
+
+Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
+"""The debate itself, given the keyword arguments every debate entry point takes."""
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate run``."""
+    run = commands.add_parser("run", help="run a debate on a topic and judge it")
+    run.add_argument("topic", help="the proposition to debate")
+    run.add_argument(
+        "--arguments", type=int, metavar="N", help="arguments per side (1-10, default 3)"
+    )
+    run.add_argument(
+        "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
+    )
+    common.model_flags(run)
+    run.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Debate ``args.topic``, then judge it."""
+    return debate_command(args, lambda shared: run_debate(args.topic, **shared))
+
+
+def debate_command(args: argparse.Namespace, work: Work) -> int:
+    """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
+    config = common.run_config(args)
+    out = common.out_folder(args)
+    seed, source = resolve_seed(args.seed, out)
+    cache = common.open_cache(args, out)
+    with recording_run(seed, source, args.argv, out, cache=cache) as end:
+        result = asyncio.run(work(_shared(args, config, seed, cache)))
+        path = write_result(result, out)
+        _, report_html = write_report(result, out)
+        if not args.no_store:
+            store = RunStore(args.store)
+            store.record(result)
+            end["store"] = str(store.path)
+    if args.json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
+    return EXIT_OK
+
+
+def _shared(
+    args: argparse.Namespace, config: RunConfig, seed: int, cache: ResponseCache | None
+) -> dict[str, Any]:
+    return {
+        "config": config,
+        "seed": seed,
+        "api_key_env": args.api_key_env,
+        "model_path": args.model_path,
+        "on_event": common.progress(args),
+        "cache": cache,
+        "history": common.history(args),
+    }
+
+
+def summary(result: DebateResult, path: str) -> str:
+    """A short human summary of a result."""
+    d, a, v = result.decision, result.agreement, result.vote
+    if d.outcome == "winner":
+        head = f"Decision: {d.winner} wins"
+    else:
+        head = {
+            "too_close": "Decision: too close to call",
+            "irreconcilable": "Decision: none - the judges do not agree (irreconcilable)",
+            "insufficient": "Decision: none - too few judges could score (insufficient)",
+        }[d.outcome]
+    lines = [head]
+    if v.margin is not None:
+        ci = f", 95% CI [{v.margin_ci[0]:+.3f}, {v.margin_ci[1]:+.3f}]" if v.margin_ci else ""
+        lines.append(
+            f"Margin PRO-CON: {v.margin:+.3f}{ci} ({v.calibration} calibration, "
+            f"topic type {v.topic_type})"
+        )
+
+    def fmt(x: float | None) -> str:
+        return "undefined" if x is None else f"{x:.3f}"
+
+    lines.append(
+        f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "
+        f"{a.judges_scored} judges scored, {a.judges_unscored} unscored"
+    )
+    lines += [f"  - {r}" for r in d.reasons]
+    lines.append(f"Recommendation: {d.recommendation}")
+    u = result.usage
+    lines.append(
+        f"Usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
+        f"tokens, {u.retries} retries"
+    )
+    lines.append(f"Result: {path}")
+    return "\n".join(lines)
