@@ -23,9 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pydantic import BaseModel  # noqa: E402
+
 from debate import RunConfig, run_debate  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
-from debate.models._base import Completion, Message, Model, ModelSettings, T  # noqa: E402
+from debate.models._base import Message, Model, ModelSettings, Reply  # noqa: E402
 
 SERVER = """
 import sys, time
@@ -49,8 +51,11 @@ class Sequential:
         return self.inner.name
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
         async with self.lock:
             return await self.inner.complete(messages, schema, settings)
 

@@ -18,7 +18,7 @@ from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
 from debate.records._result import DebateResult, PanelResult
 from debate.records._transcript import Transcript, check_topic
-from debate.runtime._ask import CallPolicy, UsageMeter
+from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import RateLimiter
@@ -115,6 +115,7 @@ async def run_debate(
         topics=TopicProfiles.load(cfg.topics),
         on_event=on_event,
         history=history,
+        cache=wrap.cache,
     )
     meter = UsageMeter(prices=prices)
     protocol = DebateProtocol(
@@ -125,9 +126,7 @@ async def run_debate(
         settings=ModelSettings(
             temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed, timeout=cfg.timeout
         ),
-        policy=CallPolicy.of(cfg),
-        meter=meter,
-        on_event=on_event,
+        call=CallContext(CallPolicy.of(cfg), meter, wrap.cache, on_event),
     )
     deadline = Deadline(cfg.deadline)
     try:
@@ -170,6 +169,7 @@ async def judge_transcript(
         config=cfg,
         on_event=on_event,
         history=history,
+        cache=wrap.cache,
     )
     try:
         panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))

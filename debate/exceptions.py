@@ -34,9 +34,10 @@ class ProviderError(DebateError):
 
 
 class ModelOutputError(DebateError):
-    """The model answered, but not with what was asked for (bad JSON, wrong schema).
+    """The model answered, but not with what was asked for (bad JSON, wrong schema, refusal).
 
-    The raw text is kept so that nothing the model said is lost.
+    The raw text is kept so that nothing the model said is lost. When the re-asks run out,
+    the error also says how many attempts were made and what all of them cost together.
     """
 
     def __init__(
@@ -46,14 +47,18 @@ class ModelOutputError(DebateError):
         raw: str,
         reason: str = "parse_failure",
         usage: tuple[int, int, int] | None = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.raw = raw
-        """The model's reply, exactly as received."""
+        """The model's last reply, exactly as received."""
         self.reason = reason
-        """``parse_failure``, ``schema_violation`` or ``refused``."""
+        """``parse_failure`` (also a reply cut off by the token budget), ``schema_violation``
+        or ``refused``."""
         self.usage = usage
-        """Prompt, completion and cached tokens the failed call still cost, if known."""
+        """Prompt, completion and cached tokens of every attempt together, if known."""
+        self.attempts = attempts
+        """Attempts made (first call, re-asks and provider retries) before giving up."""
 
 
 class DeadlineExceeded(DebateError):

@@ -29,6 +29,10 @@ class Reply:
     body: str | None = None
     """Raw body for error statuses."""
     hang: float = 0.0
+    finish_reason: str = "stop"
+    """``length`` scripts a reply cut off by ``max_tokens``."""
+    refusal: str | None = None
+    """Scripts a refusal (OpenAI's ``message.refusal``)."""
 
 
 @dataclass
@@ -102,8 +106,12 @@ class FakeOpenAIServer:
                             "choices": [
                                 {
                                     "index": 0,
-                                    "message": {"role": "assistant", "content": reply.content},
-                                    "finish_reason": "stop",
+                                    "message": {
+                                        "role": "assistant",
+                                        "content": reply.content,
+                                        "refusal": reply.refusal,
+                                    },
+                                    "finish_reason": reply.finish_reason,
                                 }
                             ],
                             "usage": {

@@ -314,9 +314,8 @@ def test_killed_run_resumes_and_resends_only_unfinished_calls(tmp_path: Path) ->
 def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budget() -> None:
     from pydantic import BaseModel
 
-    from debate.exceptions import ModelOutputError
-    from debate.models._base import Completion, Message, ModelSettings, TokenUsage
-    from debate.runtime._ask import CallPolicy, UsageMeter, ask
+    from debate.models._base import Message, ModelSettings, Reply, TokenUsage
+    from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 
     class Said(BaseModel):
         text: str
@@ -331,14 +330,15 @@ def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budge
 
         async def complete(
             self, messages: list[Message], schema: type[Said], settings: ModelSettings
-        ) -> Completion[Said]:
+        ) -> Reply:
             self.seen.append((settings.max_tokens, len(messages)))
             if settings.max_tokens < 2048:
-                raw = '{"text": "and so on and so on'
-                usage = (50, settings.max_tokens, 0)
-                raise ModelOutputError("unterminated string", raw=raw, usage=usage)
+                usage = TokenUsage(prompt_tokens=50, completion_tokens=settings.max_tokens)
+                return Reply(
+                    text='{"text": "and so on and so on', usage=usage, finish_reason="length"
+                )
             usage_ok = TokenUsage(prompt_tokens=50, completion_tokens=1500)
-            return Completion(parsed=Said(text="done"), text="", usage=usage_ok, model=self.name)
+            return Reply(text='{"text": "done"}', usage=usage_ok, finish_reason="stop")
 
     model = CutOff()
     completion, attempts = asyncio.run(
@@ -347,8 +347,7 @@ def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budge
             [Message(role="user", content="say it")],
             Said,
             ModelSettings(max_tokens=1024),
-            policy=CallPolicy(max_retries=2),
-            meter=UsageMeter(),
+            CallContext(CallPolicy(max_retries=2), UsageMeter()),
             phase="opening",
             actor="PRO",
         )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, ModelSettings
+from debate.runtime._parse import parse_reply
 from debate.runtime._replies import judge_reply, keyed_items
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -34,15 +35,22 @@ class Tiny(BaseModel):
 def test_grammar_forces_a_valid_reply_for_a_keyed_schema() -> None:
     schema = judge_reply(("PRO-1", "CON-1"))
     messages = [Message(role="user", content="Score the arguments PRO-1 and CON-1 as JSON.")]
-    completion = asyncio.run(
-        MODEL.complete(messages, schema, ModelSettings(max_tokens=400, seed=1))
-    )
-    drafts = keyed_items(completion.parsed.scores, ("PRO-1", "CON-1"))  # type: ignore[attr-defined]
+    reply = asyncio.run(MODEL.complete(messages, schema, ModelSettings(max_tokens=400, seed=1)))
+    assert reply.finish_reason == "stop"
+    parsed = parse_reply(reply.text, schema)
+    drafts = keyed_items(parsed.scores, ("PRO-1", "CON-1"))  # type: ignore[attr-defined]
     assert set(drafts) == {"PRO-1", "CON-1"}
     for draft in drafts.values():
         assert 1 <= draft.logic <= 10
         assert draft.standing in {"UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"}
-    assert completion.usage.completion_tokens > 0
+    assert reply.usage.completion_tokens > 0
+
+
+def test_a_reply_cut_off_by_max_tokens_says_so() -> None:
+    messages = [Message(role="user", content="Rate the plan and explain the side you took.")]
+    reply = asyncio.run(MODEL.complete(messages, Tiny, ModelSettings(max_tokens=3, seed=1)))
+    assert reply.finish_reason == "length"
+    assert reply.usage.completion_tokens == 3
 
 
 def test_tiny_schema_and_prefix_reuse() -> None:
@@ -52,7 +60,8 @@ def test_tiny_schema_and_prefix_reuse() -> None:
     settings = ModelSettings(max_tokens=120, seed=2)
     a = asyncio.run(MODEL.complete(first, Tiny, settings))
     b = asyncio.run(MODEL.complete(second, Tiny, settings))
-    assert 1 <= a.parsed.verdict <= 10 and 1 <= b.parsed.verdict <= 10
+    for reply in (a, b):
+        assert 1 <= parse_reply(reply.text, Tiny).verdict <= 10
     assert b.usage.cached_tokens > 300  # the shared system prompt was not evaluated again
     fresh = LocalModel(GGUF, n_ctx=4096, reuse_prefix=False)
     c = asyncio.run(fresh.complete(first, Tiny, settings))

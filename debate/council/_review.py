@@ -26,9 +26,10 @@ from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult, CouncilScore, Review
-from debate.runtime._ask import CallPolicy, UsageMeter, ask
+from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
+from debate.storage._cache import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class Council:
         config: RunConfig | None = None,
         renderer: PromptRenderer | None = None,
         on_event: EventHandler | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
         if not reviewers:
             raise ConfigurationError("reviewers: the council needs at least one reviewer")
@@ -108,6 +110,7 @@ class Council:
         self.config = config or RunConfig()
         self.renderer = renderer or PromptRenderer(self.config.templates)
         self.on_event = on_event
+        self.cache = cache
 
     def _settings(self, seed: int) -> ModelSettings:
         c = self.config
@@ -179,11 +182,9 @@ class Council:
                 messages,
                 review_reply(labels, gated),
                 self._settings(seed),
-                policy=CallPolicy.of(self.config),
-                meter=meter,
+                CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event),
                 phase="council",
                 actor=reviewer.name,
-                on_event=self.on_event,
             )
         except ModelOutputError as exc:
             return Review(
@@ -234,6 +235,7 @@ async def generate_candidates(
     meter: UsageMeter,
     renderer: PromptRenderer,
     on_event: EventHandler | None = None,
+    cache: ResponseCache | None = None,
 ) -> list[Candidate]:
     """Each model answers the question first; the answers become the candidates."""
     prompt = renderer.render("council_answer.md.jinja", question=question)
@@ -244,6 +246,8 @@ async def generate_candidates(
         timeout=config.timeout,
     )
 
+    call = CallContext(CallPolicy.of(config), meter, cache, on_event)
+
     async def one(model: Model) -> Candidate:
         try:
             completion, _ = await ask(
@@ -251,11 +255,9 @@ async def generate_candidates(
                 [Message(role="user", content=prompt)],
                 Answer,
                 settings,
-                policy=CallPolicy.of(config),
-                meter=meter,
+                call,
                 phase="council",
                 actor=model.name,
-                on_event=on_event,
             )
         except (ModelOutputError, ProviderError) as exc:
             raise DebaterError(f"model {model.name} could not answer the question: {exc}") from exc

@@ -107,12 +107,15 @@ async def run_council(
                 meter=meter,
                 renderer=renderer,
                 on_event=on_event,
+                cache=wrap.cache,
             )
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
         council_reviewers = _reviewers(cfg, pool, wrap, renderer, reviewers, model, generate)
-        council = Council(council_reviewers, config=cfg, renderer=renderer, on_event=on_event)
+        council = Council(
+            council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
+        )
         return await council.rank(question, candidates, seed=seed, meter=meter)
     finally:
         if own_pool:

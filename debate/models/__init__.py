@@ -1,16 +1,20 @@
-"""Model backends behind one protocol, and the factory that picks one from a name."""
+"""Model backends behind one protocol, and the factory that picks one from a name.
+
+Backends return raw :class:`Reply` objects; parsing them is the runtime's job
+(:func:`debate.runtime._ask.ask`).
+"""
 
 from __future__ import annotations
 
-from debate.models._base import Completion, Message, Model, ModelSettings, TokenUsage
+from debate.models._base import Message, Model, ModelSettings, Reply, TokenUsage
 from debate.models.test import FunctionModel, ScriptedModel, TestModel
 
 __all__ = [
-    "Completion",
     "FunctionModel",
     "Message",
     "Model",
     "ModelSettings",
+    "Reply",
     "ScriptedModel",
     "TestModel",
     "TokenUsage",

@@ -1,22 +1,21 @@
 """The LLM boundary: one protocol that every backend implements.
 
 Everything above this module talks to a :class:`Model`; only the backends know about HTTP,
-llama.cpp or scripted replies. A backend returns a :class:`Completion` holding the parsed
-object, or raises :class:`~debate.exceptions.ModelOutputError` (keeping the raw text) or
-:class:`~debate.exceptions.ProviderError`; it never invents a reply.
+llama.cpp or scripted replies. Backends move bytes: a backend returns the :class:`Reply` as
+the model gave it (text, usage, why it stopped, a refusal) or raises
+:class:`~debate.exceptions.ProviderError`; it never parses, validates or invents a reply.
+Parsing, re-asking, truncation and caching happen once, above this boundary, in
+:func:`debate.runtime._ask.ask`, so every backend gets the same rules and every attempt's
+usage is counted.
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from debate.exceptions import ModelOutputError
-
-T = TypeVar("T", bound=BaseModel)
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Message(BaseModel):
@@ -50,17 +49,23 @@ class TokenUsage(BaseModel):
     """Prompt tokens the provider did not have to evaluate again (prefix cache)."""
 
 
-class Completion(BaseModel, Generic[T]):
-    """A model's reply: the parsed object, the text it came from, usage and latency."""
+class Reply(BaseModel):
+    """A model's raw reply, before anyone parsed it."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    parsed: T
     text: str
+    """The reply exactly as received (empty when the model sent no content)."""
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    finish_reason: str | None = "stop"
+    """Why generation stopped: ``stop``, ``length`` (cut off by ``max_tokens``),
+    ``content_filter``, another provider-specific value, or None when not reported."""
+    refusal: str | None = None
+    """The model's refusal message, when it declined to answer (OpenAI's ``refusal``)."""
     latency: float = 0.0
     """Seconds from request to reply."""
     model: str = ""
+    """The model name the server reported (may name a snapshot of the requested model)."""
 
 
 @runtime_checkable
@@ -75,13 +80,14 @@ class Model(Protocol):
     async def complete(
         self,
         messages: list[Message],
-        schema: type[T],
+        schema: type[BaseModel],
         settings: ModelSettings | None = None,
-    ) -> Completion[T]:
-        """Ask for one reply that validates against ``schema``.
+    ) -> Reply:
+        """Ask for one reply; ``schema`` is sent as the response format or grammar.
+
+        The reply is returned as given, valid or not: the caller validates it.
 
         Raises:
-            ModelOutputError: the reply is not valid JSON or violates the schema.
             ProviderError: the call failed (HTTP error, timeout, connection).
         """
         ...
@@ -100,36 +106,3 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     """
     value: dict[str, Any] = json.loads(_schema_text(schema))
     return value
-
-
-def parse_reply(text: str, schema: type[T]) -> T:
-    """Parse a reply into ``schema``; failures keep the raw text and say why.
-
-    Code fences around the JSON are tolerated (some servers add them in JSON mode); nothing
-    else is repaired, because a repaired reply would be a reply the model did not give.
-    """
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`")
-        body = body.removeprefix("json").strip()
-    try:
-        data = json.loads(body, strict=False)  # raw newlines inside strings are fine
-    except json.JSONDecodeError as exc:
-        raise ModelOutputError(
-            f"reply is not valid JSON: {exc}", raw=text, reason="parse_failure"
-        ) from exc
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        raise ModelOutputError(
-            f"reply does not match the schema: {_short(exc)}", raw=text, reason="schema_violation"
-        ) from exc
-
-
-def _short(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        parts.append(f"{where}: {err['msg']}")
-    more = len(exc.errors()) - 5
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

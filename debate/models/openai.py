@@ -3,7 +3,8 @@
 This is the only module that imports :mod:`openai`. Structured output goes through
 ``response_format`` with the JSON schema of the requested pydantic model; servers that
 reject a strict schema are asked again without ``strict`` and, failing that, in plain JSON
-mode, and the reply is validated here either way.
+mode. The reply comes back raw (text, usage, finish reason, refusal): it is validated above
+the model boundary, like every backend's.
 """
 
 from __future__ import annotations
@@ -19,17 +20,10 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
+from pydantic import BaseModel
 
-from debate.exceptions import ConfigurationError, ModelOutputError, ProviderError
-from debate.models._base import (
-    Completion,
-    Message,
-    ModelSettings,
-    T,
-    TokenUsage,
-    json_schema_of,
-    parse_reply,
-)
+from debate.exceptions import ConfigurationError, ProviderError
+from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +147,7 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r})"
 
-    def _response_format(self, schema: type[T]) -> dict[str, Any]:
+    def _response_format(self, schema: type[BaseModel]) -> dict[str, Any]:
         if self._mode == "json_object":
             return {"type": "json_object"}
         body = json_schema_of(schema)
@@ -166,9 +160,12 @@ class OpenAIModel:
         }
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
-        """Send one chat completion request and validate the reply against ``schema``."""
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
+        """Send one chat completion request with ``schema`` as its response format."""
         settings = settings or ModelSettings()
         while True:
             try:
@@ -185,8 +182,8 @@ class OpenAIModel:
                 )
 
     async def _request(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings
-    ) -> Completion[T]:
+        self, messages: list[Message], schema: type[BaseModel], settings: ModelSettings
+    ) -> Reply:
         payload = [m.model_dump() for m in messages]
         if self._mode == "json_object":
             hint = "Reply with one JSON object matching this JSON schema:\n"
@@ -232,21 +229,25 @@ class OpenAIModel:
             raise ProviderError(
                 f"{self._model}: cannot connect to {self.base_url or 'OpenAI'}"
             ) from exc
-        latency = time.perf_counter() - start
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content or "") if choice else ""
-        refusal = getattr(choice.message, "refusal", None) if choice else None
-        usage = TokenUsage()
-        if response.usage is not None:
-            details = getattr(response.usage, "prompt_tokens_details", None)
-            usage = TokenUsage(
-                prompt_tokens=response.usage.prompt_tokens or 0,
-                completion_tokens=response.usage.completion_tokens or 0,
-                cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
-            )
-        if refusal:
-            raise ModelOutputError(
-                f"{self._model} refused: {refusal}", raw=refusal, reason="refused"
-            )
-        parsed = parse_reply(text, schema)
-        return Completion(parsed=parsed, text=text, usage=usage, latency=latency, model=self._model)
+        return _reply(response, time.perf_counter() - start, self._model)
+
+
+def _reply(response: ChatCompletion, latency: float, requested: str) -> Reply:
+    """The first choice as a raw reply; a server that reports no model name gets ours."""
+    choice = response.choices[0] if response.choices else None
+    usage = TokenUsage()
+    if response.usage is not None:
+        details = getattr(response.usage, "prompt_tokens_details", None)
+        usage = TokenUsage(
+            prompt_tokens=response.usage.prompt_tokens or 0,
+            completion_tokens=response.usage.completion_tokens or 0,
+            cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+        )
+    return Reply(
+        text=(choice.message.content or "") if choice else "",
+        usage=usage,
+        finish_reason=getattr(choice, "finish_reason", None),
+        refusal=getattr(choice.message, "refusal", None) if choice else None,
+        latency=latency,
+        model=getattr(response, "model", None) or requested,
+    )

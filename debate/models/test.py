@@ -2,7 +2,10 @@
 
 :class:`ScriptedModel` replays a list of replies and raises once they run out;
 :class:`FunctionModel` lets a function compute each reply from the request.
-Neither touches the network.
+Neither touches the network. Like every backend they return the raw :class:`Reply` (text,
+usage, ``finish_reason="stop"``) and leave parsing to the caller; a scripted reply may also be
+a ready :class:`Reply`, so a test can script a reply cut off by the budget
+(``finish_reason="length"``) or a refusal.
 """
 
 from __future__ import annotations
@@ -17,18 +20,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from debate.exceptions import DebateError
-from debate.models._base import (
-    Completion,
-    Message,
-    ModelSettings,
-    T,
-    TokenUsage,
-    json_schema_of,
-    parse_reply,
-)
+from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
 
-Reply = str | dict[str, Any] | BaseModel | Exception
-ReplyFunction = Callable[[list[Message], type[BaseModel]], Reply | Awaitable[Reply]]
+ScriptedReply = Reply | str | dict[str, Any] | BaseModel | Exception
+"""A reply a double gives: a raw :class:`Reply` as is, JSON text, a dict or pydantic object
+(serialised to JSON), or an exception to raise."""
+ReplyFunction = Callable[[list[Message], type[BaseModel]], ScriptedReply | Awaitable[ScriptedReply]]
 
 
 def _to_text(reply: str | dict[str, Any] | BaseModel) -> str:
@@ -51,34 +48,43 @@ class _DoubleBase:
         self._name = name
         self.delay = delay
         self.requests: list[tuple[list[Message], type[BaseModel]]] = []
+        """Messages and schema of each request, in order."""
+        self.request_settings: list[ModelSettings] = []
+        """Settings of each request, in order (e.g. to see a doubled ``max_tokens``)."""
 
     @property
     def name(self) -> str:
         """Model name recorded in results."""
         return self._name
 
-    async def _finish(
-        self, messages: list[Message], schema: type[T], reply: Reply
-    ) -> Completion[T]:
+    def _record(
+        self, messages: list[Message], schema: type[BaseModel], settings: ModelSettings | None
+    ) -> None:
+        self.requests.append((messages, schema))
+        self.request_settings.append(settings or ModelSettings())
+
+    async def _finish(self, messages: list[Message], reply: ScriptedReply) -> Reply:
         if self.delay:
             await asyncio.sleep(self.delay)
         if isinstance(reply, Exception):
             raise reply
+        if isinstance(reply, Reply):
+            return reply if reply.model else reply.model_copy(update={"model": self._name})
         text = _to_text(reply)
-        parsed = parse_reply(text, schema)
         prompt = sum(_approx_tokens(m.content) for m in messages)
         usage = TokenUsage(prompt_tokens=prompt, completion_tokens=_approx_tokens(text))
-        return Completion(parsed=parsed, text=text, usage=usage, model=self._name)
+        return Reply(text=text, usage=usage, finish_reason="stop", model=self._name)
 
 
 class ScriptedModel(_DoubleBase):
     """Replies from a fixed script, in order; raises :class:`DebateError` when it runs out.
 
-    A reply may be a JSON string, a dict, a pydantic object, or an exception to raise.
+    A reply may be a JSON string, a dict, a pydantic object, a raw :class:`Reply` (to script
+    ``finish_reason`` or a refusal), or an exception to raise.
     """
 
     def __init__(
-        self, outputs: Iterable[Reply], *, name: str = "scripted", delay: float = 0.0
+        self, outputs: Iterable[ScriptedReply], *, name: str = "scripted", delay: float = 0.0
     ) -> None:
         super().__init__(name, delay)
         self._outputs = list(outputs)
@@ -90,17 +96,20 @@ class ScriptedModel(_DoubleBase):
         return len(self._outputs) - self._next
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
-        """Return the next scripted reply, parsed into ``schema``."""
-        self.requests.append((messages, schema))
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
+        """Return the next scripted reply."""
+        self._record(messages, schema, settings)
         if self._next >= len(self._outputs):
             raise DebateError(
                 f"ScriptedModel {self._name!r} ran out of replies after {len(self._outputs)}"
             )
         reply = self._outputs[self._next]
         self._next += 1
-        return await self._finish(messages, schema, reply)
+        return await self._finish(messages, reply)
 
 
 class FunctionModel(_DoubleBase):
@@ -113,14 +122,17 @@ class FunctionModel(_DoubleBase):
         self._function = function
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
-        """Call the function and parse what it returns into ``schema``."""
-        self.requests.append((messages, schema))
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
+        """Call the function and return what it gives as a reply."""
+        self._record(messages, schema, settings)
         reply = self._function(messages, schema)
         if inspect.isawaitable(reply):
             reply = await reply
-        return await self._finish(messages, schema, reply)
+        return await self._finish(messages, reply)
 
 
 _WORDS = (
@@ -173,9 +185,12 @@ class TestModel(_DoubleBase):
         self._rng = random.Random(seed)
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
         """Generate a value of ``schema`` from its JSON schema."""
-        self.requests.append((messages, schema))
+        self._record(messages, schema, settings)
         value = fill_schema(json_schema_of(schema), self._rng)
-        return await self._finish(messages, schema, value)
+        return await self._finish(messages, value)

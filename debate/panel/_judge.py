@@ -15,8 +15,7 @@ from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
 from debate.records._config import JudgeSpec
 from debate.records._transcript import RubricScore, Transcript, UnscoredReason, transcript_view
-from debate.runtime._ask import CallPolicy, UsageMeter, ask
-from debate.runtime._events import EventHandler
+from debate.runtime._ask import CallContext, ask
 from debate.runtime._prompts import PromptRenderer
 from debate.runtime._replies import RubricDraft, judge_reply, keyed_items
 
@@ -64,11 +63,9 @@ async def read_transcript(
     messages: list[Message],
     presentation: Presentation,
     settings: ModelSettings,
+    call: CallContext,
     *,
-    policy: CallPolicy,
-    meter: UsageMeter,
     actor: str,
-    on_event: EventHandler | None,
 ) -> Reading:
     """Call the judge once (with re-asks); failures become an unscored reading."""
     ids = presentation.order
@@ -78,11 +75,9 @@ async def read_transcript(
             messages,
             judge_reply(ids),
             settings,
-            policy=policy,
-            meter=meter,
+            call,
             phase="judge",
             actor=actor,
-            on_event=on_event,
         )
     except ModelOutputError as exc:
         logger.warning("judge %s unscored: %s", actor, exc.reason)
@@ -91,7 +86,7 @@ async def read_transcript(
             reason=exc.reason,  # type: ignore[arg-type]
             detail=str(exc),
             raw=exc.raw,
-            attempts=policy.max_retries + 1,
+            attempts=exc.attempts,
         )
     except ProviderError as exc:
         logger.warning("judge %s unscored: %s", actor, exc.kind)

@@ -24,11 +24,12 @@ from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
 from debate.records._result import PanelResult, TopicSource
 from debate.records._transcript import SIDES, JudgeEvaluation, SwapReading, Transcript
-from debate.runtime._ask import CallPolicy, UsageMeter
+from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import choose_calibration
+from debate.storage._cache import ResponseCache
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class MultiJudgePanel:
         on_event: Progress callback.
         history: Track-record accuracy by judge identity (``debate.quality._track.identity``);
             judges without history count as 1.0.
+        cache: Response cache: a judge's valid reply is replayed from it, and stored in it.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class MultiJudgePanel:
         topics: TopicProfiles | None = None,
         on_event: EventHandler | None = None,
         history: Mapping[str, float] | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
         base = config or RunConfig()
         self.history = dict(history or {})
@@ -71,6 +74,7 @@ class MultiJudgePanel:
         self.renderer = renderer or PromptRenderer(base.templates)
         self.topics = topics or TopicProfiles.load(base.topics)
         self.on_event = on_event
+        self.cache = cache
         self.models = self._bind_models(models)
         for spec in self.judges:
             template = f"judge_role_{spec.role}.md.jinja"
@@ -104,9 +108,7 @@ class MultiJudgePanel:
             self.models[self.judges[0].name],
             renderer=self.renderer,
             settings=settings,
-            policy=CallPolicy.of(self.config),
-            meter=meter,
-            on_event=self.on_event,
+            call=self._call(meter),
         )
 
     def identity(self, spec: JudgeSpec) -> str:
@@ -233,11 +235,12 @@ class MultiJudgePanel:
             judge_request(self.renderer, spec, transcript, presentation, system),
             presentation,
             settings,
-            policy=CallPolicy.of(self.config),
-            meter=meter,
+            self._call(meter),
             actor=actor,
-            on_event=self.on_event,
         )
+
+    def _call(self, meter: UsageMeter) -> CallContext:
+        return CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event)
 
     async def _judge(
         self,

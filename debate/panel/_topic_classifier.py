@@ -20,8 +20,7 @@ from debate.exceptions import ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._topics import TopicProfiles
 from debate.records._result import TopicSource
-from debate.runtime._ask import CallPolicy, UsageMeter, ask
-from debate.runtime._events import EventHandler
+from debate.runtime._ask import CallContext, ask
 from debate.runtime._prompts import PromptRenderer
 
 logger = logging.getLogger(__name__)
@@ -45,9 +44,7 @@ async def classify_topic(
     *,
     renderer: PromptRenderer,
     settings: ModelSettings,
-    policy: CallPolicy,
-    meter: UsageMeter,
-    on_event: EventHandler | None = None,
+    call: CallContext,
 ) -> tuple[str, TopicSource]:
     """The model's topic type, or the keyword type when the call fails."""
     types = tuple(profiles.profiles)
@@ -63,11 +60,9 @@ async def classify_topic(
             [Message(role="user", content=prompt)],
             topic_reply(types),
             small,
-            policy=policy,
-            meter=meter,
+            call,
             phase="topic",
             actor="classifier",
-            on_event=on_event,
         )
     except (ModelOutputError, ProviderError) as exc:
         logger.warning("topic classifier failed (%s); using the keyword type", exc)

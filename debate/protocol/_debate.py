@@ -22,9 +22,9 @@ from debate.records._transcript import (
     other,
     transcript_view,
 )
-from debate.runtime._ask import CallPolicy, UsageMeter, ask
+from debate.runtime._ask import CallContext, ask
 from debate.runtime._deadline import Deadline
-from debate.runtime._events import EventHandler, Phase
+from debate.runtime._events import Phase
 from debate.runtime._prompts import PromptRenderer
 from debate.runtime._replies import ArgumentDraft, ClosingDraft, ExamDraft, keyed_items, keyed_reply
 
@@ -52,18 +52,14 @@ class DebateProtocol:
         arguments: int,
         rounds: int,
         settings: ModelSettings,
-        policy: CallPolicy,
-        meter: UsageMeter,
-        on_event: EventHandler | None = None,
+        call: CallContext,
     ) -> None:
         self.debaters = debaters
         self.renderer = renderer
         self.arguments = arguments
         self.rounds = rounds
         self.settings = settings
-        self.policy = policy
-        self.meter = meter
-        self.on_event = on_event
+        self.call = call
 
     async def run(self, topic: str, *, deadline: Deadline | None = None) -> Transcript:
         """Openings, then ``rounds`` cross-examination rounds, then closings.
@@ -109,12 +105,10 @@ class DebateProtocol:
                 messages,
                 schema,
                 self.settings,
-                policy=self.policy,
-                meter=self.meter,
+                self.call,
                 phase=phase,
                 actor=side,
                 round=round_no,
-                on_event=self.on_event,
             )
         except (ModelOutputError, ProviderError) as exc:
             raise DebaterError(

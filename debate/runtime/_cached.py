@@ -1,64 +1,51 @@
-"""A model wrapper that replays completed calls from the response cache."""
+"""The response cache as :func:`~debate.runtime._ask.ask` uses it: look up, then store.
+
+The cache is consulted above the model boundary, so what is stored is decided where the
+reply is validated: only a valid reply is stored, and a replayed reply is validated again
+like a fresh one. SQLite work runs in a worker thread so the event loop keeps going.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from functools import partial
+from dataclasses import dataclass
 
-from debate.exceptions import ModelOutputError
-from debate.models._base import (
-    Completion,
-    Message,
-    Model,
-    ModelSettings,
-    T,
-    TokenUsage,
-    json_schema_of,
-    parse_reply,
-)
-from debate.runtime._wrapper import ModelWrapper
+from pydantic import BaseModel
+
+from debate.models._base import Message, Model, ModelSettings, Reply, json_schema_of
 from debate.storage._cache import ResponseCache, request_key
 
 
-class CachedModel(ModelWrapper):
-    """Wraps a model: replies come from the cache when present, and are stored when new."""
+@dataclass(frozen=True)
+class CacheSlot:
+    """Where one request's reply lives in the cache."""
 
-    def __init__(self, inner: Model, cache: ResponseCache, *, endpoint: str | None = None) -> None:
-        super().__init__(inner)
-        self.cache = cache
-        self.endpoint = endpoint
-        self.hits = 0
-        self.misses = 0
+    cache: ResponseCache
+    key: str
+    model: str
 
-    async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
-        """Replay a stored reply or ask the wrapped model and store what it said."""
-        settings = settings or ModelSettings()
-        key = request_key(self.name, self.endpoint, messages, json_schema_of(schema), settings)
-        stored = await asyncio.to_thread(self.cache.get, key)
-        if stored is not None:
-            self.hits += 1
-            if stored.reason is not None:
-                raise ModelOutputError(
-                    stored.error or stored.reason, raw=stored.text, reason=stored.reason
-                )
-            parsed = parse_reply(stored.text, schema)
-            return Completion(parsed=parsed, text=stored.text, usage=stored.usage, model=self.name)
-        self.misses += 1
-        try:
-            completion = await self.inner.complete(messages, schema, settings)
-        except ModelOutputError as exc:
-            store = partial(
-                self.cache.put,
-                key,
-                self.name,
-                exc.raw,
-                TokenUsage(),
-                reason=exc.reason,
-                error=str(exc),
-            )
-            await asyncio.to_thread(store)
-            raise
-        await asyncio.to_thread(self.cache.put, key, self.name, completion.text, completion.usage)
-        return completion
+    async def replay(self) -> Reply | None:
+        """The stored reply, with the usage it cost when it was made; None on a miss."""
+        stored = await asyncio.to_thread(self.cache.get, self.key)
+        if stored is None:
+            return None
+        return Reply(text=stored.text, usage=stored.usage, finish_reason=None, model=self.model)
+
+    async def store(self, reply: Reply) -> None:
+        """Keep a reply that validated (never call this with an invalid one)."""
+        await asyncio.to_thread(self.cache.put, self.key, self.model, reply.text, reply.usage)
+
+
+def cache_slot(
+    cache: ResponseCache | None,
+    model: Model,
+    messages: list[Message],
+    schema: type[BaseModel],
+    settings: ModelSettings,
+) -> CacheSlot | None:
+    """The slot of one request, keyed by model, endpoint, messages, schema and settings."""
+    if cache is None:
+        return None
+    endpoint = getattr(model, "base_url", None)
+    key = request_key(model.name, endpoint, messages, json_schema_of(schema), settings)
+    return CacheSlot(cache, key, model.name)

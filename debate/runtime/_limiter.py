@@ -14,8 +14,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from debate.exceptions import ConfigurationError
-from debate.models._base import Completion, Message, Model, ModelSettings, T
+from debate.models._base import Message, Model, ModelSettings, Reply
 from debate.runtime._wrapper import ModelWrapper
 
 WINDOW = 60.0
@@ -87,26 +89,29 @@ class RateLimiter:
         """Replace the estimate with the provider's count."""
         entry.tokens = actual_tokens
 
-    def starts(self) -> list[float]:
-        """Start times of the requests still in the window (for tests and progress)."""
-        return [e.at for e in self._log]
-
 
 class LimitedModel(ModelWrapper):
-    """A model whose calls pass through a shared :class:`RateLimiter`."""
+    """A model whose calls pass through a shared :class:`RateLimiter`.
+
+    It stays a wrapper (unlike the cache, which ``ask`` consults) because it only meters
+    requests: it neither reads nor judges a reply, and a cached reply never reaches it.
+    """
 
     def __init__(self, inner: Model, limiter: RateLimiter) -> None:
         super().__init__(inner)
         self.limiter = limiter
 
     async def complete(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings | None = None
-    ) -> Completion[T]:
+        self,
+        messages: list[Message],
+        schema: type[BaseModel],
+        settings: ModelSettings | None = None,
+    ) -> Reply:
         """Wait for the limiter, call, and settle the token count."""
         settings = settings or ModelSettings()
         estimate = sum(len(m.content) for m in messages) // 4 + settings.max_tokens
         entry = await self.limiter.acquire(estimate)
-        completion = await self.inner.complete(messages, schema, settings)
-        usage = completion.usage
+        reply = await self.inner.complete(messages, schema, settings)
+        usage = reply.usage
         self.limiter.settle(entry, usage.prompt_tokens + usage.completion_tokens or estimate)
-        return completion
+        return reply

@@ -1,4 +1,4 @@
-"""The models of a run: each distinct model built, wrapped (limiter, cache) and closed once."""
+"""The models of a run: each distinct model built, rate-limited and closed once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from debate.exceptions import ConfigurationError
 from debate.models import resolve_model
 from debate.models._base import Model
 from debate.records._config import RunConfig
-from debate.runtime._cached import CachedModel
 from debate.runtime._limiter import LimitedModel, RateLimiter
 from debate.storage._cache import ResponseCache
 
@@ -20,17 +19,22 @@ CacheSpec = ResponseCache | str | Path | None
 T_co = TypeVar("T_co")
 
 
-class _Wrapper:
-    """Wraps every model of a run, each distinct model once.
+def open_cache(cache: CacheSpec) -> ResponseCache | None:
+    """The response cache a run was given (a path is opened; None means no cache)."""
+    if cache is None or isinstance(cache, ResponseCache):
+        return cache
+    return ResponseCache(cache)
 
-    The rate limiter goes inside (a cached reply costs no request), the cache outside.
+
+class _Wrapper:
+    """A run's binding of its models: the response cache it uses and the rate limiter.
+
+    Every model is wrapped in the limiter once. The cache is not a wrapper: it is handed to
+    ``ask`` (through :class:`~debate.runtime._ask.CallContext`), which decides what is stored.
     """
 
     def __init__(self, cache: CacheSpec, limiter: RateLimiter | None = None) -> None:
-        if cache is None or isinstance(cache, ResponseCache):
-            self.cache = cache
-        else:
-            self.cache = ResponseCache(cache)
+        self.cache = open_cache(cache)
         self.limiter = limiter
         self._wrapped: dict[int, Model] = {}
 
@@ -40,9 +44,6 @@ class _Wrapper:
         wrapped = model
         if self.limiter is not None:
             wrapped = LimitedModel(wrapped, self.limiter)
-        if self.cache is not None and not isinstance(model, CachedModel):
-            endpoint = getattr(model, "base_url", None)
-            wrapped = CachedModel(wrapped, self.cache, endpoint=endpoint)
         self._wrapped[id(model)] = wrapped
         return wrapped
 

@@ -1,4 +1,4 @@
-"""A model that wraps another one (cache, rate limiter) and forwards what is not its concern."""
+"""A model that wraps another one (the rate limiter) and forwards what is not its concern."""
 
 from __future__ import annotations
 

@@ -2,9 +2,15 @@
 
 The key is a digest of everything that determines a reply (model, endpoint, messages,
 schema, sampling settings, seed), so re-running the same command replays every call that
-had completed and sends only the ones that had not. Invalid replies are stored too, with
-the reason, so a resumed run takes the same path (same re-asks) as the first one.
-WAL mode and one transaction per write let concurrent runs share a cache file.
+had completed and sends only the ones that had not. Only valid replies are stored (the
+caller, :func:`debate.runtime._ask.ask`, decides): an invalid or truncated reply is asked
+again of the model on a resumed run, so a re-ask or a larger token budget reaches the server
+instead of replaying the failure. WAL mode and one transaction per write let concurrent
+runs share a cache file.
+
+The table keeps the ``reason`` and ``error`` columns of files written before that rule, so
+old and new versions read each other's files; new rows leave them NULL, and rows that hold an
+invalid reply (a reason set) are deleted when a cache is opened, since nothing replays them.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
     model TEXT NOT NULL,
     text TEXT NOT NULL,
-    reason TEXT,
-    error TEXT,
+    reason TEXT,  -- unused: NULL in new rows (files written before hold invalid replies)
+    error TEXT,  -- unused, likewise
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     cached_tokens INTEGER NOT NULL,
@@ -61,16 +67,14 @@ def request_key(
 
 @dataclass(frozen=True)
 class CachedReply:
-    """One stored call: the reply text, and for an invalid reply its reason and error."""
+    """One stored call: the text of a valid reply and the tokens it cost when it was made."""
 
     text: str
-    reason: str | None
-    error: str | None
     usage: TokenUsage
 
 
 class ResponseCache:
-    """The SQLite store behind :class:`CachedModel`."""
+    """The SQLite store of valid replies, looked up and filled by ``ask``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -79,8 +83,10 @@ class ResponseCache:
         self.hits = 0
         """Lookups answered from the cache in this process."""
         self.misses = 0
+        """Lookups that found nothing (the call went to the model)."""
         with self._connect() as db:
             db.execute(SCHEMA_SQL)
+            db.execute("DELETE FROM responses WHERE reason IS NOT NULL")  # see the module doc
 
     def _connect(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -96,7 +102,7 @@ class ResponseCache:
         row = (
             self._connect()
             .execute(
-                "SELECT text, reason, error, prompt_tokens, completion_tokens, cached_tokens "
+                "SELECT text, prompt_tokens, completion_tokens, cached_tokens "
                 "FROM responses WHERE key = ?",
                 (key,),
             )
@@ -106,31 +112,20 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        usage = TokenUsage(prompt_tokens=row[3], completion_tokens=row[4], cached_tokens=row[5])
-        return CachedReply(text=row[0], reason=row[1], error=row[2], usage=usage)
+        usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
+        return CachedReply(text=row[0], usage=usage)
 
-    def put(
-        self,
-        key: str,
-        model: str,
-        text: str,
-        usage: TokenUsage,
-        *,
-        reason: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Store one completed call (first writer wins; replies for a key are interchangeable)."""
+    def put(self, key: str, model: str, text: str, usage: TokenUsage) -> None:
+        """Store one valid reply (first writer wins: valid replies to a key are equivalent)."""
         db = self._connect()
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
-                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
                 (
                     key,
                     model,
                     text,
-                    reason,
-                    error,
                     usage.prompt_tokens,
                     usage.completion_tokens,
                     usage.cached_tokens,
