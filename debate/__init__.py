@@ -2,7 +2,17 @@
 
 The panel declares a winner only when its agreement is strong enough to trust; otherwise it
 says, with reasons, that the judges do not agree or that the debate is too close to call.
+
+Everything a user needs is importable from here; the stage folders (``debate.records``,
+``debate.runtime``, ``debate.panel``, ...) keep their modules private. ``debate.stats`` (pure
+agreement and aggregation statistics) and ``debate.report`` (renderers) are public too.
+``OpenAIModel`` and ``LocalModel`` are imported on first use, so that ``import debate`` does
+not load the ``openai`` SDK or llama.cpp before a command needs them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from debate._version import __version__
 from debate.api import (
@@ -13,16 +23,30 @@ from debate.api import (
     run_debate_sync,
     write_result,
 )
+from debate.batch import BatchItem, load_batch, run_batch
+from debate.council._run import load_candidates, run_council, run_council_sync
 from debate.exceptions import (
     ConfigurationError,
+    DeadlineExceeded,
     DebateError,
     DebaterError,
     ModelOutputError,
     ProviderError,
 )
-from debate.models import FunctionModel, Message, Model, ScriptedModel, TestModel
+from debate.models import (
+    FunctionModel,
+    Message,
+    Model,
+    ModelSettings,
+    Reply,
+    ScriptedModel,
+    TestModel,
+    TokenUsage,
+)
 from debate.panel._panel import MultiJudgePanel
+from debate.quality._track import TrackRecords
 from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
+from debate.records._council import Candidate, CouncilResult
 from debate.records._result import Agreement, DebateResult, Decision, PanelResult, Usage, Vote
 from debate.records._transcript import (
     Argument,
@@ -32,41 +56,92 @@ from debate.records._transcript import (
     RubricScore,
     Transcript,
 )
+from debate.report import charts, render_html, render_markdown, write_report
+from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
+from debate.runtime._limiter import RateLimiter
+from debate.runtime._pricing import PriceTable
+from debate.storage._cache import ResponseCache
+from debate.storage._files import load_result
+
+if TYPE_CHECKING:
+    from debate.models.local import LocalModel
+    from debate.models.openai import OpenAIModel
+
+_LAZY = {"OpenAIModel": "debate.models.openai", "LocalModel": "debate.models.local"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the heavy backends only when they are asked for (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'debate' has no attribute {name!r}")
+
 
 __all__ = [
     "Agreement",
     "Argument",
+    "BatchItem",
+    "Candidate",
     "Closing",
     "ConfigurationError",
+    "CouncilResult",
     "CrossExamination",
+    "DeadlineExceeded",
     "DebateError",
     "DebateResult",
     "DebaterError",
     "Decision",
+    "Event",
+    "EventHandler",
     "FunctionModel",
     "JudgeEvaluation",
     "JudgeSpec",
+    "LocalModel",
     "Message",
     "Model",
     "ModelOutputError",
+    "ModelSettings",
     "MultiJudgePanel",
+    "OpenAIModel",
     "PanelResult",
+    "PriceTable",
     "ProviderError",
+    "RateLimiter",
+    "Reply",
+    "ResponseCache",
     "RubricScore",
     "RunConfig",
     "ScriptedModel",
+    "StepFinished",
+    "StepStarted",
     "TestModel",
     "Thresholds",
+    "TokenUsage",
+    "TrackRecords",
     "Transcript",
     "Usage",
     "Vote",
     "__version__",
+    "charts",
     "default_judges",
     "judge_transcript",
     "judge_transcript_sync",
+    "load_batch",
+    "load_candidates",
     "load_config",
+    "load_result",
     "load_transcript",
+    "render_html",
+    "render_markdown",
+    "run_batch",
+    "run_council",
+    "run_council_sync",
     "run_debate",
     "run_debate_sync",
+    "write_report",
     "write_result",
 ]

@@ -2,9 +2,7 @@
 
 import sys
 
-from debate import RunConfig
-from debate.council._run import run_council_sync
-from debate.records._council import Candidate
+from debate import Candidate, RunConfig, run_council_sync
 
 model = sys.argv[1] if len(sys.argv) > 1 else "scripted"
 candidates = [

@@ -7,8 +7,7 @@ python examples/judge_meeting.py local      # the embedded model
 import sys
 from pathlib import Path
 
-from debate import RunConfig, judge_transcript_sync, load_transcript, write_result
-from debate.report import write_report
+from debate import RunConfig, judge_transcript_sync, load_transcript, write_report, write_result
 
 model = sys.argv[1] if len(sys.argv) > 1 else "scripted"
 transcript = load_transcript(Path(__file__).with_name("meeting_transcript.json"))

@@ -1,0 +1,57 @@
+"""The public API: everything the README and the examples use comes from ``debate`` itself."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import debate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_exported_name_resolves() -> None:
+    missing = [name for name in debate.__all__ if not hasattr(debate, name)]
+    assert missing == []
+
+
+def test_council_and_backends_are_exported() -> None:
+    from debate import LocalModel, OpenAIModel, run_council
+
+    assert OpenAIModel.__module__ == "debate.models.openai"
+    assert LocalModel.__module__ == "debate.models.local"
+    assert callable(run_council)
+
+
+def test_import_debate_does_not_load_the_heavy_backends() -> None:
+    code = (
+        "import sys, debate; "
+        "print('llama_cpp' in sys.modules, 'debate.models.local' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def _imports(source: str) -> list[str]:
+    modules = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+        elif isinstance(node, ast.Import):
+            modules.extend(alias.name for alias in node.names)
+    return [m for m in modules if m == "debate" or m.startswith("debate.")]
+
+
+def test_examples_import_only_from_debate() -> None:
+    sources = {p.name: p.read_text() for p in (ROOT / "examples").glob("*.py")}
+    for nb in (ROOT / "examples").glob("*.ipynb"):
+        cells = json.loads(nb.read_text())["cells"]
+        sources[nb.name] = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "code"
+        )
+    assert sources, "no examples found"
+    for name, source in sources.items():
+        assert set(_imports(source)) <= {"debate"}, name
