@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import RunConfig, build_config, validation_message
 from debate.records._result import DebateResult
-from debate.records._transcript import Transcript
+from debate.records._transcript import Frozen, Transcript
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool
@@ -35,10 +35,8 @@ from debate.storage._runs import RunStore
 SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
-class BatchItem(BaseModel):
+class BatchItem(Frozen):
     """One line of a batch file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str | None = None
     topic: str | None = None
@@ -55,10 +53,8 @@ class BatchItem(BaseModel):
         return self
 
 
-class BatchLine(BaseModel):
+class BatchLine(Frozen):
     """One line of results.jsonl."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     status: Literal["ok", "failed"]

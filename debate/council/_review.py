@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from debate._version import __version__
 from debate.council._aggregate import aggregate
@@ -26,6 +26,7 @@ from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult, CouncilScore, Review
+from debate.records._transcript import Frozen
 from debate.runtime._ask import CallPolicy, UsageMeter, ask
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
@@ -40,17 +41,13 @@ class Reviewer:
     perspective: str | None = None
 
 
-class _Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Answer(_Reply):
+class Answer(Frozen):
     """A generated candidate answer."""
 
     answer: str = Field(min_length=1, max_length=4000)
 
 
-class _Scores(_Reply):
+class _Scores(Frozen):
     accuracy: int = Field(ge=1, le=10)
     relevance: int = Field(ge=1, le=10)
     completeness: int = Field(ge=1, le=10)
@@ -68,9 +65,7 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     """The reviewer's reply: scores keyed by every label (all required), then a ranking."""
     item = _GatedScores if gated else _Scores
     fields: dict[str, Any] = {f"k{i}": (item, Field(alias=label)) for i, label in enumerate(labels)}
-    evaluations = create_model(
-        "Evaluations", __config__=ConfigDict(frozen=True, extra="forbid"), **fields
-    )
+    evaluations = create_model("Evaluations", __base__=Frozen, **fields)
     label_type = Literal[labels]  # type: ignore[valid-type]
 
     def _distinct(value: list[str]) -> list[str]:
@@ -80,7 +75,7 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
 
     model: type[BaseModel] = create_model(
         "CouncilReview",
-        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __base__=Frozen,
         __validators__={"_distinct": field_validator("ranking")(_distinct)},
         evaluations=(evaluations, ...),
         ranking=(list[label_type], Field(max_length=len(labels))),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from debate.api import judge_transcript
 from debate.council._review import check_candidates
@@ -37,16 +37,14 @@ from debate.quality._validity import (
 )
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS, Transcript
+from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._pool import CacheSpec, ModelPool
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
 
 
-class DebateItem(BaseModel):
+class DebateItem(Frozen):
     """A debate transcript with a known verdict."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     transcript: Transcript

@@ -30,8 +30,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import closing
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
 
 PRIOR_ITEMS = 10.0
@@ -65,10 +64,8 @@ ScoreRow = tuple[str, str, str, str, str, float, float]
 """``(identity, item, dataset, target, dimension, judge score, people's score)``."""
 
 
-class DimensionAgreement(BaseModel):
+class DimensionAgreement(Frozen):
     """A judge against people on one rubric dimension."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pairs: int
     """Scored targets (arguments or candidates) where both the judge and people scored."""
@@ -76,10 +73,8 @@ class DimensionAgreement(BaseModel):
     """Interval alpha, judge vs the people's mean; None when undefined (e.g. no variation)."""
 
 
-class TrackRecord(BaseModel):
+class TrackRecord(Frozen):
     """What the store knows about one judge identity."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     identity: str
     items: int

@@ -17,21 +17,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from debate.exceptions import ConfigurationError
 from debate.quality._audit import Estimate, wilson
 from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
+from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
 
 Label = Literal["a", "b", "tie"]
 
 
-class PairwiseItem(BaseModel):
+class PairwiseItem(Frozen):
     """A question, two candidates, and what people said."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     question: str
@@ -204,10 +203,8 @@ def cohen_kappa(x: Sequence[str], y: Sequence[str]) -> float:
     return math.nan if expected >= 1 else (observed - expected) / (1 - expected)
 
 
-class JudgeValidity(BaseModel):
+class JudgeValidity(Frozen):
     """One row of the validity report."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     judge: str
     items: int
@@ -254,10 +251,8 @@ def nominal_alpha(rows: Sequence[Sequence[str | None]]) -> float | None:
     return None if math.isnan(value) else value
 
 
-class CalibrationReport(BaseModel):
+class CalibrationReport(Frozen):
     """Per judge and for the panel, against the people's (or the known) answer."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: str
     items: int

@@ -12,10 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from debate.exceptions import ConfigurationError
-from debate.records._transcript import DIMENSIONS
+from debate.records._transcript import DIMENSIONS, Frozen
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,10 +23,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 WEIGHT_TOLERANCE = 1e-6
-
-
-class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
@@ -54,7 +50,7 @@ def default_role_weights() -> dict[str, dict[str, float]]:
     return {role: dict(weights) for role, weights in data_toml("roles.toml").items()}
 
 
-class JudgeSpec(_Config):
+class JudgeSpec(Frozen):
     """One judge of the panel."""
 
     name: str = Field(min_length=1)
@@ -88,7 +84,7 @@ class JudgeSpec(_Config):
         return {d: float(value[d]) for d in DIMENSIONS}
 
 
-class Thresholds(_Config):
+class Thresholds(Frozen):
     """Decision thresholds; echoed in every decision so that a result can be reproduced."""
 
     alpha: float = 0.50
@@ -110,7 +106,7 @@ COUNCIL_WEIGHTS = {
 }
 
 
-class CouncilSettings(_Config):
+class CouncilSettings(Frozen):
     """Council mode: how candidates are scored and ranked."""
 
     method: Literal["normalized", "borda", "rubric"] = "normalized"
@@ -136,7 +132,7 @@ class CouncilSettings(_Config):
         return value
 
 
-class RunConfig(_Config):
+class RunConfig(Frozen):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
     arguments: int = Field(default=3, ge=1, le=10)

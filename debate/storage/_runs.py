@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
-from debate.records._transcript import JudgeEvaluation, RubricScore
+from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore
 from debate.stats import calibrate
 
 SCHEMA = """
@@ -69,10 +68,8 @@ CREATE TABLE IF NOT EXISTS council_entries (
 """
 
 
-class LeaderboardRow(BaseModel):
+class LeaderboardRow(Frozen):
     """One model across council questions."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     mean_borda: float
