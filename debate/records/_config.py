@@ -6,7 +6,6 @@ than in code, so a user can replace them without editing the package.
 
 from __future__ import annotations
 
-import math
 import sys
 from importlib import resources
 from pathlib import Path
@@ -16,13 +15,12 @@ from pydantic import Field, ValidationError, field_validator
 
 from debate.exceptions import ConfigurationError
 from debate.records._transcript import DIMENSIONS, Frozen
+from debate.stats import RUBRIC_WEIGHTS, check_weights
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-WEIGHT_TOLERANCE = 1e-6
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
@@ -67,21 +65,7 @@ class JudgeSpec(Frozen):
     @field_validator("weights")
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
-        missing = [d for d in DIMENSIONS if d not in value]
-        extra = [k for k in value if k not in DIMENSIONS]
-        if missing or extra:
-            raise ValueError(
-                f"weights need exactly {', '.join(DIMENSIONS)}"
-                + (f"; missing {', '.join(missing)}" if missing else "")
-                + (f"; unknown {', '.join(extra)}" if extra else "")
-            )
-        negative = [k for k, v in value.items() if not v >= 0 or not math.isfinite(v)]
-        if negative:
-            raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
-        total = sum(value.values())
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
-        return {d: float(value[d]) for d in DIMENSIONS}
+        return check_weights(value, DIMENSIONS)
 
 
 class Thresholds(Frozen):
@@ -97,21 +81,12 @@ class Thresholds(Frozen):
     """A weighted PRO-CON margin smaller than this is too close to call."""
 
 
-COUNCIL_WEIGHTS = {
-    "accuracy": 0.35,
-    "relevance": 0.10,
-    "completeness": 0.20,
-    "conciseness": 0.15,
-    "clarity": 0.20,
-}
-
-
 class CouncilSettings(Frozen):
     """Council mode: how candidates are scored and ranked."""
 
     method: Literal["normalized", "borda", "rubric"] = "normalized"
     """Primary ranking: z-normalised score averaging, Borda count, or raw rubric means."""
-    weights: dict[str, float] = Field(default_factory=lambda: dict(COUNCIL_WEIGHTS))
+    weights: dict[str, float] = Field(default_factory=lambda: dict(RUBRIC_WEIGHTS))
     """Rubric weights over accuracy, relevance, completeness, conciseness, clarity (sum 1)."""
     safety_gate: bool = False
     """Ask reviewers to flag unsafe answers; a majority flag caps the answer's score."""
@@ -122,14 +97,7 @@ class CouncilSettings(Frozen):
     @field_validator("weights")
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
-        if set(value) != set(COUNCIL_WEIGHTS):
-            raise ValueError(f"council weights need exactly {', '.join(COUNCIL_WEIGHTS)}")
-        if any(not v >= 0 for v in value.values()):
-            raise ValueError("council weights must be non-negative")
-        total = sum(value.values())
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise ValueError(f"council weights sum to {total:.6g}; make them sum to 1")
-        return value
+        return check_weights(value, tuple(RUBRIC_WEIGHTS))
 
 
 class RunConfig(Frozen):

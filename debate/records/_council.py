@@ -9,14 +9,10 @@ from pydantic import Field, field_validator, model_validator
 from debate.records._config import RunConfig
 from debate.records._result import Usage
 from debate.records._transcript import Frozen, UnscoredReason
+from debate.stats import RUBRIC_WEIGHTS
 
-COUNCIL_DIMENSIONS: tuple[str, ...] = (
-    "accuracy",
-    "relevance",
-    "completeness",
-    "conciseness",
-    "clarity",
-)
+COUNCIL_DIMENSIONS: tuple[str, ...] = tuple(RUBRIC_WEIGHTS)
+"""The council's rubric dimensions: the keys of its default weights, named once."""
 Method = Literal["normalized", "borda", "rubric"]
 
 

@@ -135,6 +135,36 @@ RUBRIC_WEIGHTS: dict[str, float] = {
     "conciseness": 0.15,
     "clarity": 0.20,
 }
+"""The council's default rubric weights (``CouncilSettings.weights`` starts from these)."""
+
+
+def check_weights(
+    weights: Mapping[str, float], names: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Rubric weights checked once for every rubric (the panel's and the council's).
+
+    Weights are finite, non-negative and sum to 1 within :data:`WEIGHT_TOLERANCE`; with
+    ``names``, exactly those keys, returned in that order.
+
+    Raises:
+        ValueError: one line naming the offending keys or the sum, and the fix.
+    """
+    if names is not None:
+        missing = [d for d in names if d not in weights]
+        extra = [k for k in weights if k not in names]
+        if missing or extra:
+            raise ValueError(
+                f"weights need exactly {', '.join(names)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
+    negative = [k for k, v in weights.items() if not v >= 0 or not math.isfinite(v)]
+    if negative:
+        raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
+    total = sum(weights.values())
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
+    return {d: float(weights[d]) for d in (weights if names is None else names)}
 
 
 def rubric_overall(
@@ -153,13 +183,7 @@ def rubric_overall(
         ValueError: weights that are negative or do not sum to 1, or a weighted dimension
             missing from ``scores`` (it is never filled in).
     """
-    w = dict(RUBRIC_WEIGHTS if weights is None else weights)
-    negative = [k for k, v in w.items() if not v >= 0]
-    if negative:
-        raise ValueError(f"weights.{negative[0]} must be non-negative")
-    total = sum(w.values())
-    if abs(total - 1.0) > WEIGHT_TOLERANCE:
-        raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
+    w = check_weights(RUBRIC_WEIGHTS if weights is None else weights)
     missing = [d for d in w if d not in scores]
     if missing:
         raise ValueError(f"scores.{missing[0]} is missing; every weighted dimension is needed")
