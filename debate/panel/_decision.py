@@ -17,24 +17,18 @@ from debate.records._config import Thresholds
 from debate.records._result import Agreement, Decision, Vote
 from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Transcript
 from debate.stats import (
+    HIGH_AGREEMENT,
+    UNDEFINED,
     argument_variance,
+    band,
     bootstrap_margin,
     calibrate,
     fleiss_kappa_from_labels,
+    fmt,
     krippendorff_alpha,
     side_vote,
 )
 from debate.stats._calibration import Method as CalibrationMethod
-
-BANDS = ((0.80, "high"), (0.67, "moderate"), (0.50, "low"))
-
-
-def band(alpha: float) -> str:
-    """The interpretation band of an alpha value (Krippendorff's conventions)."""
-    for bound, name in BANDS:
-        if alpha >= bound:
-            return name
-    return "unacceptable"
 
 
 def _num(value: float) -> float | None:
@@ -220,8 +214,8 @@ def decide(
     alpha, kappa = agreement.alpha, agreement.kappa
     alpha_ok = alpha is not None and alpha >= thresholds.alpha
     kappa_ok = kappa is not None and kappa >= thresholds.kappa
-    alpha_text = "undefined" if alpha is None else f"{alpha:.3f} ({band(alpha)} agreement)"
-    kappa_text = "undefined" if kappa is None else f"{kappa:.3f}"
+    alpha_text = UNDEFINED if alpha is None else f"{fmt(alpha)} ({band(alpha)} agreement)"
+    kappa_text = fmt(kappa)
     alpha_fail = (
         "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
         if alpha is None
@@ -242,7 +236,7 @@ def decide(
         reasons.append(f"{alpha_fail}: scores diverge")
     elif not kappa_ok:
         reasons.append(f"{kappa_fail}: standings diverge")
-    elif alpha is not None and alpha < 0.80:
+    elif alpha is not None and alpha < HIGH_AGREEMENT:
         reasons.append(f"alpha {alpha_text}: review the high-variance arguments")
     high = [
         arg_id

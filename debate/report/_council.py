@@ -5,7 +5,7 @@ from __future__ import annotations
 from debate.records._council import CouncilResult
 from debate.report._markup import esc, section, table
 from debate.report._svg import INK, MUTED, svg, text
-from debate.report._view import fmt
+from debate.stats import fmt
 
 Z = 1.96
 
@@ -108,7 +108,7 @@ def render_council_html(result: CouncilResult) -> str:
         f"</summary><p>{esc(c.text)}</p></details>"
         for c in result.candidates
     )
-    alpha = "undefined" if result.agreement.alpha is None else f"{result.agreement.alpha:.3f}"
+    alpha = fmt(result.agreement.alpha)
     sections = [
         section(
             "verdict",

@@ -12,17 +12,15 @@ from html import escape
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
 from debate.report._view import (
-    BAND_TEXT,
-    band_of,
     divergence,
     explanation,
-    fmt,
     headline,
     heatmap,
     margin_words,
     standing_cells,
     unscored_label,
 )
+from debate.stats import BAND_TEXT, band, fmt, fmt_interval
 
 
 def text(value: object) -> str:
@@ -61,15 +59,15 @@ def _verdict(result: DebateResult) -> list[str]:
         f"**What to do:** {text(d.recommendation)}",
         "",
         f"Margin PRO − CON {fmt(result.vote.margin, signed=True)} · "
-        f"alpha {fmt(a.alpha)} ({band_of(a.alpha)}) · kappa {fmt(a.kappa)} "
-        f"({band_of(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
+        f"alpha {fmt(a.alpha)} ({band(a.alpha)}) · kappa {fmt(a.kappa)} "
+        f"({band(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
         "judges scored",
     ]
 
 
 def _margin(result: DebateResult) -> list[str]:
     v = result.vote
-    ci = "undefined" if v.margin_ci is None else f"{v.margin_ci[0]:+.3f} to {v.margin_ci[1]:+.3f}"
+    ci = fmt_interval(v.margin_ci)
     return [
         "## Who argued better: the PRO − CON margin",
         "",
@@ -94,9 +92,9 @@ def _margin(result: DebateResult) -> list[str]:
 def _agreement(result: DebateResult) -> list[str]:
     a, th = result.agreement, result.decision.thresholds
     rows = [
-        ["alpha (calibrated scores)", fmt(a.alpha), band_of(a.alpha), f"{th.alpha:g}"],
-        ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band_of(a.alpha_raw), "—"],
-        ["kappa (standings)", fmt(a.kappa), band_of(a.kappa), f"{th.kappa:g}"],
+        ["alpha (calibrated scores)", fmt(a.alpha), band(a.alpha), f"{th.alpha:g}"],
+        ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band(a.alpha_raw), "—"],
+        ["kappa (standings)", fmt(a.kappa), band(a.kappa), f"{th.kappa:g}"],
     ]
     by_dim = a.alpha_by_dimension
     names = [d for d in DIMENSIONS if d in by_dim] + [d for d in by_dim if d not in DIMENSIONS]
@@ -111,7 +109,7 @@ def _agreement(result: DebateResult) -> list[str]:
         "",
         md_table(
             ["dimension", "alpha", "band"],
-            [[cell(n), fmt(by_dim[n]), band_of(by_dim[n])] for n in names],
+            [[cell(n), fmt(by_dim[n]), band(by_dim[n])] for n in names],
         ),
     ]
 

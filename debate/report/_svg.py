@@ -10,7 +10,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from debate.report._view import BAND_EDGES, Heatmap, HeatRow, band_of, fmt
+from debate.report._view import Heatmap, HeatRow
+from debate.stats import ALPHA_BANDS, BAND_BOUNDS, UNDEFINED, band, fmt, fmt_interval
 
 BAND_FILL = {
     "unacceptable": "#f6c9c4",
@@ -23,7 +24,7 @@ BAND_INK = {
     "low": "#9a5a00",
     "moderate": "#7a6a00",
     "high": "#2e6b22",
-    "undefined": "#666666",
+    UNDEFINED: "#666666",
 }
 INK = "#1f2933"
 MUTED = "#66707a"
@@ -82,21 +83,21 @@ def agreement_scale(name: str, value: float | None, threshold: float) -> str:
         return left + (v - low) / (1.0 - low) * (right - left)
 
     parts = []
-    for band, lo, hi in BAND_EDGES:
+    for band_name, lo, hi in ALPHA_BANDS:
         a, b = x(max(lo, low)), x(min(hi, 1.0))
         if b <= a:
             continue
         parts.append(
-            f'<rect class="band band-{band}" x="{a:.1f}" y="{top}" width="{b - a:.1f}" '
-            f'height="{bar}" fill="{BAND_FILL[band]}"'
+            f'<rect class="band band-{band_name}" x="{a:.1f}" y="{top}" width="{b - a:.1f}" '
+            f'height="{bar}" fill="{BAND_FILL[band_name]}"'
             + ("" if defined else ' fill-opacity="0.35"')
             + "/>"
         )
         if b - a > 64:
             parts.append(
-                text((a + b) / 2, top + 16, band, anchor="middle", font_size="11", fill=MUTED)
+                text((a + b) / 2, top + 16, band_name, anchor="middle", font_size="11", fill=MUTED)
             )
-    ticks = sorted({low, 0.0, 0.5, 0.67, 0.8, 1.0})
+    ticks = sorted({low, 0.0, *BAND_BOUNDS, 1.0})
     for t in ticks:
         parts.append(
             f'<line x1="{x(t):.1f}" y1="{top + bar}" x2="{x(t):.1f}" y2="{top + bar + 5}" '
@@ -113,14 +114,14 @@ def agreement_scale(name: str, value: float | None, threshold: float) -> str:
     )
     if value is not None and defined:
         vx = x(value)
-        ink = BAND_INK[band_of(value)]
+        ink = BAND_INK[band(value)]
         parts.append(
             f'<line class="marker" x1="{vx:.1f}" y1="{top - 2}" x2="{vx:.1f}" '
             f'y2="{top + bar + 2}" stroke="{INK}" stroke-width="3"/>'
             f'<path d="M{vx - 7:.1f},{top - 12} L{vx + 7:.1f},{top - 12} L{vx:.1f},{top - 3} Z" '
             f'fill="{INK}"/>'
         )
-        label = f"{name} = {fmt(value)} ({band_of(value)})"
+        label = f"{name} = {fmt(value)} ({band(value)})"
         half = len(label) * 3.8 + 6  # about half the label's width at 12px
         lx = min(max(vx, left + half), right - half)
         parts.append(text(lx, top - 16, label, anchor="middle", font_weight="600", fill=ink))
@@ -134,16 +135,16 @@ def agreement_scale(name: str, value: float | None, threshold: float) -> str:
             text(
                 mid,
                 top + 18,
-                "undefined",
+                UNDEFINED,
                 anchor="middle",
                 font_weight="700",
                 font_size="15",
-                fill=BAND_INK["undefined"],
+                fill=BAND_INK[UNDEFINED],
                 class_="undefined",
             )
         )
-        parts.append(text(left, top - 14, f"{name} = undefined", font_weight="600"))
-    label = f"{name}: {fmt(value)} ({band_of(value)}); threshold {threshold:.2f}"
+        parts.append(text(left, top - 14, f"{name} = {UNDEFINED}", font_weight="600"))
+    label = f"{name}: {fmt(value)} ({band(value)}); threshold {threshold:.2f}"
     return svg(width, top + bar + 44, "".join(parts), label)
 
 
@@ -206,7 +207,7 @@ def margin_scale(
                 "margin undefined",
                 anchor="middle",
                 font_weight="700",
-                fill=BAND_INK["undefined"],
+                fill=BAND_INK[UNDEFINED],
                 class_="undefined",
             )
         )
@@ -214,7 +215,7 @@ def margin_scale(
     if interval is not None:
         legend += "; bar: 95% interval"
     parts.append(text(left, axis + 58, legend, font_size="11", fill=MUTED))
-    ci = "undefined" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+    ci = fmt_interval(interval, "[{low}, {high}]")
     label = f"PRO minus CON margin {fmt(margin, signed=True)}, 95% interval {ci}"
     return svg(width, axis + 66, "".join(parts), label)
 
@@ -332,12 +333,12 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
 
     bottom = top + row_h * len(alphas)
     parts = []
-    for band, lo, hi in BAND_EDGES:
+    for band_name, lo, hi in ALPHA_BANDS:
         a, b = x(max(lo, low)), x(min(hi, 1.0))
         if b > a:
             parts.append(
                 f'<rect x="{a:.1f}" y="{top}" width="{b - a:.1f}" height="{bottom - top:.1f}" '
-                f'fill="{BAND_FILL[band]}" fill-opacity="0.45"/>'
+                f'fill="{BAND_FILL[band_name]}" fill-opacity="0.45"/>'
             )
     for i, (name, value) in enumerate(alphas):
         y = top + i * row_h
@@ -347,7 +348,7 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
                 text(
                     x(0) + 6,
                     y + 19,
-                    "undefined",
+                    UNDEFINED,
                     font_style="italic",
                     fill=MUTED,
                     class_="undefined",
@@ -355,7 +356,7 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
             )
             continue
         a, b = sorted((x(0), x(value)))
-        ink = BAND_INK[band_of(value)]
+        ink = BAND_INK[band(value)]
         parts.append(
             f'<rect class="bar" data-dimension="{escape(name)}" x="{a:.1f}" y="{y + 6}" '
             f'width="{max(b - a, 1.5):.1f}" height="18" fill="{ink}"/>'
@@ -366,12 +367,10 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
         if value >= 0 and tx > right - 120:
             tx, anchor = b - 6, "end"
             parts.append(
-                text(tx, y + 19, f"{fmt(value)} {band_of(value)}", anchor=anchor, fill="#ffffff")
+                text(tx, y + 19, f"{fmt(value)} {band(value)}", anchor=anchor, fill="#ffffff")
             )
         else:
-            parts.append(
-                text(tx, y + 19, f"{fmt(value)} {band_of(value)}", anchor=anchor, fill=ink)
-            )
+            parts.append(text(tx, y + 19, f"{fmt(value)} {band(value)}", anchor=anchor, fill=ink))
     parts.append(
         f'<line x1="{x(0):.1f}" y1="{top - 2}" x2="{x(0):.1f}" y2="{bottom + 2}" stroke="{MUTED}"/>'
     )
@@ -380,7 +379,7 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
         f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{bottom + 4}" stroke="{INK}" '
         'stroke-dasharray="4 3"/>'
     )
-    for t in sorted({low, 0.0, 0.5, 0.67, 0.8, 1.0}):
+    for t in sorted({low, 0.0, *BAND_BOUNDS, 1.0}):
         parts.append(text(x(t), bottom + 18, f"{t:.2f}", anchor="middle", font_size="11"))
     label = "Krippendorff's alpha per rubric dimension: " + ", ".join(
         f"{n} {fmt(v)}" for n, v in alphas

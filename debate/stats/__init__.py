@@ -27,8 +27,26 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._reading import (
+    ALPHA_BANDS,
+    BAND_BOUNDS,
+    BAND_TEXT,
+    HIGH_AGREEMENT,
+    UNDEFINED,
+    band,
+    fmt,
+    fmt_interval,
+)
 
 __all__ = [
+    "ALPHA_BANDS",
+    "BAND_BOUNDS",
+    "BAND_TEXT",
+    "HIGH_AGREEMENT",
+    "UNDEFINED",
+    "band",
+    "fmt",
+    "fmt_interval",
     "RUBRIC_WEIGHTS",
     "BootstrapResult",
     "BordaEntry",
