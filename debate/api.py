@@ -16,7 +16,7 @@ from debate.panel._panel import MultiJudgePanel
 from debate.panel._topics import TopicProfiles
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
-from debate.records._result import DebateResult, PanelResult
+from debate.records._result import DebateResult, PanelResult, draw_seed
 from debate.records._transcript import Transcript, check_topic
 from debate.runtime._ask import CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
@@ -27,7 +27,6 @@ from debate.runtime._pool import (
     ModelPool,
     _Wrapper,
     closing_given,
-    draw_seed,
     no_running_loop,
 )
 from debate.runtime._pricing import PriceTable
@@ -99,7 +98,7 @@ async def run_debate(
     except ValueError as exc:
         raise ConfigurationError(f"topic: {exc}") from exc
     cfg = _config(config)
-    seed = draw_seed() if seed is None else seed
+    seed = draw_seed(seed)
     own_pool = pool is None
     pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
@@ -161,7 +160,7 @@ async def judge_transcript(
     Takes the same arguments as :func:`run_debate` (except the debaters).
     """
     cfg = _config(config)
-    seed = draw_seed() if seed is None else seed
+    seed = draw_seed(seed)
     own_pool = pool is None
     pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     wrap = _Wrapper(cache, limiter)

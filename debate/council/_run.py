@@ -14,6 +14,7 @@ from debate.exceptions import ConfigurationError
 from debate.models._base import Model
 from debate.records._config import RunConfig, validation_message
 from debate.records._council import Candidate, CouncilResult
+from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
 from debate.runtime._events import EventHandler
 from debate.runtime._pool import (
@@ -21,7 +22,6 @@ from debate.runtime._pool import (
     ModelPool,
     _Wrapper,
     closing_given,
-    draw_seed,
     no_running_loop,
 )
 from debate.runtime._prompts import PromptRenderer
@@ -90,7 +90,7 @@ async def run_council(
         on_event: Progress callback.
     """
     cfg = config or RunConfig()
-    seed = draw_seed() if seed is None else seed
+    seed = draw_seed(seed)
     wrap = _Wrapper(cache)
     own_pool = pool is None
     pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)

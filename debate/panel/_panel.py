@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import secrets
 from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
@@ -22,7 +21,7 @@ from debate.panel._positions import Presentation, presentations
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
-from debate.records._result import PanelResult, TopicSource
+from debate.records._result import PanelResult, TopicSource, draw_seed
 from debate.records._transcript import SIDES, JudgeEvaluation, SwapReading, Transcript
 from debate.runtime._ask import CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
@@ -145,7 +144,7 @@ class MultiJudgePanel:
         Judges still running when ``deadline`` passes are recorded as unscored (timeout).
         Without a seed one is drawn; it is returned in the result so the run can be replayed.
         """
-        seed = secrets.randbelow(2**31) if seed is None else seed
+        seed = draw_seed(seed)
         meter = meter or UsageMeter()
         settings = ModelSettings(
             temperature=self.config.temperature,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal
 
 from pydantic import Field
@@ -96,6 +97,15 @@ class Usage(Frozen):
     per_call: list[CallUsage] = Field(default_factory=list)
     cost_usd: float | None = None
     """From the price table, when one is configured; None otherwise (never a guess)."""
+
+
+def draw_seed(seed: int | None = None) -> int:
+    """The given seed, or a fresh one when none was given (every result records its seed).
+
+    The one place a seed is drawn, so that the API, the panel, the council and ``run.json``
+    draw from the same range and a recorded seed always replays.
+    """
+    return secrets.randbelow(2**31) if seed is None else seed
 
 
 class PanelResult(Frozen):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -98,11 +97,6 @@ async def closing_pool(pool: ModelPool, work: Awaitable[T_co]) -> T_co:
         return await work
     finally:
         await pool.aclose()
-
-
-def draw_seed() -> int:
-    """A fresh seed for a run that was given none; it is recorded in the result."""
-    return secrets.randbelow(2**31)
 
 
 async def closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
