@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from debate.records._config import Thresholds
 from debate.records._result import Agreement, Decision, Vote
-from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Transcript
+from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Side, Transcript
 from debate.stats import (
     HIGH_AGREEMENT,
     UNDEFINED,
@@ -41,6 +41,8 @@ class ScoreMatrices:
 
     judges: list[str]
     ids: list[str]
+    sides: list[Side]
+    """The side of each column's argument."""
     raw: NDArray[np.float64]
     """Weighted argument score per judge (1-10 scale)."""
     dimensions: dict[str, NDArray[np.float64]]
@@ -72,7 +74,8 @@ def score_matrices(
             # A standing that moved with the presentation order is not a call the judge
             # made; it counts as UNCERTAIN in kappa.
             standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")
-    return ScoreMatrices([e.judge for e in scored], ids, raw, dims, standings)
+    judges = [e.judge for e in scored]
+    return ScoreMatrices(judges, ids, transcript.sides, raw, dims, standings)
 
 
 def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -126,7 +129,7 @@ def vote(
 ) -> Vote:
     """Weighted per-side means of calibrated scores, with a resampled interval."""
     weights = np.array([judge_weights[j] for j in matrices.judges])
-    is_pro = np.array([i.startswith("PRO") for i in matrices.ids])
+    is_pro = np.array([s == "PRO" for s in matrices.sides])
     if not matrices.judges:
         return Vote(
             pro=None,

@@ -113,7 +113,7 @@ def judge_debate_call(result: DebateResult, judge: str) -> str | None:
     weights = {j.name: j.weights for j in result.config.judges}
     raw = score_matrices(result.transcript, [evaluation], weights).raw
     calibrated = calibrate_scores(raw, result.vote.calibration)[0]
-    is_pro = np.array([i.startswith("PRO") for i in result.transcript.argument_ids])
+    is_pro = np.array([s == "PRO" for s in result.transcript.sides])
     margin = float(calibrated[is_pro].mean() - calibrated[~is_pro].mean())
     if abs(margin) < result.config.thresholds.gap:
         return "TIE"

@@ -26,6 +26,11 @@ ARGUMENT_ID = re.compile(r"^(PRO|CON)-[1-9][0-9]*$")
 MAX_TOPIC_CHARS = 2000
 
 
+def side_of(argument_id: str) -> Side:
+    """The side that made an argument, read from its id: the one place its prefix is read."""
+    return "PRO" if argument_id.startswith("PRO") else "CON"
+
+
 class Frozen(BaseModel):
     """Base for every record: immutable, no unknown keys."""
 
@@ -65,7 +70,7 @@ class Argument(Frozen):
     @property
     def side(self) -> Side:
         """The side that made the argument, read from its id."""
-        return "PRO" if self.id.startswith("PRO") else "CON"
+        return side_of(self.id)
 
 
 class CrossExamination(Frozen):
@@ -123,7 +128,7 @@ class Transcript(Frozen):
                 raise ValueError(
                     f"cross_examinations targets {exam.target}, which is not an argument id"
                 )
-            if exam.target.startswith(exam.by):
+            if side_of(exam.target) == exam.by:
                 raise ValueError(
                     f"cross_examinations: {exam.by} examines its own argument {exam.target}"
                 )
@@ -133,6 +138,11 @@ class Transcript(Frozen):
     def argument_ids(self) -> list[str]:
         """Argument ids in transcript order."""
         return [a.id for a in self.arguments]
+
+    @property
+    def sides(self) -> list[Side]:
+        """Each argument's side, in the order of :attr:`argument_ids`."""
+        return [a.side for a in self.arguments]
 
     def side_arguments(self, side: Side) -> list[Argument]:
         """The arguments of one side, in order."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
-from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore
+from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore, side_of
 from debate.stats import calibrate
 
 SCHEMA = """
@@ -241,9 +241,8 @@ def observation_rows(
         for reading, (scores, positions) in enumerate(_readings(e)):
             raw = np.array([[scores[arg_id].weighted(weights[e.judge]) for arg_id in ids]])
             calibrated = calibrate(raw, result.vote.calibration)[0]
-            first = min(positions, key=positions.__getitem__)[:3]
-            for a, arg_id in enumerate(ids):
-                side = arg_id[:3]
+            first = side_of(min(positions, key=positions.__getitem__))
+            for a, (arg_id, side) in enumerate(zip(ids, transcript.sides, strict=True)):
                 yield (
                     e.judge,
                     e.role,
