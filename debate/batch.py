@@ -10,7 +10,6 @@ shared response cache). One item's failure is recorded and never stops the other
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._config import RunConfig, build_config, validation_message
+from debate.records._config import RunConfig, build_config
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript
 from debate.runtime._events import Event, StepFinished
@@ -29,7 +28,7 @@ from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
-from debate.storage._files import write_json_atomic
+from debate.storage._files import read_jsonl_records, write_json_atomic
 from debate.storage._runs import RunStore
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
@@ -92,25 +91,10 @@ class BatchLine(Frozen):
 
 def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
     """Read and validate every line first, so a typo on line 900 fails before any work."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigurationError(f"batch file {path}: cannot read it ({exc.strerror})") from exc
-    items: list[tuple[str, BatchItem]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = BatchItem.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                f"batch file {path} line {number}: not valid JSON ({exc.msg})"
-            ) from exc
-        except ValidationError as exc:
-            raise ConfigurationError(
-                validation_message(exc, f"batch file {path} line {number}")
-            ) from exc
-        items.append((item.id or f"item-{number}", item))
+    items = [
+        (item.id or f"item-{number}", item)
+        for number, item in read_jsonl_records(path, "batch file", BatchItem)
+    ]
     ids = [i for i, _ in items]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

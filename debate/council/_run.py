@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
 from debate.exceptions import ConfigurationError
 from debate.models._base import Model
-from debate.records._config import RunConfig, validation_message
+from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
 from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
@@ -25,6 +22,7 @@ from debate.runtime._pool import (
     no_running_loop,
 )
 from debate.runtime._prompts import PromptRenderer
+from debate.storage._files import read_jsonl_records
 
 
 def load_candidates(path: str | Path) -> list[Candidate]:
@@ -33,26 +31,7 @@ def load_candidates(path: str | Path) -> list[Candidate]:
     Raises:
         ConfigurationError: unreadable file, a bad line (named by its number), repeated ids.
     """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigurationError(f"candidates {path}: cannot read it ({exc.strerror})") from exc
-    candidates = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            candidates.append(Candidate.model_validate(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                f"candidates {path} line {number}: not valid JSON ({exc.msg}); "
-                "write one JSON object per line"
-            ) from exc
-        except ValidationError as exc:
-            raise ConfigurationError(
-                validation_message(exc, f"candidates {path} line {number}")
-            ) from exc
-    return candidates
+    return [c for _, c in read_jsonl_records(path, "candidates", Candidate)]
 
 
 async def run_council(

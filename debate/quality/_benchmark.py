@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +40,7 @@ from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._pool import CacheSpec, ModelPool
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
+from debate.storage._files import read_jsonl_records
 
 
 class DebateItem(Frozen):
@@ -95,13 +95,7 @@ def record_scores(
 
 def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
     """JSONL of ``{"id", "transcript", "verdict"}``."""
-    items = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                items.append(DebateItem.model_validate(json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise ConfigurationError(f"debate items {path} line {number}: {exc}") from exc
+    items = [item for _, item in read_jsonl_records(path, "debate items", DebateItem)]
     return items[:limit] if limit is not None else items
 
 

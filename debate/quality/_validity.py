@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +25,7 @@ from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
 from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
+from debate.storage._files import read_jsonl, read_jsonl_records
 
 Label = Literal["a", "b", "tie"]
 
@@ -79,23 +80,16 @@ def check_dimensions(
     return value
 
 
-def _lines(path: Path) -> Iterator[dict[str, object]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def read_ukpconvarg(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
     """UKPConvArg1 pairs: which of two arguments on one side is more convincing."""
     mapping: dict[str, Label] = {"a1": "a", "a2": "b", "equal": "tie"}
     items = []
-    for row in _lines(Path(path)):
+    for _, row in read_jsonl(path, "ukpconvarg file"):
         question = (
             f"Debate: {row['debate_title']}. Side: {row['stance']}. "
             "Which argument is more convincing?"
         )
-        labels = [mapping[str(a["label"])] for a in row["annotations"]]  # type: ignore[attr-defined]
+        labels = [mapping[str(a["label"])] for a in row["annotations"]]
         items.append(
             PairwiseItem(
                 id=str(row["id"]),
@@ -144,7 +138,7 @@ def read_pandalm(path: str | Path, limit: int | None = None) -> list[PairwiseIte
 
 def read_pairwise(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
     """Our own pairwise JSONL: one PairwiseItem per line."""
-    items = [PairwiseItem.model_validate(row) for row in _lines(Path(path))]
+    items = [item for _, item in read_jsonl_records(path, "pairwise file", PairwiseItem)]
     return items[:limit] if limit is not None else items
 
 
