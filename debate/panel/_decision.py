@@ -249,7 +249,7 @@ def decide(
     if high:
         disagreement = True
         reasons.append(
-            f"the judges split on {', '.join(high)} (variance of calibrated scores "
+            f"the judges split on {', '.join(high)} (variance of offset-corrected scores "
             f">= {thresholds.variance})"
         )
     gap = abs(vote_.margin)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
 
@@ -146,10 +146,6 @@ class TrackRecords:
             key: TrackRecord(identity=key, items=int(n), correct=int(c)).accuracy
             for key, n, c in rows
         }
-
-    def accuracies(self, keys: Iterable[str]) -> Mapping[str, float]:
-        """Shrunk accuracy per identity; identities without history get 1.0."""
-        return {key: self.get(key).accuracy for key in keys}
 
 
 def dimension_agreement(

@@ -1,7 +1,8 @@
 """Aggregation: the panel's weighted side vote, and the council's rankings.
 
-Pure functions on arrays and mappings; the rules are those of the reference figures
-(``shared/reference/judges.md``) and the council design notes.
+Pure functions on arrays and mappings. Each rule (side means, the bootstrap interval, the
+rubric ceiling, Borda points, z-normalised averaging and its tie test) is written out in the
+docstring of the function that applies it, so this module is its own reference.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ Confidence = Literal["high", "medium", "low"]
 WEIGHT_TOLERANCE = 1e-6
 
 
-def argument_variance(calibrated: ArrayLike) -> FloatArray:
-    """Per argument (column): variance (ddof=1) across judges of the finite scores.
+def argument_variance(scores: ArrayLike) -> FloatArray:
+    """Per argument (column): variance (ddof=1) across judges (rows) of the finite scores.
 
-    NaN where fewer than two judges scored the argument.
+    The panel passes offset-corrected raw scores (1-10 scale), not calibrated ones, so that
+    its variance threshold keeps its meaning. NaN where fewer than two judges scored.
     """
-    x = np.asarray(calibrated, dtype=np.float64)
+    x = np.asarray(scores, dtype=np.float64)
     finite = ~np.isnan(x)
     counts = finite.sum(axis=0)
     filled = np.where(finite, x, 0.0)
@@ -297,7 +299,7 @@ def normalized_scores(
 ) -> list[NormalizedEntry]:
     """Z-normalise each reviewer's scores, average per candidate, flag ties.
 
-    Self-votes are removed before normalising. Following the design note, the spread is
+    Self-votes are removed before normalising. The spread is
     the population standard deviation (ddof=0) both for a reviewer's z-scores and for a
     candidate's standard error ``std / sqrt(n)`` (0 with one vote); a reviewer whose
     scores do not vary (std < 0.001) contributes zeros. Exact ties in the mean are broken
