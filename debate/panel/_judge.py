@@ -7,6 +7,7 @@ last. The reply schema is keyed by every argument id, in the order shown.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -14,8 +15,16 @@ from debate.exceptions import ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
 from debate.records._config import JudgeSpec
-from debate.records._transcript import RubricScore, Transcript, UnscoredReason, transcript_view
+from debate.records._transcript import (
+    JudgeEvaluation,
+    RubricScore,
+    SwapReading,
+    Transcript,
+    UnscoredReason,
+    transcript_view,
+)
 from debate.runtime._ask import CallPolicy, UsageMeter, ask
+from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
 from debate.runtime._replies import RubricDraft, judge_reply, keyed_items
@@ -59,30 +68,42 @@ def judge_request(
     return [system, Message(role="user", content=prompt)]
 
 
+@dataclass(frozen=True)
+class Sitting:
+    """What every judge of one evaluation shares, bundled instead of threaded one by one."""
+
+    transcript: Transcript
+    system: Message
+    """The judges' system prompt."""
+    settings: ModelSettings
+    renderer: PromptRenderer
+    policy: CallPolicy
+    meter: UsageMeter
+    deadline: Deadline
+    swap: bool
+    """Read a second time with the sides' order mirrored."""
+    on_event: EventHandler | None = None
+
+
 async def read_transcript(
-    model: Model,
-    messages: list[Message],
-    presentation: Presentation,
-    settings: ModelSettings,
-    *,
-    policy: CallPolicy,
-    meter: UsageMeter,
-    actor: str,
-    on_event: EventHandler | None,
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation, actor: str
 ) -> Reading:
     """Call the judge once (with re-asks); failures become an unscored reading."""
     ids = presentation.order
+    messages = judge_request(
+        sitting.renderer, spec, sitting.transcript, presentation, sitting.system
+    )
     try:
         completion, attempts = await ask(
             model,
             messages,
             judge_reply(ids),
-            settings,
-            policy=policy,
-            meter=meter,
+            sitting.settings,
+            policy=sitting.policy,
+            meter=sitting.meter,
             phase="judge",
             actor=actor,
-            on_event=on_event,
+            on_event=sitting.on_event,
         )
     except ModelOutputError as exc:
         logger.warning("judge %s unscored: %s", actor, exc.reason)
@@ -91,7 +112,7 @@ async def read_transcript(
             reason=exc.reason,  # type: ignore[arg-type]
             detail=str(exc),
             raw=exc.raw,
-            attempts=policy.max_retries + 1,
+            attempts=sitting.policy.max_retries + 1,
         )
     except ProviderError as exc:
         logger.warning("judge %s unscored: %s", actor, exc.kind)
@@ -101,3 +122,73 @@ async def read_transcript(
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
     scores = {key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()}
     return Reading(scores=scores, key_finding=reply.key_finding, attempts=attempts)  # type: ignore[attr-defined]
+
+
+async def evaluate_judge(
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+) -> JudgeEvaluation:
+    """One judge's evaluation: its reading (and the mirrored one), unscored past the deadline."""
+    try:
+        return await asyncio.wait_for(
+            _readings(sitting, spec, model, presentation), sitting.deadline.remaining()
+        )
+    except asyncio.TimeoutError:
+        return JudgeEvaluation(
+            judge=spec.name,
+            role=spec.role,
+            model=model.name,
+            status="unscored",
+            reason="timeout",
+            detail=(
+                f"the deadline of {sitting.deadline.seconds:g} s passed before this judge finished"
+            ),
+            positions=presentation.positions,
+        )
+
+
+async def _readings(
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+) -> JudgeEvaluation:
+    first = await read_transcript(sitting, spec, model, presentation, spec.name)
+    swap = None
+    if sitting.swap:
+        mirrored = presentation.mirrored()
+        second = await read_transcript(sitting, spec, model, mirrored, f"{spec.name} (swapped)")
+        swap = swap_reading(first, second, mirrored)
+    return JudgeEvaluation(
+        judge=spec.name,
+        role=spec.role,
+        model=model.name,
+        status="scored" if first.scores is not None else "unscored",
+        reason=first.reason,
+        detail=first.detail,
+        raw=first.raw,
+        scores=first.scores,
+        key_finding=first.key_finding,
+        attempts=first.attempts,
+        positions=presentation.positions,
+        swap=swap,
+    )
+
+
+def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
+    """Compare two readings of one judge: which standings moved with the presentation."""
+    sensitive: list[str] = []
+    consistency = None
+    if first.scores is not None and second.scores is not None:
+        sensitive = [
+            arg_id
+            for arg_id in mirrored.order
+            if first.scores[arg_id].standing != second.scores[arg_id].standing
+        ]
+        consistency = 1.0 - len(sensitive) / len(mirrored.order)
+    return SwapReading(
+        status="scored" if second.scores is not None else "unscored",
+        reason=second.reason,
+        detail=second.detail,
+        raw=second.raw,
+        positions=mirrored.positions,
+        scores=second.scores,
+        position_sensitive=sorted(sensitive),
+        consistency=consistency,
+    )
