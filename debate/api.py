@@ -184,18 +184,14 @@ def _result(
     cfg: RunConfig,
     debaters: dict[str, str] | None = None,
 ) -> DebateResult:
+    # Every field of the panel's result is a field of the debate result, under its name.
     return DebateResult(
         topic=transcript.topic,
         transcript=transcript,
         debaters=debaters or {},
-        evaluations=panel.evaluations,
-        agreement=panel.agreement,
-        vote=panel.vote,
-        decision=panel.decision,
-        usage=panel.usage,
         config=cfg,
-        seed=panel.seed,
         version=__version__,
+        **dict(panel),
     )
 
 

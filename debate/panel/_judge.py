@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from debate.exceptions import ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
@@ -22,6 +23,7 @@ from debate.records._transcript import (
     Transcript,
     UnscoredReason,
     transcript_view,
+    unscored,
 )
 from debate.runtime._ask import CallPolicy, UsageMeter, ask
 from debate.runtime._deadline import Deadline
@@ -42,6 +44,16 @@ class Reading:
     detail: str | None = None
     raw: str | None = None
     attempts: int = 1
+
+    def outcome(self) -> dict[str, Any]:
+        """The fields a record of this reading carries: scored or not, and why not."""
+        return {
+            "status": "scored" if self.scores is not None else "unscored",
+            "reason": self.reason,
+            "detail": self.detail,
+            "raw": self.raw,
+            "scores": self.scores,
+        }
 
 
 def judge_request(
@@ -105,19 +117,11 @@ async def read_transcript(
             actor=actor,
             on_event=sitting.on_event,
         )
-    except ModelOutputError as exc:
-        logger.warning("judge %s unscored: %s", actor, exc.reason)
-        return Reading(
-            scores=None,
-            reason=exc.reason,  # type: ignore[arg-type]
-            detail=str(exc),
-            raw=exc.raw,
-            attempts=sitting.policy.max_retries + 1,
-        )
-    except ProviderError as exc:
-        logger.warning("judge %s unscored: %s", actor, exc.kind)
-        reason: UnscoredReason = "timeout" if exc.kind == "timeout" else "provider_error"
-        return Reading(scores=None, reason=reason, detail=str(exc))
+    except (ModelOutputError, ProviderError) as exc:
+        why = unscored(exc)
+        logger.warning("judge %s unscored: %s", actor, why["reason"])
+        spent = sitting.policy.max_retries + 1 if isinstance(exc, ModelOutputError) else 1
+        return Reading(scores=None, attempts=spent, **why)
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
     scores = {key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()}
@@ -159,11 +163,7 @@ async def _readings(
         judge=spec.name,
         role=spec.role,
         model=model.name,
-        status="scored" if first.scores is not None else "unscored",
-        reason=first.reason,
-        detail=first.detail,
-        raw=first.raw,
-        scores=first.scores,
+        **first.outcome(),
         key_finding=first.key_finding,
         attempts=first.attempts,
         positions=presentation.positions,
@@ -183,12 +183,8 @@ def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> Swa
         ]
         consistency = 1.0 - len(sensitive) / len(mirrored.order)
     return SwapReading(
-        status="scored" if second.scores is not None else "unscored",
-        reason=second.reason,
-        detail=second.detail,
-        raw=second.raw,
+        **second.outcome(),
         positions=mirrored.positions,
-        scores=second.scores,
         position_sensitive=sorted(sensitive),
         consistency=consistency,
     )

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from debate.exceptions import ModelOutputError, ProviderError
+
 Side = Literal["PRO", "CON"]
 Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
 STANDINGS: tuple[Standing, ...] = ("UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN")
@@ -21,6 +23,18 @@ Outcome = Literal["winner", "too_close", "irreconcilable", "insufficient"]
 UnscoredReason = Literal[
     "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
 ]
+
+
+def unscored(exc: ModelOutputError | ProviderError) -> dict[str, Any]:
+    """Why a call left its judge or reviewer unscored: ``reason``, ``detail``, ``raw``.
+
+    The one mapping from a failed call to the unscored fields, so a judge and a council
+    reviewer that fail the same way are recorded the same way.
+    """
+    if isinstance(exc, ModelOutputError):
+        return {"reason": exc.reason, "detail": str(exc), "raw": exc.raw}
+    return {"reason": "timeout" if exc.kind == "timeout" else "provider_error", "detail": str(exc)}
+
 
 ARGUMENT_ID = re.compile(r"^(PRO|CON)-[1-9][0-9]*$")
 MAX_TOPIC_CHARS = 2000
