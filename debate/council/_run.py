@@ -20,6 +20,7 @@ from debate.runtime._pool import (
     _Wrapper,
     closing_given,
     no_running_loop,
+    owned_pool,
 )
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._files import read_jsonl_records
@@ -71,16 +72,15 @@ async def run_council(
     cfg = config or RunConfig()
     seed = draw_seed(seed)
     wrap = _Wrapper(cache)
-    own_pool = pool is None
-    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
     meter = UsageMeter()
-    try:
+    async with owned_pool(
+        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
+    ) as models:
         if generate:
-            generators = [wrap(m) for m in generate]
             candidates = await generate_candidates(
                 question,
-                generators,
+                [wrap(m) for m in generate],
                 config=cfg,
                 seed=seed,
                 meter=meter,
@@ -90,12 +90,9 @@ async def run_council(
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
-        council_reviewers = _reviewers(cfg, pool, wrap, renderer, reviewers, model, generate)
+        council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
         council = Council(council_reviewers, config=cfg, renderer=renderer, on_event=on_event)
         return await council.rank(question, candidates, seed=seed, meter=meter)
-    finally:
-        if own_pool:
-            await pool.aclose()
 
 
 def _reviewers(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -79,6 +80,26 @@ class ModelPool:
                 seed=self.seed,
             )
         return self._built[key]
+
+
+@asynccontextmanager
+async def owned_pool(
+    pool: ModelPool | None,
+    config: RunConfig,
+    *,
+    api_key_env: str = "OPENAI_API_KEY",
+    seed: int = 0,
+    model_path: str | None = None,
+) -> AsyncIterator[ModelPool]:
+    """The caller's pool as it is (the caller closes it), or a new one closed at the end."""
+    if pool is not None:
+        yield pool
+        return
+    own = ModelPool(config, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    try:
+        yield own
+    finally:
+        await own.aclose()
 
 
 async def close_models(models: list[Model]) -> None:
