@@ -268,6 +268,17 @@ def _pairwise_rows(
     return rows
 
 
+def _review_calls(
+    names: Sequence[str], results: Sequence[CouncilResult]
+) -> dict[str, list[Label | None]]:
+    """Each reviewer's call on every item, in item order."""
+    calls: dict[str, list[Label | None]] = {n: [] for n in names}
+    for result in results:
+        for review in result.reviews:
+            calls[review.reviewer].append(review_call(review))
+    return calls
+
+
 def _check_pairs(items: Sequence[PairwiseItem]) -> None:
     """Every item is checked before the first call, so a bad one fails at once, by its id."""
     for item in items:
@@ -307,10 +318,7 @@ async def calibrate_pairwise(
     results = await _run_items(items, rank, pool, concurrency)
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
-    calls: dict[str, list[Label | None]] = {n: [] for n in names}
-    for result in results:
-        for review in result.reviews:
-            calls[review.reviewer].append(review_call(review))
+    calls = _review_calls(names, results)
     dimensions = _record(
         records,
         dataset,
