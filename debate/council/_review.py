@@ -25,7 +25,13 @@ from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
-from debate.records._council import Candidate, CouncilResult, CouncilScore, Review
+from debate.records._council import (
+    Candidate,
+    CouncilDimensions,
+    CouncilResult,
+    CouncilScore,
+    Review,
+)
 from debate.records._transcript import Frozen, unscored
 from debate.runtime._ask import CallPolicy, UsageMeter, ask
 from debate.runtime._events import EventHandler
@@ -47,12 +53,7 @@ class Answer(Frozen):
     answer: str = Field(min_length=1, max_length=4000)
 
 
-class _Scores(Frozen):
-    accuracy: int = Field(ge=1, le=10)
-    relevance: int = Field(ge=1, le=10)
-    completeness: int = Field(ge=1, le=10)
-    conciseness: int = Field(ge=1, le=10)
-    clarity: int = Field(ge=1, le=10)
+class _Scores(CouncilDimensions):
     notes: str = Field(max_length=300)
 
 

@@ -25,14 +25,19 @@ class Candidate(Frozen):
     """The model that wrote it, if a model did; its own review of it is excluded."""
 
 
-class CouncilScore(Frozen):
-    """One reviewer's rubric scores for one candidate."""
+class CouncilDimensions(Frozen):
+    """The council rubric, each dimension an integer 1-10: in the reply and in the record."""
 
     accuracy: int = Field(ge=1, le=10)
     relevance: int = Field(ge=1, le=10)
     completeness: int = Field(ge=1, le=10)
     conciseness: int = Field(ge=1, le=10)
     clarity: int = Field(ge=1, le=10)
+
+
+class CouncilScore(CouncilDimensions):
+    """One reviewer's rubric scores for one candidate."""
+
     notes: str = ""
     unsafe: bool | None = None
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from debate.records._transcript import Frozen, Standing
+from debate.records._transcript import Frozen, RubricScore
 
 
 class ArgumentDraft(Frozen):
@@ -41,15 +41,11 @@ class ClosingDraft(Frozen):
     statement: str = Field(min_length=1, max_length=900)
 
 
-class RubricDraft(Frozen):
+class RubricDraft(RubricScore):
     """A judge's assessment of one argument."""
 
-    logic: int = Field(ge=1, le=10)
-    evidence: int = Field(ge=1, le=10)
-    responsiveness: int = Field(ge=1, le=10)
-    honesty: int = Field(ge=1, le=10)
-    standing: Standing
     note: str = Field(max_length=200)
+    """Asked for in every reply, and bounded (the record's note may be empty)."""
 
 
 _DRAFTS: dict[str, type[Frozen]] = {
