@@ -64,9 +64,11 @@ class TokenCounts(Frozen):
     """Tokens of one model (or one call)."""
 
     calls: int = 0
+    """HTTP or in-process requests, every retry included."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Prompt tokens the provider served from its prefix cache."""
 
 
 class CallUsage(Frozen):
@@ -83,15 +85,9 @@ class CallUsage(Frozen):
     cached_tokens: int
 
 
-class Usage(Frozen):
+class Usage(TokenCounts):
     """Model usage of a run, from the providers' usage fields."""
 
-    calls: int = 0
-    """HTTP or in-process requests, every retry included."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its prefix cache."""
     retries: int = 0
     by_model: dict[str, TokenCounts] = Field(default_factory=dict)
     per_call: list[CallUsage] = Field(default_factory=list)
