@@ -137,17 +137,13 @@ async def evaluate_judge(
             _readings(sitting, spec, model, presentation), sitting.deadline.remaining()
         )
     except asyncio.TimeoutError:
-        return JudgeEvaluation(
-            judge=spec.name,
-            role=spec.role,
-            model=model.name,
-            status="unscored",
+        seconds = sitting.deadline.seconds
+        late = Reading(
+            scores=None,
             reason="timeout",
-            detail=(
-                f"the deadline of {sitting.deadline.seconds:g} s passed before this judge finished"
-            ),
-            positions=presentation.positions,
+            detail=f"the deadline of {seconds:g} s passed before this judge finished",
         )
+        return _evaluation(spec, model, presentation, late)
 
 
 async def _readings(
@@ -159,13 +155,24 @@ async def _readings(
         mirrored = presentation.mirrored()
         second = await read_transcript(sitting, spec, model, mirrored, f"{spec.name} (swapped)")
         swap = swap_reading(first, second, mirrored)
+    return _evaluation(spec, model, presentation, first, swap)
+
+
+def _evaluation(
+    spec: JudgeSpec,
+    model: Model,
+    presentation: Presentation,
+    reading: Reading,
+    swap: SwapReading | None = None,
+) -> JudgeEvaluation:
+    """The record of one judge: who, in which order it read, and what its reading gave."""
     return JudgeEvaluation(
         judge=spec.name,
         role=spec.role,
         model=model.name,
-        **first.outcome(),
-        key_finding=first.key_finding,
-        attempts=first.attempts,
+        **reading.outcome(),
+        key_finding=reading.key_finding,
+        attempts=reading.attempts,
         positions=presentation.positions,
         swap=swap,
     )
