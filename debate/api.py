@@ -16,8 +16,8 @@ from debate.panel._panel import MultiJudgePanel
 from debate.panel._topics import TopicProfiles
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
-from debate.records._result import DebateResult, PanelResult
-from debate.records._transcript import Transcript, check_topic
+from debate.records._result import DebateResult, PanelResult, draw_seed
+from debate.records._transcript import SIDES, Transcript, check_topic
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
@@ -27,11 +27,12 @@ from debate.runtime._pool import (
     ModelPool,
     _Wrapper,
     closing_given,
-    draw_seed,
     no_running_loop,
+    owned_pool,
 )
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
+from debate.storage._cache import ResponseCache
 from debate.storage._files import write_json_atomic
 
 
@@ -94,22 +95,58 @@ async def run_debate(
     Returns:
         The result, with the transcript, each judge's evaluation, agreement, vote and decision.
     """
+    _check_topic(topic)
+    cfg = _config(config)
+    seed = draw_seed(seed)
+    renderer = PromptRenderer(cfg.templates)
+    wrap = _Wrapper(cache, limiter)
+    meter = UsageMeter(prices=prices)
+    deadline = Deadline(cfg.deadline)
+    async with owned_pool(
+        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
+    ) as models:
+        debaters = _debaters(cfg, models, wrap, model, pro, con)
+        judged = _judge_models(cfg, models, model, judges)
+        panel = _panel(cfg, judged, wrap, on_event, history, renderer)
+        protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
+        transcript = await protocol.run(topic, deadline=deadline)
+        panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
+    return _result(transcript, panel_result, cfg, {s: debaters.of(s).name for s in SIDES})
+
+
+def _debaters(
+    cfg: RunConfig,
+    models: ModelPool,
+    wrap: _Wrapper,
+    model: Model | None,
+    pro: Model | None,
+    con: Model | None,
+) -> Debaters:
+    """Each side's model: its own, else the shared one, else the config's (wrapped)."""
+    return Debaters(
+        pro=wrap(pro or model or models.get(cfg.pro_model)),
+        con=wrap(con or model or models.get(cfg.con_model)),
+    )
+
+
+def _check_topic(topic: str) -> None:
     try:
         check_topic(topic)
     except ValueError as exc:
         raise ConfigurationError(f"topic: {exc}") from exc
-    cfg = _config(config)
-    seed = draw_seed() if seed is None else seed
-    own_pool = pool is None
-    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
-    renderer = PromptRenderer(cfg.templates)
-    wrap = _Wrapper(cache, limiter)
-    debaters = Debaters(
-        pro=wrap(pro or model or pool.get(cfg.pro_model)),
-        con=wrap(con or model or pool.get(cfg.con_model)),
-    )
-    panel = MultiJudgePanel(
-        models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
+
+
+def _panel(
+    cfg: RunConfig,
+    judges: Mapping[str, Model],
+    wrap: _Wrapper,
+    on_event: EventHandler | None,
+    history: Mapping[str, float] | None,
+    renderer: PromptRenderer | None = None,
+) -> MultiJudgePanel:
+    """The run's panel, each judge's model wrapped (cache, limiter) like the debaters'."""
+    return MultiJudgePanel(
+        models={name: wrap(m) for name, m in judges.items()},
         config=cfg,
         renderer=renderer,
         topics=TopicProfiles.load(cfg.topics),
@@ -117,8 +154,19 @@ async def run_debate(
         history=history,
         cache=wrap.cache,
     )
-    meter = UsageMeter(prices=prices)
-    protocol = DebateProtocol(
+
+
+def _protocol(
+    cfg: RunConfig,
+    debaters: Debaters,
+    renderer: PromptRenderer,
+    seed: int,
+    meter: UsageMeter,
+    on_event: EventHandler | None,
+    cache: ResponseCache | None,
+) -> DebateProtocol:
+    """The debaters' side of a run, with the run's settings."""
+    return DebateProtocol(
         debaters,
         renderer,
         arguments=cfg.arguments,
@@ -126,17 +174,8 @@ async def run_debate(
         settings=ModelSettings(
             temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed, timeout=cfg.timeout
         ),
-        call=CallContext(CallPolicy.of(cfg), meter, wrap.cache, on_event),
+        call=CallContext(CallPolicy.of(cfg), meter, cache, on_event),
     )
-    deadline = Deadline(cfg.deadline)
-    try:
-        transcript = await protocol.run(topic, deadline=deadline)
-        panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
-    finally:
-        if own_pool:
-            await pool.aclose()
-    names = {"PRO": debaters.pro.name, "CON": debaters.con.name}
-    return _result(transcript, panel_result, cfg, names)
 
 
 async def judge_transcript(
@@ -160,22 +199,13 @@ async def judge_transcript(
     Takes the same arguments as :func:`run_debate` (except the debaters).
     """
     cfg = _config(config)
-    seed = draw_seed() if seed is None else seed
-    own_pool = pool is None
-    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
-    panel = MultiJudgePanel(
-        models={k: wrap(m) for k, m in _judge_models(cfg, pool, model, judges).items()},
-        config=cfg,
-        on_event=on_event,
-        history=history,
-        cache=wrap.cache,
-    )
-    try:
+    async with owned_pool(
+        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
+    ) as models:
+        panel = _panel(cfg, _judge_models(cfg, models, model, judges), wrap, on_event, history)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))
-    finally:
-        if own_pool:
-            await pool.aclose()
     return _result(transcript, panel_result, cfg)
 
 
@@ -185,18 +215,14 @@ def _result(
     cfg: RunConfig,
     debaters: dict[str, str] | None = None,
 ) -> DebateResult:
+    # Every field of the panel's result is a field of the debate result, under its name.
     return DebateResult(
         topic=transcript.topic,
         transcript=transcript,
         debaters=debaters or {},
-        evaluations=panel.evaluations,
-        agreement=panel.agreement,
-        vote=panel.vote,
-        decision=panel.decision,
-        usage=panel.usage,
         config=cfg,
-        seed=panel.seed,
         version=__version__,
+        **dict(panel),
     )
 
 

@@ -10,35 +10,32 @@ shared response cache). One item's failure is recorded and never stops the other
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._config import RunConfig, build_config, validation_message
+from debate.records._config import RunConfig, build_config
 from debate.records._result import DebateResult
-from debate.records._transcript import Transcript
+from debate.records._transcript import Frozen, Transcript
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import ModelPool
+from debate.runtime._pool import ModelPool, owned_pool
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
-from debate.storage._files import write_json_atomic
+from debate.storage._files import read_jsonl_records, write_json_atomic
 from debate.storage._runs import RunStore
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
-class BatchItem(BaseModel):
+class BatchItem(Frozen):
     """One line of a batch file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str | None = None
     topic: str | None = None
@@ -55,10 +52,8 @@ class BatchItem(BaseModel):
         return self
 
 
-class BatchLine(BaseModel):
+class BatchLine(Frozen):
     """One line of results.jsonl."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     status: Literal["ok", "failed"]
@@ -96,25 +91,10 @@ class BatchLine(BaseModel):
 
 def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
     """Read and validate every line first, so a typo on line 900 fails before any work."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigurationError(f"batch file {path}: cannot read it ({exc.strerror})") from exc
-    items: list[tuple[str, BatchItem]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = BatchItem.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                f"batch file {path} line {number}: not valid JSON ({exc.msg})"
-            ) from exc
-        except ValidationError as exc:
-            raise ConfigurationError(
-                validation_message(exc, f"batch file {path} line {number}")
-            ) from exc
-        items.append((item.id or f"item-{number}", item))
+    items = [
+        (item.id or f"item-{number}", item)
+        for number, item in read_jsonl_records(path, "batch file", BatchItem)
+    ]
     ids = [i for i, _ in items]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -192,7 +172,6 @@ async def run_batch(
     if concurrency < 1:
         raise ConfigurationError(f"--concurrency: {concurrency} must be at least 1")
     progress = progress or Progress(len(items))
-    shared = pool or ModelPool(config, api_key_env=api_key_env, seed=seed)
     gate = asyncio.Semaphore(concurrency)
     lines: dict[str, BatchLine] = {}
 
@@ -207,33 +186,39 @@ async def run_batch(
         async with gate:
             progress.running += 1
             try:
-                result = await _run_item(
+                run = _run_item(
                     item, config, shared, limiter, cache, prices, seed, progress, history
                 )
-                write_result(result, target.parent)
-                if store is not None:
-                    store.record(result)
-                lines[item_id] = BatchLine.of(item_id, result)
-                progress.done += 1
-            except (DebateError, ValidationError, OSError) as exc:
-                lines[item_id] = BatchLine(
-                    id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}"
-                )
-                progress.failed += 1
+                lines[item_id] = line = await _kept(run, item_id, target, store)
+                if line.status == "ok":
+                    progress.done += 1
+                else:
+                    progress.failed += 1
             finally:
                 progress.running -= 1
                 progress.show()
 
-    try:
+    async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
         await asyncio.gather(*(one(i, item) for i, item in items))
-    finally:
-        if pool is None:
-            await shared.aclose()
     progress.show(force=True)
     ordered = [lines[i] for i, _ in items]
     text = "".join(line.model_dump_json() + "\n" for line in ordered)
     write_json_atomic(out_dir / "results.jsonl", text)
     return ordered
+
+
+async def _kept(
+    run: Awaitable[DebateResult], item_id: str, target: Path, store: RunStore | None
+) -> BatchLine:
+    """Await one item's run and keep its result (file, store); a failure is a failed line."""
+    try:
+        result = await run
+        write_result(result, target.parent)
+        if store is not None:
+            store.record(result)
+        return BatchLine.of(item_id, result)
+    except (DebateError, ValidationError, OSError) as exc:
+        return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def _finished(target: Path) -> DebateResult | None:

@@ -47,16 +47,3 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", _guarded_getaddrinfo)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--run-live", action="store_true", help="run tests against real providers")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-live"):
-        return
-    skip = pytest.mark.skip(reason="live test: needs --run-live and OPENAI_API_KEY")
-    for item in items:
-        if "live" in item.keywords:
-            item.add_marker(skip)

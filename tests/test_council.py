@@ -164,3 +164,24 @@ def test_council_cli_refuses_one_candidate(
     )
     _, err = capsys.readouterr()
     assert code == 2 and "at least two" in err
+
+
+BAR = re.compile(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="\2" [^>]*stroke-width="2"/>')
+BRACKET = re.compile(r'<path d="M[\d.]+,([\d.]+) ')
+
+
+@pytest.mark.parametrize("tie_z", [0.3, 1.96, 6.0])
+def test_report_bars_are_the_intervals_the_tie_rule_uses(tie_z: float) -> None:
+    """A bracket joins two candidates exactly where their drawn bars overlap, at any tie_z."""
+    from debate.report._council import ranking_svg, render_council_html
+
+    result = council(config=RunConfig(model="f", council={"tie_z": tie_z}))
+    drawn = ranking_svg(result)
+    bars = [(float(a), float(b)) for a, _, b in BAR.findall(drawn)]
+    assert len(bars) == len(result.rankings) == 3
+    bracketed = {round((float(y) - 25) / 34) for y in BRACKET.findall(drawn)}
+    overlapping = {i for i in range(len(bars) - 1) if min(bars[i]) < max(bars[i + 1])}
+    assert bracketed == overlapping
+    assert bracketed == {i for i, e in enumerate(result.rankings) if e.tied_with_next}
+    coverage = {0.3: "24%", 1.96: "95%", 6.0: "100%"}[tie_z]
+    assert f"bars are {coverage} intervals" in render_council_html(result)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from debate._version import __version__
 from debate.council._aggregate import aggregate
@@ -25,7 +25,14 @@ from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
-from debate.records._council import Candidate, CouncilResult, CouncilScore, Review
+from debate.records._council import (
+    Candidate,
+    CouncilDimensions,
+    CouncilResult,
+    CouncilScore,
+    Review,
+)
+from debate.records._transcript import Frozen, unscored
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
@@ -41,22 +48,13 @@ class Reviewer:
     perspective: str | None = None
 
 
-class _Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Answer(_Reply):
+class Answer(Frozen):
     """A generated candidate answer."""
 
     answer: str = Field(min_length=1, max_length=4000)
 
 
-class _Scores(_Reply):
-    accuracy: int = Field(ge=1, le=10)
-    relevance: int = Field(ge=1, le=10)
-    completeness: int = Field(ge=1, le=10)
-    conciseness: int = Field(ge=1, le=10)
-    clarity: int = Field(ge=1, le=10)
+class _Scores(CouncilDimensions):
     notes: str = Field(max_length=300)
 
 
@@ -69,9 +67,7 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     """The reviewer's reply: scores keyed by every label (all required), then a ranking."""
     item = _GatedScores if gated else _Scores
     fields: dict[str, Any] = {f"k{i}": (item, Field(alias=label)) for i, label in enumerate(labels)}
-    evaluations = create_model(
-        "Evaluations", __config__=ConfigDict(frozen=True, extra="forbid"), **fields
-    )
+    evaluations = create_model("Evaluations", __base__=Frozen, **fields)
     label_type = Literal[labels]  # type: ignore[valid-type]
 
     def _distinct(value: list[str]) -> list[str]:
@@ -81,7 +77,7 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
 
     model: type[BaseModel] = create_model(
         "CouncilReview",
-        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __base__=Frozen,
         __validators__={"_distinct": field_validator("ranking")(_distinct)},
         evaluations=(evaluations, ...),
         ranking=(list[label_type], Field(max_length=len(labels))),
@@ -142,6 +138,23 @@ class Council:
             version=__version__,
         )
 
+    def _messages(
+        self, reviewer: Reviewer, question: str, shown: list[tuple[str, Candidate]]
+    ) -> list[Message]:
+        """The reviewer's request: the candidates under their labels, in its own order."""
+        prompt = self.renderer.render(
+            "council_review.md.jinja",
+            question=question,
+            candidates=[{"label": label, "text": c.text} for label, c in shown],
+            labels=tuple(label for label, _ in shown),
+            perspective=reviewer.perspective,
+            safety_gate=self.config.council.safety_gate,
+        )
+        return [
+            Message(role="system", content=self.renderer.render("council_system.md.jinja")),
+            Message(role="user", content=prompt),
+        ]
+
     async def _review(
         self,
         reviewer: Reviewer,
@@ -154,19 +167,6 @@ class Council:
         shown = labelled_order([c.id for c in candidates], rng=rng)
         by_id = {c.id: c for c in candidates}
         labels = tuple(label for label, _, _ in shown)
-        gated = self.config.council.safety_gate
-        prompt = self.renderer.render(
-            "council_review.md.jinja",
-            question=question,
-            candidates=[{"label": label, "text": by_id[cid].text} for label, cid, _ in shown],
-            labels=labels,
-            perspective=reviewer.perspective,
-            safety_gate=gated,
-        )
-        messages = [
-            Message(role="system", content=self.renderer.render("council_system.md.jinja")),
-            Message(role="user", content=prompt),
-        ]
         common: dict[str, Any] = {
             "reviewer": reviewer.name,
             "model": reviewer.model.name,
@@ -179,37 +179,27 @@ class Council:
         try:
             completion, _ = await ask(
                 reviewer.model,
-                messages,
-                review_reply(labels, gated),
+                self._messages(reviewer, question, [(lb, by_id[cid]) for lb, cid, _ in shown]),
+                review_reply(labels, self.config.council.safety_gate),
                 self._settings(seed),
                 CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event),
                 phase="council",
                 actor=reviewer.name,
             )
-        except ModelOutputError as exc:
-            return Review(
-                **common,
-                status="unscored",
-                reason=exc.reason,
-                detail=str(exc),
-                raw=exc.raw,
-            )
-        except ProviderError as exc:
-            reason = "timeout" if exc.kind == "timeout" else "provider_error"
-            return Review(**common, status="unscored", reason=reason, detail=str(exc))
-        reply = completion.parsed
-        evaluations = reply.evaluations  # type: ignore[attr-defined]
-        raw_scores = {
-            common["labels"][label]: getattr(evaluations, f"k{i}").model_dump()
-            for i, label in enumerate(labels)
-        }
-        ranking = [common["labels"][label] for label in reply.ranking]  # type: ignore[attr-defined]
-        return Review(
-            **common,
-            status="scored",
-            scores={cid: CouncilScore(**s) for cid, s in raw_scores.items()},
-            ranking=ranking,
-        )
+        except (ModelOutputError, ProviderError) as exc:
+            return Review(**common, status="unscored", **unscored(exc))
+        return _scored_review(common, labels, completion.parsed)
+
+
+def _scored_review(common: dict[str, Any], labels: tuple[str, ...], reply: Any) -> Review:
+    """The review a valid reply gives: scores and ranking by candidate id, not by label."""
+    by_label: dict[str, str] = common["labels"]
+    scores = {
+        by_label[label]: CouncilScore(**getattr(reply.evaluations, f"k{i}").model_dump())
+        for i, label in enumerate(labels)
+    }
+    ranking = [by_label[label] for label in reply.ranking]
+    return Review(**common, status="scored", scores=scores, ranking=ranking)
 
 
 def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:

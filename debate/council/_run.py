@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
 from debate.exceptions import ConfigurationError
 from debate.models._base import Model
-from debate.records._config import RunConfig, validation_message
+from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
+from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
 from debate.runtime._events import EventHandler
 from debate.runtime._pool import (
@@ -21,10 +19,11 @@ from debate.runtime._pool import (
     ModelPool,
     _Wrapper,
     closing_given,
-    draw_seed,
     no_running_loop,
+    owned_pool,
 )
 from debate.runtime._prompts import PromptRenderer
+from debate.storage._files import read_jsonl_records
 
 
 def load_candidates(path: str | Path) -> list[Candidate]:
@@ -33,26 +32,7 @@ def load_candidates(path: str | Path) -> list[Candidate]:
     Raises:
         ConfigurationError: unreadable file, a bad line (named by its number), repeated ids.
     """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigurationError(f"candidates {path}: cannot read it ({exc.strerror})") from exc
-    candidates = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            candidates.append(Candidate.model_validate(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                f"candidates {path} line {number}: not valid JSON ({exc.msg}); "
-                "write one JSON object per line"
-            ) from exc
-        except ValidationError as exc:
-            raise ConfigurationError(
-                validation_message(exc, f"candidates {path} line {number}")
-            ) from exc
-    return candidates
+    return [c for _, c in read_jsonl_records(path, "candidates", Candidate)]
 
 
 async def run_council(
@@ -90,18 +70,17 @@ async def run_council(
         on_event: Progress callback.
     """
     cfg = config or RunConfig()
-    seed = draw_seed() if seed is None else seed
+    seed = draw_seed(seed)
     wrap = _Wrapper(cache)
-    own_pool = pool is None
-    pool = pool or ModelPool(cfg, api_key_env=api_key_env, seed=seed, model_path=model_path)
     renderer = PromptRenderer(cfg.templates)
     meter = UsageMeter()
-    try:
+    async with owned_pool(
+        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
+    ) as models:
         if generate:
-            generators = [wrap(m) for m in generate]
             candidates = await generate_candidates(
                 question,
-                generators,
+                [wrap(m) for m in generate],
                 config=cfg,
                 seed=seed,
                 meter=meter,
@@ -112,14 +91,11 @@ async def run_council(
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
-        council_reviewers = _reviewers(cfg, pool, wrap, renderer, reviewers, model, generate)
+        council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
         council = Council(
             council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
         )
         return await council.rank(question, candidates, seed=seed, meter=meter)
-    finally:
-        if own_pool:
-            await pool.aclose()
 
 
 def _reviewers(

@@ -15,26 +15,20 @@ from numpy.typing import NDArray
 
 from debate.records._config import Thresholds
 from debate.records._result import Agreement, Decision, Vote
-from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Transcript
+from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Outcome, Side, Transcript
 from debate.stats import (
+    HIGH_AGREEMENT,
+    UNDEFINED,
     argument_variance,
+    band,
     bootstrap_margin,
     calibrate,
     fleiss_kappa_from_labels,
+    fmt,
     krippendorff_alpha,
     side_vote,
 )
 from debate.stats._calibration import Method as CalibrationMethod
-
-BANDS = ((0.80, "high"), (0.67, "moderate"), (0.50, "low"))
-
-
-def band(alpha: float) -> str:
-    """The interpretation band of an alpha value (Krippendorff's conventions)."""
-    for bound, name in BANDS:
-        if alpha >= bound:
-            return name
-    return "unacceptable"
 
 
 def _num(value: float) -> float | None:
@@ -47,6 +41,8 @@ class ScoreMatrices:
 
     judges: list[str]
     ids: list[str]
+    sides: list[Side]
+    """The side of each column's argument."""
     raw: NDArray[np.float64]
     """Weighted argument score per judge (1-10 scale)."""
     dimensions: dict[str, NDArray[np.float64]]
@@ -78,7 +74,8 @@ def score_matrices(
             # A standing that moved with the presentation order is not a call the judge
             # made; it counts as UNCERTAIN in kappa.
             standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")
-    return ScoreMatrices([e.judge for e in scored], ids, raw, dims, standings)
+    judges = [e.judge for e in scored]
+    return ScoreMatrices(judges, ids, transcript.sides, raw, dims, standings)
 
 
 def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -132,7 +129,7 @@ def vote(
 ) -> Vote:
     """Weighted per-side means of calibrated scores, with a resampled interval."""
     weights = np.array([judge_weights[j] for j in matrices.judges])
-    is_pro = np.array([i.startswith("PRO") for i in matrices.ids])
+    is_pro = np.array([s == "PRO" for s in matrices.sides])
     if not matrices.judges:
         return Vote(
             pro=None,
@@ -210,68 +207,78 @@ def decide(
             f"only {agreement.judges_scored} of {panel_size} judges could score; "
             "at least two are needed",
         )
-        return Decision(
-            outcome="insufficient",
-            winner=None,
-            reasons=reasons,
-            thresholds=thresholds,
-            recommendation=RECOMMENDATIONS["insufficient"],
-        )
-    alpha, kappa = agreement.alpha, agreement.kappa
-    alpha_ok = alpha is not None and alpha >= thresholds.alpha
-    kappa_ok = kappa is not None and kappa >= thresholds.kappa
-    alpha_text = "undefined" if alpha is None else f"{alpha:.3f} ({band(alpha)} agreement)"
-    kappa_text = "undefined" if kappa is None else f"{kappa:.3f}"
-    alpha_fail = (
-        "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
-        if alpha is None
-        else f"alpha {alpha_text} is below {thresholds.alpha}"
-    )
-    kappa_fail = (
-        "kappa is undefined (every standing was the same)"
-        if kappa is None
-        else f"kappa {kappa_text} is below {thresholds.kappa}"
-    )
-    disagreement = False
-    if not alpha_ok and not kappa_ok:
-        disagreement = True
-        reasons.append(
-            f"{alpha_fail} and {kappa_fail}: agreement is not shown on scores or standings"
-        )
-    elif not alpha_ok:
-        reasons.append(f"{alpha_fail}: scores diverge")
-    elif not kappa_ok:
-        reasons.append(f"{kappa_fail}: standings diverge")
-    elif alpha is not None and alpha < 0.80:
-        reasons.append(f"alpha {alpha_text}: review the high-variance arguments")
+        return _decision("insufficient", None, reasons, thresholds)
+    agreement_notes, diverged = _agreement_checks(agreement, thresholds)
+    reasons += agreement_notes
     high = [
         arg_id
         for arg_id, v in agreement.argument_variance.items()
         if v is not None and v >= thresholds.variance
     ]
     if high:
-        disagreement = True
         reasons.append(
-            f"the judges split on {', '.join(high)} (variance of calibrated scores "
+            f"the judges split on {', '.join(high)} (variance of offset-corrected scores "
             f">= {thresholds.variance})"
         )
     gap = abs(vote_.margin)
-    too_close = gap < thresholds.gap
-    if too_close:
+    if gap < thresholds.gap:
         reasons.append(f"the PRO-CON margin {vote_.margin:+.3f} is within {thresholds.gap}")
-    if disagreement:
-        outcome = "irreconcilable"
-    elif too_close:
-        outcome = "too_close"
-    else:
-        outcome = "winner"
-        side = "PRO" if vote_.margin > 0 else "CON"
-        reasons.append(f"{side} leads by {gap:.3f} with alpha {alpha_text} and kappa {kappa_text}")
+    if diverged or high:
+        return _decision("irreconcilable", None, reasons, thresholds, high)
+    if gap < thresholds.gap:
+        return _decision("too_close", None, reasons, thresholds, high)
+    side: Side = "PRO" if vote_.margin > 0 else "CON"
+    reasons.append(
+        f"{side} leads by {gap:.3f} with alpha {_alpha_text(agreement.alpha)} and kappa "
+        f"{fmt(agreement.kappa)}"
+    )
+    return _decision("winner", side, reasons, thresholds, high)
+
+
+def _decision(
+    outcome: Outcome,
+    winner: Side | None,
+    reasons: list[str],
+    thresholds: Thresholds,
+    high: list[str] | None = None,
+) -> Decision:
     return Decision(
         outcome=outcome,
-        winner=("PRO" if vote_.margin > 0 else "CON") if outcome == "winner" else None,
+        winner=winner,
         reasons=reasons,
-        high_variance_arguments=high,
+        high_variance_arguments=high or [],
         thresholds=thresholds,
         recommendation=RECOMMENDATIONS[outcome],
     )
+
+
+def _alpha_text(alpha: float | None) -> str:
+    return UNDEFINED if alpha is None else f"{fmt(alpha)} ({band(alpha)} agreement)"
+
+
+def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[list[str], bool]:
+    """Reasons from alpha and kappa, and whether both fail (the panel diverges)."""
+    alpha, kappa = agreement.alpha, agreement.kappa
+    alpha_ok = alpha is not None and alpha >= thresholds.alpha
+    kappa_ok = kappa is not None and kappa >= thresholds.kappa
+    alpha_fail = (
+        "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
+        if alpha is None
+        else f"alpha {_alpha_text(alpha)} is below {thresholds.alpha}"
+    )
+    kappa_fail = (
+        "kappa is undefined (every standing was the same)"
+        if kappa is None
+        else f"kappa {fmt(kappa)} is below {thresholds.kappa}"
+    )
+    if not alpha_ok and not kappa_ok:
+        return [
+            f"{alpha_fail} and {kappa_fail}: agreement is not shown on scores or standings"
+        ], True
+    if not alpha_ok:
+        return [f"{alpha_fail}: scores diverge"], False
+    if not kappa_ok:
+        return [f"{kappa_fail}: standings diverge"], False
+    if alpha is not None and alpha < HIGH_AGREEMENT:
+        return [f"alpha {_alpha_text(alpha)}: review the high-variance arguments"], False
+    return [], False

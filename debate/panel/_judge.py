@@ -7,15 +7,26 @@ last. The reply schema is keyed by every argument id, in the order shown.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from debate.exceptions import ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
 from debate.records._config import JudgeSpec
-from debate.records._transcript import RubricScore, Transcript, UnscoredReason, transcript_view
+from debate.records._transcript import (
+    JudgeEvaluation,
+    RubricScore,
+    SwapReading,
+    Transcript,
+    UnscoredReason,
+    transcript_view,
+    unscored,
+)
 from debate.runtime._ask import CallContext, ask
+from debate.runtime._deadline import Deadline
 from debate.runtime._prompts import PromptRenderer
 from debate.runtime._replies import RubricDraft, judge_reply, keyed_items
 
@@ -32,6 +43,16 @@ class Reading:
     detail: str | None = None
     raw: str | None = None
     attempts: int = 1
+
+    def outcome(self) -> dict[str, Any]:
+        """The fields a record of this reading carries: scored or not, and why not."""
+        return {
+            "status": "scored" if self.scores is not None else "unscored",
+            "reason": self.reason,
+            "detail": self.detail,
+            "raw": self.raw,
+            "scores": self.scores,
+        }
 
 
 def judge_request(
@@ -58,41 +79,115 @@ def judge_request(
     return [system, Message(role="user", content=prompt)]
 
 
+@dataclass(frozen=True)
+class Sitting:
+    """What every judge of one evaluation shares, bundled instead of threaded one by one."""
+
+    transcript: Transcript
+    system: Message
+    """The judges' system prompt."""
+    settings: ModelSettings
+    renderer: PromptRenderer
+    call: CallContext
+    """Retry policy, usage meter, response cache and progress callback of the run."""
+    deadline: Deadline
+    swap: bool
+    """Read a second time with the sides' order mirrored."""
+
+
 async def read_transcript(
-    model: Model,
-    messages: list[Message],
-    presentation: Presentation,
-    settings: ModelSettings,
-    call: CallContext,
-    *,
-    actor: str,
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation, actor: str
 ) -> Reading:
     """Call the judge once (with re-asks); failures become an unscored reading."""
     ids = presentation.order
+    messages = judge_request(
+        sitting.renderer, spec, sitting.transcript, presentation, sitting.system
+    )
     try:
         completion, attempts = await ask(
             model,
             messages,
             judge_reply(ids),
-            settings,
-            call,
+            sitting.settings,
+            sitting.call,
             phase="judge",
             actor=actor,
         )
-    except ModelOutputError as exc:
-        logger.warning("judge %s unscored: %s", actor, exc.reason)
-        return Reading(
-            scores=None,
-            reason=exc.reason,  # type: ignore[arg-type]
-            detail=str(exc),
-            raw=exc.raw,
-            attempts=exc.attempts,
-        )
-    except ProviderError as exc:
-        logger.warning("judge %s unscored: %s", actor, exc.kind)
-        reason: UnscoredReason = "timeout" if exc.kind == "timeout" else "provider_error"
-        return Reading(scores=None, reason=reason, detail=str(exc))
+    except (ModelOutputError, ProviderError) as exc:
+        why = unscored(exc)
+        logger.warning("judge %s unscored: %s", actor, why["reason"])
+        spent = exc.attempts if isinstance(exc, ModelOutputError) else 1
+        return Reading(scores=None, attempts=spent, **why)
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
     scores = {key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()}
     return Reading(scores=scores, key_finding=reply.key_finding, attempts=attempts)  # type: ignore[attr-defined]
+
+
+async def evaluate_judge(
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+) -> JudgeEvaluation:
+    """One judge's evaluation: its reading (and the mirrored one), unscored past the deadline."""
+    try:
+        return await asyncio.wait_for(
+            _readings(sitting, spec, model, presentation), sitting.deadline.remaining()
+        )
+    except asyncio.TimeoutError:
+        seconds = sitting.deadline.seconds
+        late = Reading(
+            scores=None,
+            reason="timeout",
+            detail=f"the deadline of {seconds:g} s passed before this judge finished",
+        )
+        return _evaluation(spec, model, presentation, late)
+
+
+async def _readings(
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+) -> JudgeEvaluation:
+    first = await read_transcript(sitting, spec, model, presentation, spec.name)
+    swap = None
+    if sitting.swap:
+        mirrored = presentation.mirrored()
+        second = await read_transcript(sitting, spec, model, mirrored, f"{spec.name} (swapped)")
+        swap = swap_reading(first, second, mirrored)
+    return _evaluation(spec, model, presentation, first, swap)
+
+
+def _evaluation(
+    spec: JudgeSpec,
+    model: Model,
+    presentation: Presentation,
+    reading: Reading,
+    swap: SwapReading | None = None,
+) -> JudgeEvaluation:
+    """The record of one judge: who, in which order it read, and what its reading gave."""
+    return JudgeEvaluation(
+        judge=spec.name,
+        role=spec.role,
+        model=model.name,
+        **reading.outcome(),
+        key_finding=reading.key_finding,
+        attempts=reading.attempts,
+        positions=presentation.positions,
+        swap=swap,
+    )
+
+
+def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
+    """Compare two readings of one judge: which standings moved with the presentation."""
+    sensitive: list[str] = []
+    consistency = None
+    if first.scores is not None and second.scores is not None:
+        sensitive = [
+            arg_id
+            for arg_id in mirrored.order
+            if first.scores[arg_id].standing != second.scores[arg_id].standing
+        ]
+        consistency = 1.0 - len(sensitive) / len(mirrored.order)
+    return SwapReading(
+        **second.outcome(),
+        positions=mirrored.positions,
+        position_sensitive=sorted(sensitive),
+        consistency=consistency,
+    )

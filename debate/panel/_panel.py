@@ -10,25 +10,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import secrets
 from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._decision import decide, measure, score_matrices, vote
 from debate.panel._identity import identity
-from debate.panel._judge import Reading, judge_request, read_transcript
+from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
-from debate.records._result import PanelResult, TopicSource
-from debate.records._transcript import SIDES, JudgeEvaluation, SwapReading, Transcript
+from debate.records._result import PanelResult, TopicSource, draw_seed
+from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import choose_calibration
+from debate.stats._calibration import Method as CalibrationMethod
 from debate.storage._cache import ResponseCache
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class MultiJudgePanel:
         return {j.name: models for j in self.judges}
 
     async def _topic(
-        self, topic: str, settings: ModelSettings, meter: UsageMeter
+        self, topic: str, settings: ModelSettings, call: CallContext
     ) -> tuple[str, TopicSource]:
         """The type set by hand, else the keyword table's or the model classifier's."""
         if self.config.topic_type:
@@ -108,7 +108,7 @@ class MultiJudgePanel:
             self.models[self.judges[0].name],
             renderer=self.renderer,
             settings=settings,
-            call=self._call(meter),
+            call=call,
         )
 
     def identity(self, spec: JudgeSpec) -> str:
@@ -147,152 +147,74 @@ class MultiJudgePanel:
         Judges still running when ``deadline`` passes are recorded as unscored (timeout).
         Without a seed one is drawn; it is returned in the result so the run can be replayed.
         """
-        seed = secrets.randbelow(2**31) if seed is None else seed
-        meter = meter or UsageMeter()
-        settings = ModelSettings(
-            temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens,
-            seed=seed,
-            timeout=self.config.timeout,
+        seed = draw_seed(seed)
+        sitting = Sitting(
+            transcript=transcript,
+            system=Message(role="system", content=self.renderer.render("judge_system.md.jinja")),
+            settings=ModelSettings(
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+                seed=seed,
+                timeout=self.config.timeout,
+            ),
+            renderer=self.renderer,
+            call=CallContext(
+                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
+            ),
+            deadline=deadline or Deadline(self.config.deadline),
+            swap=self.config.swap,
         )
-        topic_type, topic_source = await self._topic(transcript.topic, settings, meter)
-        weights = self.judge_weights(topic_type)
-        system = Message(role="system", content=self.renderer.render("judge_system.md.jinja"))
-        deadline = deadline or Deadline(self.config.deadline)
+        topic_type, topic_source = await self._topic(
+            transcript.topic, sitting.settings, sitting.call
+        )
         orders = self.presentations(transcript, seed)
         evaluations = await asyncio.gather(
             *(
-                self._judge_within(deadline, spec, order, transcript, system, settings, meter)
+                evaluate_judge(sitting, spec, self.models[spec.name], order)
                 for spec, order in zip(self.judges, orders, strict=True)
             )
         )
+        return self._conclude(sitting, list(evaluations), topic_type, topic_source, seed)
+
+    def calibration(self, transcript: Transcript) -> CalibrationMethod:
+        """The configured calibration, or the one ``auto`` picks for this many arguments."""
+        if self.config.calibration != "auto":
+            return self.config.calibration
+        return choose_calibration(max(len(transcript.side_arguments(s)) for s in SIDES))
+
+    def _conclude(
+        self,
+        sitting: Sitting,
+        evaluations: list[JudgeEvaluation],
+        topic_type: str,
+        topic_source: TopicSource,
+        seed: int,
+    ) -> PanelResult:
+        """From the evaluations to agreement, the weighted vote and the decision."""
+        transcript = sitting.transcript
         scored = [e for e in evaluations if e.status == "scored"]
-        unscored = [e for e in evaluations if e.status == "unscored"]
-        per_side = max(len(transcript.side_arguments(s)) for s in SIDES)
-        calibration = (
-            choose_calibration(per_side)
-            if self.config.calibration == "auto"
-            else self.config.calibration
-        )
+        calibration = self.calibration(transcript)
         matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
         agreement, calibrated = measure(matrices, calibration)
-        agreement = agreement.model_copy(update={"judges_unscored": len(unscored)})
+        agreement = agreement.model_copy(update={"judges_unscored": len(evaluations) - len(scored)})
         vote_ = vote(
-            matrices, calibrated, weights, topic_type=topic_type, calibration=calibration, seed=seed
+            matrices,
+            calibrated,
+            self.judge_weights(topic_type),
+            topic_type=topic_type,
+            calibration=calibration,
+            seed=seed,
         ).model_copy(update={"topic_source": topic_source})
         decision = decide(agreement, vote_, self.config.thresholds, evaluations, len(self.judges))
         return PanelResult(
-            evaluations=list(evaluations),
+            evaluations=evaluations,
             agreement=agreement,
             vote=vote_,
             decision=decision,
-            usage=meter.snapshot(),
+            usage=sitting.call.meter.snapshot(),
             seed=seed,
         )
 
     def evaluate_sync(self, transcript: Transcript, *, seed: int | None = None) -> PanelResult:
         """Blocking wrapper of :meth:`evaluate` for scripts."""
         return asyncio.run(self.evaluate(transcript, seed=seed))
-
-    async def _judge_within(
-        self,
-        deadline: Deadline,
-        spec: JudgeSpec,
-        presentation: Presentation,
-        transcript: Transcript,
-        system: Message,
-        settings: ModelSettings,
-        meter: UsageMeter,
-    ) -> JudgeEvaluation:
-        try:
-            return await asyncio.wait_for(
-                self._judge(spec, presentation, transcript, system, settings, meter),
-                deadline.remaining(),
-            )
-        except asyncio.TimeoutError:
-            return JudgeEvaluation(
-                judge=spec.name,
-                role=spec.role,
-                model=self.models[spec.name].name,
-                status="unscored",
-                reason="timeout",
-                detail=f"the deadline of {deadline.seconds:g} s passed before this judge finished",
-                positions=presentation.positions,
-            )
-
-    async def _read(
-        self,
-        spec: JudgeSpec,
-        presentation: Presentation,
-        transcript: Transcript,
-        system: Message,
-        settings: ModelSettings,
-        meter: UsageMeter,
-        actor: str,
-    ) -> Reading:
-        return await read_transcript(
-            self.models[spec.name],
-            judge_request(self.renderer, spec, transcript, presentation, system),
-            presentation,
-            settings,
-            self._call(meter),
-            actor=actor,
-        )
-
-    def _call(self, meter: UsageMeter) -> CallContext:
-        return CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event)
-
-    async def _judge(
-        self,
-        spec: JudgeSpec,
-        presentation: Presentation,
-        transcript: Transcript,
-        system: Message,
-        settings: ModelSettings,
-        meter: UsageMeter,
-    ) -> JudgeEvaluation:
-        first = await self._read(spec, presentation, transcript, system, settings, meter, spec.name)
-        swap = None
-        if self.config.swap:
-            mirrored = presentation.mirrored()
-            second = await self._read(
-                spec, mirrored, transcript, system, settings, meter, f"{spec.name} (swapped)"
-            )
-            swap = swap_reading(first, second, mirrored)
-        return JudgeEvaluation(
-            judge=spec.name,
-            role=spec.role,
-            model=self.models[spec.name].name,
-            status="scored" if first.scores is not None else "unscored",
-            reason=first.reason,
-            detail=first.detail,
-            raw=first.raw,
-            scores=first.scores,
-            key_finding=first.key_finding,
-            attempts=first.attempts,
-            positions=presentation.positions,
-            swap=swap,
-        )
-
-
-def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
-    """Compare two readings of one judge: which standings moved with the presentation."""
-    sensitive: list[str] = []
-    consistency = None
-    if first.scores is not None and second.scores is not None:
-        sensitive = [
-            arg_id
-            for arg_id in mirrored.order
-            if first.scores[arg_id].standing != second.scores[arg_id].standing
-        ]
-        consistency = 1.0 - len(sensitive) / len(mirrored.order)
-    return SwapReading(
-        status="scored" if second.scores is not None else "unscored",
-        reason=second.reason,
-        detail=second.detail,
-        raw=second.raw,
-        positions=mirrored.positions,
-        scores=second.scores,
-        position_sensitive=sorted(sensitive),
-        consistency=consistency,
-    )

@@ -14,17 +14,13 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from debate.records._transcript import Side
+from debate.records._transcript import Frozen, Side
 
 PresentationMode = Literal["counterbalanced", "fixed"]
 
 
-class Presentation(BaseModel):
+class Presentation(Frozen):
     """The order one judge reads a transcript in."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sides: tuple[Side, Side]
     """Which side's arguments come first."""

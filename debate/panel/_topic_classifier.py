@@ -14,12 +14,13 @@ import logging
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, create_model
 
 from debate.exceptions import ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._topics import TopicProfiles
 from debate.records._result import TopicSource
+from debate.records._transcript import Frozen
 from debate.runtime._ask import CallContext, ask
 from debate.runtime._prompts import PromptRenderer
 
@@ -31,7 +32,7 @@ def topic_reply(types: tuple[str, ...]) -> type[BaseModel]:
     """``{"topic_type": one of types}``."""
     model: type[BaseModel] = create_model(
         "TopicChoice",
-        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __base__=Frozen,
         topic_type=(Literal[types], ...),  # type: ignore[arg-type]
     )
     return model

@@ -12,18 +12,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from debate.records._transcript import Frozen
 from debate.storage._runs import RunStore
 
 MIN_SAMPLE = 30
 Z95 = 1.959963984540054
 
 
-class Estimate(BaseModel):
+class Estimate(Frozen):
     """One audited figure."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     value: float | None
     low: float | None
@@ -42,10 +40,8 @@ class Estimate(BaseModel):
         )
 
 
-class JudgeAudit(BaseModel):
+class JudgeAudit(Frozen):
     """The audit of one judge identity (role x model)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: str
     model: str

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from debate.api import judge_transcript
 from debate.council._review import check_candidates
@@ -26,6 +25,7 @@ from debate.quality._track import (
 )
 from debate.quality._validity import (
     CalibrationReport,
+    JudgeValidity,
     Label,
     PairwiseItem,
     candidates_of,
@@ -36,17 +36,17 @@ from debate.quality._validity import (
     review_call,
 )
 from debate.records._config import RunConfig
+from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS, Transcript
+from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._pool import CacheSpec, ModelPool
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
+from debate.storage._files import read_jsonl_records
 
 
-class DebateItem(BaseModel):
+class DebateItem(Frozen):
     """A debate transcript with a known verdict."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     transcript: Transcript
@@ -97,13 +97,7 @@ def record_scores(
 
 def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
     """JSONL of ``{"id", "transcript", "verdict"}``."""
-    items = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                items.append(DebateItem.model_validate(json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise ConfigurationError(f"debate items {path} line {number}: {exc}") from exc
+    items = [item for _, item in read_jsonl_records(path, "debate file", DebateItem)]
     return items[:limit] if limit is not None else items
 
 
@@ -115,7 +109,7 @@ def judge_debate_call(result: DebateResult, judge: str) -> str | None:
     weights = {j.name: j.weights for j in result.config.judges}
     raw = score_matrices(result.transcript, [evaluation], weights).raw
     calibrated = calibrate_scores(raw, result.vote.calibration)[0]
-    is_pro = np.array([i.startswith("PRO") for i in result.transcript.argument_ids])
+    is_pro = np.array([s == "PRO" for s in result.transcript.sides])
     margin = float(calibrated[is_pro].mean() - calibrated[~is_pro].mean())
     if abs(margin) < result.config.thresholds.gap:
         return "TIE"
@@ -130,6 +124,73 @@ def panel_debate_call(result: DebateResult) -> str | None:
     return "TIE" if d.outcome == "too_close" else None
 
 
+Item = TypeVar("Item")
+R = TypeVar("R")
+
+Call = tuple[str, str, str, str | None, str | None]
+"""``(judge name, model name, item id, the judge's call, the known answer)``."""
+
+
+async def _run_items(
+    items: Sequence[Item], run: Callable[[Item], Awaitable[R]], pool: ModelPool, concurrency: int
+) -> list[R]:
+    """Run every item, at most ``concurrency`` at a time, then close the pool."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: Item) -> R:
+        async with gate:
+            return await run(item)
+
+    try:
+        return list(await asyncio.gather(*(one(i) for i in items)))
+    finally:
+        await pool.aclose()
+
+
+def _record(
+    records: TrackRecords,
+    dataset: str,
+    key_of: JudgeKey,
+    calls: Iterable[Call],
+    scores: Iterable[ScoreEntry],
+) -> dict[str, dict[str, DimensionAgreement]]:
+    """Store every call that has a known answer, and every score people also gave."""
+    records.add(
+        [
+            (key_of(name, model), item, dataset, call, truth)
+            for name, model, item, call, truth in calls
+            if call is not None and truth is not None
+        ]
+    )
+    return record_scores(records, dataset, key_of, scores)
+
+
+def _accuracy_after(
+    records: TrackRecords, key_of: JudgeKey, models: Mapping[str, str]
+) -> dict[str, float]:
+    """Each judge's shrunk accuracy once this run is stored (1.0 without history)."""
+    history = records.all_accuracies()
+    return {name: history.get(key_of(name, model), 1.0) for name, model in models.items()}
+
+
+def _debate_rows(
+    names: Sequence[str],
+    calls: Mapping[str, Sequence[str | None]],
+    results: Sequence[DebateResult],
+    items: Sequence[DebateItem],
+) -> list[JudgeValidity]:
+    """Each judge's and the panel's verdicts against the known ones, as pairwise labels."""
+    pseudo = [_as_pairwise(i) for i in items]
+    as_label: dict[str, Label] = {"PRO": "a", "CON": "b", "TIE": "tie"}
+
+    def labels(verdicts: Iterable[str | None]) -> list[Label | None]:
+        return [as_label[v] if v else None for v in verdicts]
+
+    rows = [judge_row(n, labels(calls[n]), pseudo) for n in names]
+    rows.append(judge_row("panel", labels(panel_debate_call(r) for r in results), pseudo))
+    return rows
+
+
 async def calibrate_debates(
     items: Sequence[DebateItem],
     *,
@@ -142,39 +203,33 @@ async def calibrate_debates(
     cache: CacheSpec = None,
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict."""
-    gate = asyncio.Semaphore(concurrency)
     pool = ModelPool(config, seed=seed)
 
-    async def one(item: DebateItem) -> DebateResult:
-        async with gate:
-            return await judge_transcript(
-                item.transcript,
-                config=config,
-                model=model,
-                judges=judges,
-                seed=seed,
-                pool=pool,
-                cache=cache,
-            )
+    def judge(item: DebateItem) -> Awaitable[DebateResult]:
+        return judge_transcript(
+            item.transcript,
+            config=config,
+            model=model,
+            judges=judges,
+            seed=seed,
+            pool=pool,
+            cache=cache,
+        )
 
-    try:
-        results = await asyncio.gather(*(one(i) for i in items))
-    finally:
-        await pool.aclose()
+    results = await _run_items(items, judge, pool, concurrency)
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
-    rows: list[tuple[str, str, str, str, str]] = []
-    for n in names:
-        for item, result, call in zip(items, results, calls[n], strict=True):
-            if call is not None:
-                model_name = next(e.model for e in result.evaluations if e.judge == n)
-                rows.append((key_of(n, model_name), item.id, "debate", call, item.verdict))
-    records.add(rows)
-    dimensions = record_scores(
+    models = [{e.judge: e.model for e in r.evaluations} for r in results]
+    dimensions = _record(
         records,
         "debate",
         key_of,
+        (
+            (n, used[n], item.id, call, item.verdict)
+            for n in names
+            for item, used, call in zip(items, models, calls[n], strict=True)
+        ),
         (
             (item.id, item.people_scores, e.judge, e.model, e.scores)
             for item, result in zip(items, results, strict=True)
@@ -182,29 +237,13 @@ async def calibrate_debates(
             if e.scores is not None
         ),
     )
-    pseudo = [_as_pairwise(i) for i in items]
-    as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
-    report_rows = [
-        judge_row(n, [as_label.get(c) if c else None for c in calls[n]], pseudo)  # type: ignore[misc]
-        for n in names
-    ]
-    panel_calls = [panel_debate_call(r) for r in results]
-    report_rows.append(
-        judge_row("panel", [as_label.get(c) if c else None for c in panel_calls], pseudo)  # type: ignore[misc]
-    )
-    history = records.all_accuracies()
-    accuracy = {}
-    if results:
-        for n in names:
-            model_name = next(e.model for e in results[0].evaluations if e.judge == n)
-            accuracy[n] = history.get(key_of(n, model_name), 1.0)
     return CalibrationReport(
         dataset="debate",
         items=len(items),
-        rows=report_rows,
+        rows=_debate_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=None,
-        accuracy_after=accuracy,
+        accuracy_after=_accuracy_after(records, key_of, models[0]) if results else {},
         dimensions=dimensions,
     )
 
@@ -212,6 +251,41 @@ async def calibrate_debates(
 def _as_pairwise(item: DebateItem) -> PairwiseItem:
     label: Label = {"PRO": "a", "CON": "b", "TIE": "tie"}[item.verdict]  # type: ignore[assignment]
     return PairwiseItem(id=item.id, question="-", a="-", b="-", labels=[label])
+
+
+def _pairwise_rows(
+    names: Sequence[str],
+    calls: Mapping[str, Sequence[Label | None]],
+    results: Sequence[CouncilResult],
+    items: Sequence[PairwiseItem],
+) -> list[JudgeValidity]:
+    """Each reviewer's, the council's and every published judge's calls against people."""
+    rows = [judge_row(n, list(calls[n]), items) for n in names]
+    rows.append(judge_row("panel", [panel_call(r) for r in results], items))
+    for baseline in sorted({k for i in items for k in i.baselines}):
+        published = [i.baselines.get(baseline) for i in items]
+        rows.append(judge_row(f"{baseline} (published)", published, items))
+    return rows
+
+
+def _review_calls(
+    names: Sequence[str], results: Sequence[CouncilResult]
+) -> dict[str, list[Label | None]]:
+    """Each reviewer's call on every item, in item order."""
+    calls: dict[str, list[Label | None]] = {n: [] for n in names}
+    for result in results:
+        for review in result.reviews:
+            calls[review.reviewer].append(review_call(review))
+    return calls
+
+
+def _check_pairs(items: Sequence[PairwiseItem]) -> None:
+    """Every item is checked before the first call, so a bad one fails at once, by its id."""
+    for item in items:
+        try:
+            check_candidates(item.question, candidates_of(item))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"item {item.id}: {exc}") from exc
 
 
 async def calibrate_pairwise(
@@ -225,59 +299,35 @@ async def calibrate_pairwise(
     concurrency: int = 4,
     cache: CacheSpec = None,
 ) -> CalibrationReport:
-    """Rank each pair with the council; compare each reviewer's call with the majority.
-
-    Every item is checked before the first call, so a bad item fails the run at once, by
-    its id, rather than after an hour of completed calls.
-    """
-    for item in items:
-        try:
-            check_candidates(item.question, candidates_of(item))
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"item {item.id}: {exc}") from exc
-    gate = asyncio.Semaphore(concurrency)
+    """Rank each pair with the council; compare each reviewer's call with the majority."""
+    _check_pairs(items)
     pool = ModelPool(config, seed=seed)
     shared = model or pool.get(None)
 
-    async def one(item: PairwiseItem) -> Any:
-        async with gate:
-            return await run_council(
-                item.question,
-                candidates_of(item),
-                model=shared,
-                config=config,
-                seed=seed,
-                cache=cache,
-                pool=pool,
-            )
+    def rank(item: PairwiseItem) -> Awaitable[CouncilResult]:
+        return run_council(
+            item.question,
+            candidates_of(item),
+            model=shared,
+            config=config,
+            seed=seed,
+            cache=cache,
+            pool=pool,
+        )
 
-    try:
-        results = await asyncio.gather(*(one(i) for i in items))
-    finally:
-        await pool.aclose()
+    results = await _run_items(items, rank, pool, concurrency)
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
-    calls: dict[str, list[Any]] = {n: [] for n in names}
-    rows: list[tuple[str, str, str, str, str]] = []
-    for item, result in zip(items, results, strict=True):
-        for review in result.reviews:
-            call = review_call(review)
-            calls[review.reviewer].append(call)
-            if call is not None and item.majority is not None:
-                rows.append(
-                    (
-                        key_of(review.reviewer, review.model),
-                        item.id,
-                        dataset,
-                        call,
-                        item.majority,
-                    )
-                )
-    records.add(rows)
-    dimensions = record_scores(
+    calls = _review_calls(names, results)
+    dimensions = _record(
         records,
         dataset,
         key_of,
+        (
+            (review.reviewer, review.model, item.id, review_call(review), item.majority)
+            for item, result in zip(items, results, strict=True)
+            for review in result.reviews
+        ),
         (
             (item.id, item.people_scores, review.reviewer, review.model, review.scores)
             for item, result in zip(items, results, strict=True)
@@ -285,24 +335,16 @@ async def calibrate_pairwise(
             if review.scores is not None
         ),
     )
-    report_rows = [judge_row(n, calls[n], items) for n in names]
-    report_rows.append(judge_row("panel", [panel_call(r) for r in results], items))
-    for baseline in sorted({k for i in items for k in i.baselines}):
-        report_rows.append(
-            judge_row(f"{baseline} (published)", [i.baselines.get(baseline) for i in items], items)
-        )
-    people_rows = max(len(i.labels) for i in items) if items else 0
     people = [
-        [i.labels[k] if k < len(i.labels) else None for i in items] for k in range(people_rows)
+        [i.labels[k] if k < len(i.labels) else None for i in items]
+        for k in range(max((len(i.labels) for i in items), default=0))
     ]
-    history = records.all_accuracies()
-    model_name = shared.name
     return CalibrationReport(
         dataset=dataset,
         items=len(items),
-        rows=report_rows,
+        rows=_pairwise_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=nominal_alpha(people),
-        accuracy_after={n: history.get(key_of(n, model_name), 1.0) for n in names},
+        accuracy_after=_accuracy_after(records, key_of, {n: shared.name for n in names}),
         dimensions=dimensions,
     )

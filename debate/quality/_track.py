@@ -26,12 +26,11 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
 
 PRIOR_ITEMS = 10.0
@@ -65,10 +64,8 @@ ScoreRow = tuple[str, str, str, str, str, float, float]
 """``(identity, item, dataset, target, dimension, judge score, people's score)``."""
 
 
-class DimensionAgreement(BaseModel):
+class DimensionAgreement(Frozen):
     """A judge against people on one rubric dimension."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pairs: int
     """Scored targets (arguments or candidates) where both the judge and people scored."""
@@ -76,10 +73,8 @@ class DimensionAgreement(BaseModel):
     """Interval alpha, judge vs the people's mean; None when undefined (e.g. no variation)."""
 
 
-class TrackRecord(BaseModel):
+class TrackRecord(Frozen):
     """What the store knows about one judge identity."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     identity: str
     items: int
@@ -151,10 +146,6 @@ class TrackRecords:
             key: TrackRecord(identity=key, items=int(n), correct=int(c)).accuracy
             for key, n, c in rows
         }
-
-    def accuracies(self, keys: Iterable[str]) -> Mapping[str, float]:
-        """Shrunk accuracy per identity; identities without history get 1.0."""
-        return {key: self.get(key).accuracy for key in keys}
 
 
 def dimension_agreement(

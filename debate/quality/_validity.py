@@ -13,25 +13,25 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from debate.exceptions import ConfigurationError
 from debate.quality._audit import Estimate, wilson
 from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
+from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
+from debate.storage._files import read_jsonl, read_jsonl_records
 
 Label = Literal["a", "b", "tie"]
 
 
-class PairwiseItem(BaseModel):
+class PairwiseItem(Frozen):
     """A question, two candidates, and what people said."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     question: str
@@ -80,23 +80,16 @@ def check_dimensions(
     return value
 
 
-def _lines(path: Path) -> Iterator[dict[str, object]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def read_ukpconvarg(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
     """UKPConvArg1 pairs: which of two arguments on one side is more convincing."""
     mapping: dict[str, Label] = {"a1": "a", "a2": "b", "equal": "tie"}
     items = []
-    for row in _lines(Path(path)):
+    for _, row in read_jsonl(path, "ukpconvarg file"):
         question = (
             f"Debate: {row['debate_title']}. Side: {row['stance']}. "
             "Which argument is more convincing?"
         )
-        labels = [mapping[str(a["label"])] for a in row["annotations"]]  # type: ignore[attr-defined]
+        labels = [mapping[str(a["label"])] for a in row["annotations"]]
         items.append(
             PairwiseItem(
                 id=str(row["id"]),
@@ -145,7 +138,7 @@ def read_pandalm(path: str | Path, limit: int | None = None) -> list[PairwiseIte
 
 def read_pairwise(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
     """Our own pairwise JSONL: one PairwiseItem per line."""
-    items = [PairwiseItem.model_validate(row) for row in _lines(Path(path))]
+    items = [item for _, item in read_jsonl_records(path, "pairwise file", PairwiseItem)]
     return items[:limit] if limit is not None else items
 
 
@@ -204,10 +197,8 @@ def cohen_kappa(x: Sequence[str], y: Sequence[str]) -> float:
     return math.nan if expected >= 1 else (observed - expected) / (1 - expected)
 
 
-class JudgeValidity(BaseModel):
+class JudgeValidity(Frozen):
     """One row of the validity report."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     judge: str
     items: int
@@ -254,10 +245,8 @@ def nominal_alpha(rows: Sequence[Sequence[str | None]]) -> float | None:
     return None if math.isnan(value) else value
 
 
-class CalibrationReport(BaseModel):
+class CalibrationReport(Frozen):
     """Per judge and for the panel, against the people's (or the known) answer."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: str
     items: int

@@ -6,28 +6,22 @@ than in code, so a user can replace them without editing the package.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from debate.exceptions import ConfigurationError
-from debate.records._transcript import DIMENSIONS
+from debate.records._transcript import DIMENSIONS, Frozen
+from debate.stats import RUBRIC_WEIGHTS, check_weights
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-WEIGHT_TOLERANCE = 1e-6
-
-
-class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
@@ -55,7 +49,7 @@ def default_role_weights() -> dict[str, dict[str, float]]:
     return {role: dict(weights) for role, weights in data_toml("roles.toml").items()}
 
 
-class JudgeSpec(_Config):
+class JudgeSpec(Frozen):
     """One judge of the panel."""
 
     name: str = Field(min_length=1)
@@ -72,24 +66,10 @@ class JudgeSpec(_Config):
     @field_validator("weights")
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
-        missing = [d for d in DIMENSIONS if d not in value]
-        extra = [k for k in value if k not in DIMENSIONS]
-        if missing or extra:
-            raise ValueError(
-                f"weights need exactly {', '.join(DIMENSIONS)}"
-                + (f"; missing {', '.join(missing)}" if missing else "")
-                + (f"; unknown {', '.join(extra)}" if extra else "")
-            )
-        negative = [k for k, v in value.items() if not v >= 0 or not math.isfinite(v)]
-        if negative:
-            raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
-        total = sum(value.values())
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
-        return {d: float(value[d]) for d in DIMENSIONS}
+        return check_weights(value, DIMENSIONS)
 
 
-class Thresholds(_Config):
+class Thresholds(Frozen):
     """Decision thresholds; echoed in every decision so that a result can be reproduced."""
 
     alpha: float = 0.50
@@ -102,21 +82,12 @@ class Thresholds(_Config):
     """A weighted PRO-CON margin smaller than this is too close to call."""
 
 
-COUNCIL_WEIGHTS = {
-    "accuracy": 0.35,
-    "relevance": 0.10,
-    "completeness": 0.20,
-    "conciseness": 0.15,
-    "clarity": 0.20,
-}
-
-
-class CouncilSettings(_Config):
+class CouncilSettings(Frozen):
     """Council mode: how candidates are scored and ranked."""
 
     method: Literal["normalized", "borda", "rubric"] = "normalized"
     """Primary ranking: z-normalised score averaging, Borda count, or raw rubric means."""
-    weights: dict[str, float] = Field(default_factory=lambda: dict(COUNCIL_WEIGHTS))
+    weights: dict[str, float] = Field(default_factory=lambda: dict(RUBRIC_WEIGHTS))
     """Rubric weights over accuracy, relevance, completeness, conciseness, clarity (sum 1)."""
     safety_gate: bool = False
     """Ask reviewers to flag unsafe answers; a majority flag caps the answer's score."""
@@ -127,17 +98,10 @@ class CouncilSettings(_Config):
     @field_validator("weights")
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
-        if set(value) != set(COUNCIL_WEIGHTS):
-            raise ValueError(f"council weights need exactly {', '.join(COUNCIL_WEIGHTS)}")
-        if any(not v >= 0 for v in value.values()):
-            raise ValueError("council weights must be non-negative")
-        total = sum(value.values())
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
-            raise ValueError(f"council weights sum to {total:.6g}; make them sum to 1")
-        return value
+        return check_weights(value, tuple(RUBRIC_WEIGHTS))
 
 
-class RunConfig(_Config):
+class RunConfig(Frozen):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
     arguments: int = Field(default=3, ge=1, le=10)

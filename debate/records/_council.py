@@ -9,14 +9,10 @@ from pydantic import Field, field_validator, model_validator
 from debate.records._config import RunConfig
 from debate.records._result import Usage
 from debate.records._transcript import Frozen, UnscoredReason
+from debate.stats import RUBRIC_WEIGHTS
 
-COUNCIL_DIMENSIONS: tuple[str, ...] = (
-    "accuracy",
-    "relevance",
-    "completeness",
-    "conciseness",
-    "clarity",
-)
+COUNCIL_DIMENSIONS: tuple[str, ...] = tuple(RUBRIC_WEIGHTS)
+"""The council's rubric dimensions: the keys of its default weights, named once."""
 Method = Literal["normalized", "borda", "rubric"]
 
 
@@ -29,14 +25,19 @@ class Candidate(Frozen):
     """The model that wrote it, if a model did; its own review of it is excluded."""
 
 
-class CouncilScore(Frozen):
-    """One reviewer's rubric scores for one candidate."""
+class CouncilDimensions(Frozen):
+    """The council rubric, each dimension an integer 1-10: in the reply and in the record."""
 
     accuracy: int = Field(ge=1, le=10)
     relevance: int = Field(ge=1, le=10)
     completeness: int = Field(ge=1, le=10)
     conciseness: int = Field(ge=1, le=10)
     clarity: int = Field(ge=1, le=10)
+
+
+class CouncilScore(CouncilDimensions):
+    """One reviewer's rubric scores for one candidate."""
+
     notes: str = ""
     unsafe: bool | None = None
 

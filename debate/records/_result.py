@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal
 
 from pydantic import Field
@@ -63,9 +64,11 @@ class TokenCounts(Frozen):
     """Tokens of one model (or one call)."""
 
     calls: int = 0
+    """HTTP or in-process requests, every retry included."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Prompt tokens the provider served from its prefix cache."""
 
 
 class CallUsage(Frozen):
@@ -82,20 +85,23 @@ class CallUsage(Frozen):
     cached_tokens: int
 
 
-class Usage(Frozen):
+class Usage(TokenCounts):
     """Model usage of a run, from the providers' usage fields."""
 
-    calls: int = 0
-    """HTTP or in-process requests, every retry included."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its prefix cache."""
     retries: int = 0
     by_model: dict[str, TokenCounts] = Field(default_factory=dict)
     per_call: list[CallUsage] = Field(default_factory=list)
     cost_usd: float | None = None
     """From the price table, when one is configured; None otherwise (never a guess)."""
+
+
+def draw_seed(seed: int | None = None) -> int:
+    """The given seed, or a fresh one when none was given (every result records its seed).
+
+    The one place a seed is drawn, so that the API, the panel, the council and ``run.json``
+    draw from the same range and a recorded seed always replays.
+    """
+    return secrets.randbelow(2**31) if seed is None else seed
 
 
 class PanelResult(Frozen):

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from debate.exceptions import ModelOutputError, ProviderError
+
 Side = Literal["PRO", "CON"]
 Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
 STANDINGS: tuple[Standing, ...] = ("UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN")
@@ -22,9 +24,26 @@ UnscoredReason = Literal[
     "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
 ]
 
+
+def unscored(exc: ModelOutputError | ProviderError) -> dict[str, Any]:
+    """Why a call left its judge or reviewer unscored: ``reason``, ``detail``, ``raw``.
+
+    The one mapping from a failed call to the unscored fields, so a judge and a council
+    reviewer that fail the same way are recorded the same way.
+    """
+    if isinstance(exc, ModelOutputError):
+        return {"reason": exc.reason, "detail": str(exc), "raw": exc.raw}
+    return {"reason": "timeout" if exc.kind == "timeout" else "provider_error", "detail": str(exc)}
+
+
 ARGUMENT_ID = re.compile(r"(PRO|CON)-[1-9][0-9]{0,3}")
 """Whole-string match (``fullmatch``): ``$`` would accept a trailing newline."""
 MAX_TOPIC_CHARS = 2000
+
+
+def side_of(argument_id: str) -> Side:
+    """The side that made an argument, read from its id: the one place its prefix is read."""
+    return "PRO" if argument_id.startswith("PRO") else "CON"
 
 
 class Frozen(BaseModel):
@@ -66,7 +85,7 @@ class Argument(Frozen):
     @property
     def side(self) -> Side:
         """The side that made the argument, read from its id."""
-        return "PRO" if self.id.startswith("PRO") else "CON"
+        return side_of(self.id)
 
 
 class CrossExamination(Frozen):
@@ -124,7 +143,7 @@ class Transcript(Frozen):
                 raise ValueError(
                     f"cross_examinations targets {exam.target}, which is not an argument id"
                 )
-            if exam.target.startswith(exam.by):
+            if side_of(exam.target) == exam.by:
                 raise ValueError(
                     f"cross_examinations: {exam.by} examines its own argument {exam.target}"
                 )
@@ -134,6 +153,11 @@ class Transcript(Frozen):
     def argument_ids(self) -> list[str]:
         """Argument ids in transcript order."""
         return [a.id for a in self.arguments]
+
+    @property
+    def sides(self) -> list[Side]:
+        """Each argument's side, in the order of :attr:`argument_ids`."""
+        return [a.side for a in self.arguments]
 
     def side_arguments(self, side: Side) -> list[Argument]:
         """The arguments of one side, in order."""

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from debate.records._council import CouncilResult
+import math
+
+from debate.records._council import CouncilResult, RankingEntry, Review
 from debate.report._markup import esc, section, table
 from debate.report._svg import INK, MUTED, svg, text
-from debate.report._view import fmt
+from debate.stats import fmt
 
-Z = 1.96
+
+def interval_z(result: CouncilResult) -> tuple[float, str]:
+    """The configured ``tie_z`` and the coverage it gives, so bars match the tie rule."""
+    z = result.config.council.tie_z
+    return z, f"{math.erf(z / math.sqrt(2)):.0%}"
 
 
 def ranking_svg(result: CouncilResult) -> str:
-    """Each candidate's normalised mean with its 95% interval; tied neighbours bracketed."""
+    """Each candidate's normalised mean with its ``tie_z`` interval; tied neighbours bracketed."""
     rows = result.rankings
+    z, coverage = interval_z(result)
     values = [
-        (e.mean_score - Z * (e.std_error or 0), e.mean_score + Z * (e.std_error or 0))
+        (e.mean_score - z * (e.std_error or 0), e.mean_score + z * (e.std_error or 0))
         for e in rows
         if e.mean_score is not None
     ]
@@ -37,7 +44,7 @@ def ranking_svg(result: CouncilResult) -> str:
             parts.append(text(left, y + 4, "no votes", fill=MUTED))
             continue
         se = e.std_error or 0.0
-        a, b = x(e.mean_score - Z * se), x(e.mean_score + Z * se)
+        a, b = x(e.mean_score - z * se), x(e.mean_score + z * se)
         parts.append(
             f'<line x1="{a:.1f}" y1="{y:.1f}" x2="{b:.1f}" y2="{y:.1f}" '
             f'stroke="{INK}" stroke-width="2"/>'
@@ -52,93 +59,106 @@ def ranking_svg(result: CouncilResult) -> str:
             parts.append(text(bx + 4, y + row_h / 2 + 4, "tied", fill="#a12a1c"))
     body = "".join(parts)
     return svg(
-        left + width + 60, height, body, "Council ranking: normalised mean with 95% interval"
+        left + width + 60,
+        height,
+        body,
+        f"Council ranking: normalised mean with {coverage} interval",
     )
 
 
-def render_council_html(result: CouncilResult) -> str:
-    """The whole HTML page of a council result."""
-    from debate.report._html import CSS
+RANKING_HEAD = ["rank", "candidate", "z-mean", "SE", "raw mean", "Borda", "votes"]
+"""The ranking columns both council reports show, in this order."""
 
-    head = [
-        "rank",
-        "candidate",
-        "z-mean",
-        "SE",
-        "raw mean",
-        "Borda",
-        "votes",
-        "firsts",
-        "tied with next",
-        "confidence",
+
+def ranking_cells(entry: RankingEntry, name: str) -> list[str]:
+    """One ranking row under :data:`RANKING_HEAD` (``name`` already escaped for the page)."""
+    return [
+        str(entry.rank),
+        name,
+        fmt(entry.mean_score, signed=True),
+        fmt(entry.std_error),
+        fmt(entry.raw_mean),
+        f"{entry.borda:.2f}",
+        str(entry.votes),
     ]
+
+
+def _ranking_section(result: CouncilResult) -> str:
+    head = [*RANKING_HEAD, "firsts", "tied with next", "confidence"]
     rows = [
         [
-            str(e.rank),
-            esc(e.candidate),
-            fmt(e.mean_score, signed=True),
-            fmt(e.std_error),
-            fmt(e.raw_mean),
-            f"{e.borda:.2f}",
-            str(e.votes),
+            *ranking_cells(e, esc(e.candidate)),
             str(e.first_places),
             "yes" if e.tied_with_next else "",
             e.confidence + (" · failed safety gate" if e.safety_failed else ""),
         ]
         for e in result.rankings
     ]
-    reviews = [
+    _, coverage = interval_z(result)
+    return section(
+        "ranking",
+        "Ranking",
+        ranking_svg(result) + table(head, rows, {2, 3, 4, 5, 6, 7}),
+        f"Method: {esc(result.method)}; bars are {coverage} intervals of the normalised mean.",
+    )
+
+
+def _shown_order(review: Review) -> str:
+    by_position = sorted(review.positions.items(), key=lambda p: p[1])
+    return ", ".join(f"{cid}@{pos + 1}" for cid, pos in by_position)
+
+
+def _reviews_section(result: CouncilResult) -> str:
+    rows = [
         [
             esc(r.reviewer),
             esc(r.model),
             r.status + (f" ({esc(r.reason)})" if r.reason else ""),
             esc(" > ".join(r.ranking or [])),
             esc(", ".join(r.self_votes_excluded) or "-"),
-            esc(
-                ", ".join(
-                    f"{cid}@{pos + 1}"
-                    for cid, pos in sorted(r.positions.items(), key=lambda p: p[1])
-                )
-            ),
+            esc(_shown_order(r)),
         ]
         for r in result.reviews
     ]
+    head = ["reviewer", "model", "status", "ranking", "self-vote excluded", "shown order"]
+    return section("reviews", "Reviews", table(head, rows, set()))
+
+
+def _agreement_section(result: CouncilResult) -> str:
+    a = result.agreement
+    return section(
+        "agreement",
+        "Reviewer agreement",
+        f"<p>Krippendorff's alpha (interval, overall scores): {fmt(a.alpha)}; "
+        f"{a.reviewers_scored} reviewers scored, {a.reviewers_unscored} unscored.</p>",
+    )
+
+
+def _candidates_section(result: CouncilResult) -> str:
     answers = "".join(
         f"<details><summary>{esc(c.id)}{' · ' + esc(c.author_model) if c.author_model else ''}"
         f"</summary><p>{esc(c.text)}</p></details>"
         for c in result.candidates
     )
-    alpha = "undefined" if result.agreement.alpha is None else f"{result.agreement.alpha:.3f}"
+    return section("candidates", "Candidates", answers)
+
+
+def render_council_html(result: CouncilResult) -> str:
+    """The whole HTML page of a council result."""
+    from debate.report._html import CSS
+
+    verdict = section(
+        "verdict",
+        "Verdict",
+        f'<p class="banner">{esc(result.interpretation)}</p>',
+        f"Question: {esc(result.question)}",
+    )
     sections = [
-        section(
-            "verdict",
-            "Verdict",
-            f'<p class="banner">{esc(result.interpretation)}</p>',
-            f"Question: {esc(result.question)}",
-        ),
-        section(
-            "ranking",
-            "Ranking",
-            ranking_svg(result) + table(head, rows, {2, 3, 4, 5, 6, 7}),
-            f"Method: {esc(result.method)}; bars are 95% intervals of the normalised mean.",
-        ),
-        section(
-            "agreement",
-            "Reviewer agreement",
-            f"<p>Krippendorff's alpha (interval, overall scores): {alpha}; "
-            f"{result.agreement.reviewers_scored} reviewers scored, "
-            f"{result.agreement.reviewers_unscored} unscored.</p>",
-        ),
-        section(
-            "reviews",
-            "Reviews",
-            table(
-                ["reviewer", "model", "status", "ranking", "self-vote excluded", "shown order"],
-                reviews,
-                set(),
-            ),
-        ),
-        section("candidates", "Candidates", answers),
+        verdict,
+        _ranking_section(result),
+        _agreement_section(result),
+        _reviews_section(result),
+        _candidates_section(result),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -162,18 +182,9 @@ def render_council_markdown(result: CouncilResult) -> str:
     ]
     lines.append(
         md_table(
-            ["rank", "candidate", "z-mean", "SE", "raw mean", "Borda", "votes", "tied with next"],
+            [*RANKING_HEAD, "tied with next"],
             [
-                [
-                    str(e.rank),
-                    cell(e.candidate),
-                    fmt(e.mean_score, signed=True),
-                    fmt(e.std_error),
-                    fmt(e.raw_mean),
-                    f"{e.borda:.2f}",
-                    str(e.votes),
-                    "yes" if e.tied_with_next else "",
-                ]
+                [*ranking_cells(e, cell(e.candidate)), "yes" if e.tied_with_next else ""]
                 for e in result.rankings
             ],
         )

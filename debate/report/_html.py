@@ -11,15 +11,13 @@ from debate.records._transcript import DIMENSIONS
 from debate.report import _svg, _tables
 from debate.report._markup import esc, key_values, section
 from debate.report._view import (
-    BAND_TEXT,
-    band_of,
     divergence,
     explanation,
-    fmt,
     headline,
     heatmap,
     margin_words,
 )
+from debate.stats import BAND_TEXT, UNDEFINED, band, fmt, fmt_interval
 
 SECTION_IDS: tuple[str, ...] = (
     "verdict",
@@ -126,8 +124,8 @@ def charts(result: DebateResult) -> dict[str, str]:
 
 
 def _with_band(value: float | None) -> str:
-    band = band_of(value)
-    return band if band == "undefined" else f"{fmt(value)} · {band}"
+    name = band(value)
+    return name if name == UNDEFINED else f"{fmt(value)} · {name}"
 
 
 def _verdict(result: DebateResult) -> str:
@@ -157,11 +155,7 @@ def _verdict(result: DebateResult) -> str:
 
 def _margin(result: DebateResult, figures: dict[str, str]) -> str:
     vote, gap = result.vote, result.decision.thresholds.gap
-    ci = (
-        "undefined"
-        if vote.margin_ci is None
-        else (f"{vote.margin_ci[0]:+.3f} to {vote.margin_ci[1]:+.3f}")
-    )
+    ci = fmt_interval(vote.margin_ci)
     rows = [
         ("PRO mean (calibrated)", fmt(vote.pro)),
         ("CON mean (calibrated)", fmt(vote.con)),

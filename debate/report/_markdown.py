@@ -13,17 +13,15 @@ from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
 from debate.report._markup import visible_controls
 from debate.report._view import (
-    BAND_TEXT,
-    band_of,
     divergence,
     explanation,
-    fmt,
     headline,
     heatmap,
     margin_words,
     standing_cells,
     unscored_label,
 )
+from debate.stats import BAND_TEXT, band, fmt, fmt_interval
 
 
 def text(value: object) -> str:
@@ -62,57 +60,51 @@ def _verdict(result: DebateResult) -> list[str]:
         f"**What to do:** {text(d.recommendation)}",
         "",
         f"Margin PRO − CON {fmt(result.vote.margin, signed=True)} · "
-        f"alpha {fmt(a.alpha)} ({band_of(a.alpha)}) · kappa {fmt(a.kappa)} "
-        f"({band_of(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
+        f"alpha {fmt(a.alpha)} ({band(a.alpha)}) · kappa {fmt(a.kappa)} "
+        f"({band(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
         "judges scored",
     ]
 
 
+def _section(
+    title: str, note: str | None, head: Sequence[str], rows: Sequence[Sequence[str]]
+) -> list[str]:
+    """A report section: its heading, a note on how to read it, and its table."""
+    return [f"## {title}", "", *([note, ""] if note else []), md_table(head, rows)]
+
+
 def _margin(result: DebateResult) -> list[str]:
     v = result.vote
-    ci = "undefined" if v.margin_ci is None else f"{v.margin_ci[0]:+.3f} to {v.margin_ci[1]:+.3f}"
-    return [
-        "## Who argued better: the PRO − CON margin",
-        "",
-        margin_words(result),
-        "",
-        md_table(
-            ["PRO mean", "CON mean", "margin", "95% interval", "too close below", "calibration"],
-            [
-                [
-                    fmt(v.pro),
-                    fmt(v.con),
-                    fmt(v.margin, signed=True),
-                    ci,
-                    f"±{result.decision.thresholds.gap:g}",
-                    v.calibration,
-                ]
-            ],
-        ),
+    head = ["PRO mean", "CON mean", "margin", "95% interval", "too close below", "calibration"]
+    row = [
+        fmt(v.pro),
+        fmt(v.con),
+        fmt(v.margin, signed=True),
+        fmt_interval(v.margin_ci),
+        f"±{result.decision.thresholds.gap:g}",
+        v.calibration,
     ]
+    return _section("Who argued better: the PRO − CON margin", margin_words(result), head, [row])
 
 
 def _agreement(result: DebateResult) -> list[str]:
     a, th = result.agreement, result.decision.thresholds
     rows = [
-        ["alpha (calibrated scores)", fmt(a.alpha), band_of(a.alpha), f"{th.alpha:g}"],
-        ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band_of(a.alpha_raw), "—"],
-        ["kappa (standings)", fmt(a.kappa), band_of(a.kappa), f"{th.kappa:g}"],
+        ["alpha (calibrated scores)", fmt(a.alpha), band(a.alpha), f"{th.alpha:g}"],
+        ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band(a.alpha_raw), "—"],
+        ["kappa (standings)", fmt(a.kappa), band(a.kappa), f"{th.kappa:g}"],
     ]
     by_dim = a.alpha_by_dimension
     names = [d for d in DIMENSIONS if d in by_dim] + [d for d in by_dim if d not in DIMENSIONS]
+    note = f"Bands: {BAND_TEXT}. Undefined means too little variation or too few judges."
     return [
-        "## Do the judges agree?",
-        "",
-        f"Bands: {BAND_TEXT}. Undefined means too little variation or too few judges.",
-        "",
-        md_table(["statistic", "value", "band", "threshold"], rows),
+        *_section("Do the judges agree?", note, ["statistic", "value", "band", "threshold"], rows),
         "",
         "### Agreement per rubric dimension",
         "",
         md_table(
             ["dimension", "alpha", "band"],
-            [[cell(n), fmt(by_dim[n]), band_of(by_dim[n])] for n in names],
+            [[cell(n), fmt(by_dim[n]), band(by_dim[n])] for n in names],
         ),
     ]
 
@@ -127,13 +119,12 @@ def _heatmap(result: DebateResult) -> list[str]:
             rows.append([cell(r.judge), f"*{cell(r.missing)}*", *rest])
         else:
             rows.append([cell(r.judge), *(fmt(v, 2) for v in r.values)])
-    return [
-        f"## Each judge's calibrated scores ({heat.calibration})",
-        "",
+    return _section(
+        f"Each judge's calibrated scores ({heat.calibration})",
         "Unscored judges are missing, never zero, and left out of every statistic.",
-        "",
-        md_table(["judge", *(cell(i) for i in heat.ids)], rows),
-    ]
+        ["judge", *(cell(i) for i in heat.ids)],
+        rows,
+    )
 
 
 def _divergence(result: DebateResult) -> list[str]:
@@ -142,13 +133,13 @@ def _divergence(result: DebateResult) -> list[str]:
         [cell(d.argument), fmt(d.variance, 2), "**split**" if d.split else "agreed", cell(d.claim)]
         for d in divergence(result)
     ]
-    return [
-        "## Arguments that drove the divergence",
-        "",
-        f"Variance across judges (offset-corrected, 1–10 scale); split at ≥ {threshold:g}.",
-        "",
-        md_table(["argument", "variance", "status", "claim"], rows),
-    ]
+    note = f"Variance across judges (offset-corrected, 1–10 scale); split at ≥ {threshold:g}."
+    return _section(
+        "Arguments that drove the divergence",
+        note,
+        ["argument", "variance", "status", "claim"],
+        rows,
+    )
 
 
 def _standings(result: DebateResult) -> list[str]:
@@ -174,23 +165,9 @@ def _standings(result: DebateResult) -> list[str]:
 def _usage(result: DebateResult) -> list[str]:
     u = result.usage
     cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-    return [
-        "## Usage",
-        "",
-        md_table(
-            ["calls", "retries", "prompt tokens", "completion tokens", "cached tokens", "cost"],
-            [
-                [
-                    str(u.calls),
-                    str(u.retries),
-                    str(u.prompt_tokens),
-                    str(u.completion_tokens),
-                    str(u.cached_tokens),
-                    cost,
-                ]
-            ],
-        ),
-    ]
+    head = ["calls", "retries", "prompt tokens", "completion tokens", "cached tokens", "cost"]
+    counts = [u.calls, u.retries, u.prompt_tokens, u.completion_tokens, u.cached_tokens]
+    return _section("Usage", None, head, [[*(str(n) for n in counts), cost]])
 
 
 def _transcript(result: DebateResult) -> list[str]:

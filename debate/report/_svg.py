@@ -7,10 +7,11 @@ carry no ``xmlns`` (inline SVG in HTML5 does not need one), so the report holds 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
-from debate.report._view import BAND_EDGES, Heatmap, HeatRow, band_of, fmt
+from debate.report._view import Heatmap, HeatRow
+from debate.stats import ALPHA_BANDS, BAND_BOUNDS, UNDEFINED, band, fmt, fmt_interval
 
 BAND_FILL = {
     "unacceptable": "#f6c9c4",
@@ -23,7 +24,7 @@ BAND_INK = {
     "low": "#9a5a00",
     "moderate": "#7a6a00",
     "high": "#2e6b22",
-    "undefined": "#666666",
+    UNDEFINED: "#666666",
 }
 INK = "#1f2933"
 MUTED = "#66707a"
@@ -68,6 +69,86 @@ def _ink_on(fraction: float) -> str:
     return "#ffffff" if fraction < 0.55 else INK
 
 
+def _alpha_floor(values: Sequence[float | None]) -> float:
+    """Where an alpha scale starts: 0, or a tenth below the lowest negative value."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return min([0.0, *(math.floor((v - 0.05) * 10) / 10 for v in finite)])
+
+
+def _band_spans(x: Callable[[float], float], low: float) -> list[tuple[str, float, float]]:
+    """Each band's drawn extent on a scale from ``low`` to 1 (empty ones left out)."""
+    spans = [(name, x(max(lo, low)), x(min(hi, 1.0))) for name, lo, hi in ALPHA_BANDS]
+    return [(name, a, b) for name, a, b in spans if b > a]
+
+
+def _alpha_ticks(low: float) -> list[float]:
+    """The tick values of an alpha scale: its ends, zero and every band edge."""
+    return sorted({low, 0.0, *BAND_BOUNDS, 1.0})
+
+
+def _tick(x: float, y: float, label: str) -> list[str]:
+    """A short tick below an axis at ``y``, with its label under it."""
+    return [
+        f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 5}" stroke="{MUTED}"/>',
+        text(x, y + 17, label, anchor="middle", font_size="11"),
+    ]
+
+
+def _scale_bands(
+    x: Callable[[float], float], low: float, top: float, bar: float, defined: bool
+) -> list[str]:
+    """The band strip of an agreement scale, greyed out when the value is undefined."""
+    parts = []
+    for band_name, a, b in _band_spans(x, low):
+        parts.append(
+            f'<rect class="band band-{band_name}" x="{a:.1f}" y="{top}" width="{b - a:.1f}" '
+            f'height="{bar}" fill="{BAND_FILL[band_name]}"'
+            + ("" if defined else ' fill-opacity="0.35"')
+            + "/>"
+        )
+        if b - a > 64:
+            parts.append(
+                text((a + b) / 2, top + 16, band_name, anchor="middle", font_size="11", fill=MUTED)
+            )
+    return parts
+
+
+def _scale_marker(name: str, value: float, vx: float, top: float, bar: float) -> list[str]:
+    """The value's marker and its label, kept inside the scale."""
+    left, right = 24.0, 936.0
+    label = f"{name} = {fmt(value)} ({band(value)})"
+    half = len(label) * 3.8 + 6  # about half the label's width at 12px
+    lx = min(max(vx, left + half), right - half)
+    return [
+        f'<line class="marker" x1="{vx:.1f}" y1="{top - 2}" x2="{vx:.1f}" '
+        f'y2="{top + bar + 2}" stroke="{INK}" stroke-width="3"/>'
+        f'<path d="M{vx - 7:.1f},{top - 12} L{vx + 7:.1f},{top - 12} L{vx:.1f},{top - 3} Z" '
+        f'fill="{INK}"/>',
+        text(lx, top - 16, label, anchor="middle", font_weight="600", fill=BAND_INK[band(value)]),
+    ]
+
+
+def _scale_undefined(name: str, top: float, bar: float) -> list[str]:
+    """In place of a marker: the word ``undefined`` over the greyed bands."""
+    left, right = 24.0, 936.0
+    mid = (left + right) / 2
+    return [
+        f'<rect x="{mid - 60:.1f}" y="{top + 2}" width="120" height="{bar - 4}" rx="4" '
+        'fill="#ffffff"/>',
+        text(
+            mid,
+            top + 18,
+            UNDEFINED,
+            anchor="middle",
+            font_weight="700",
+            font_size="15",
+            fill=BAND_INK[UNDEFINED],
+            class_="undefined",
+        ),
+        text(left, top - 14, f"{name} = {UNDEFINED}", font_weight="600"),
+    ]
+
+
 def agreement_scale(name: str, value: float | None, threshold: float) -> str:
     """A coefficient on a scale marked with the interpretation bands and the threshold.
 
@@ -75,34 +156,14 @@ def agreement_scale(name: str, value: float | None, threshold: float) -> str:
     greys the bands out and says "undefined" instead of drawing a marker.
     """
     width, left, right, top, bar = 960.0, 24.0, 936.0, 30.0, 26.0
-    defined = value is not None and math.isfinite(value)
-    low = min(0.0, math.floor((value - 0.05) * 10) / 10) if value is not None and defined else 0.0
+    low = _alpha_floor([value])
 
     def x(v: float) -> float:
         return left + (v - low) / (1.0 - low) * (right - left)
 
-    parts = []
-    for band, lo, hi in BAND_EDGES:
-        a, b = x(max(lo, low)), x(min(hi, 1.0))
-        if b <= a:
-            continue
-        parts.append(
-            f'<rect class="band band-{band}" x="{a:.1f}" y="{top}" width="{b - a:.1f}" '
-            f'height="{bar}" fill="{BAND_FILL[band]}"'
-            + ("" if defined else ' fill-opacity="0.35"')
-            + "/>"
-        )
-        if b - a > 64:
-            parts.append(
-                text((a + b) / 2, top + 16, band, anchor="middle", font_size="11", fill=MUTED)
-            )
-    ticks = sorted({low, 0.0, 0.5, 0.67, 0.8, 1.0})
-    for t in ticks:
-        parts.append(
-            f'<line x1="{x(t):.1f}" y1="{top + bar}" x2="{x(t):.1f}" y2="{top + bar + 5}" '
-            f'stroke="{MUTED}"/>'
-        )
-        parts.append(text(x(t), top + bar + 17, f"{t:.2f}", anchor="middle", font_size="11"))
+    parts = _scale_bands(x, low, top, bar, value is not None and math.isfinite(value))
+    for t in _alpha_ticks(low):
+        parts += _tick(x(t), top + bar, f"{t:.2f}")
     tx = x(threshold)
     parts.append(
         f'<line class="threshold" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" '
@@ -111,40 +172,54 @@ def agreement_scale(name: str, value: float | None, threshold: float) -> str:
     parts.append(
         text(left, top + bar + 34, f"dashed: decision threshold {threshold:.2f}", font_size="11")
     )
-    if value is not None and defined:
-        vx = x(value)
-        ink = BAND_INK[band_of(value)]
-        parts.append(
-            f'<line class="marker" x1="{vx:.1f}" y1="{top - 2}" x2="{vx:.1f}" '
-            f'y2="{top + bar + 2}" stroke="{INK}" stroke-width="3"/>'
-            f'<path d="M{vx - 7:.1f},{top - 12} L{vx + 7:.1f},{top - 12} L{vx:.1f},{top - 3} Z" '
-            f'fill="{INK}"/>'
-        )
-        label = f"{name} = {fmt(value)} ({band_of(value)})"
-        half = len(label) * 3.8 + 6  # about half the label's width at 12px
-        lx = min(max(vx, left + half), right - half)
-        parts.append(text(lx, top - 16, label, anchor="middle", font_weight="600", fill=ink))
+    if value is not None and math.isfinite(value):
+        parts += _scale_marker(name, value, x(value), top, bar)
     else:
-        mid = (left + right) / 2
-        parts.append(
-            f'<rect x="{mid - 60:.1f}" y="{top + 2}" width="120" height="{bar - 4}" rx="4" '
-            'fill="#ffffff"/>'
-        )
-        parts.append(
+        parts += _scale_undefined(name, top, bar)
+    label = f"{name}: {fmt(value)} ({band(value)}); threshold {threshold:.2f}"
+    return svg(width, top + bar + 44, "".join(parts), label)
+
+
+def _margin_axis(x: Callable[[float], float], reach: float, axis: float, gap: float) -> list[str]:
+    """The sides' labels, the too-close zone, the axis, zero and the ticks."""
+    left, right = 24.0, 936.0
+    parts = [
+        text(left, 16, "◀ CON stronger", font_weight="600", fill="#8a3b12"),
+        text(right, 16, "PRO stronger ▶", anchor="end", font_weight="600", fill="#1c4f8a"),
+        f'<rect class="gap-zone" x="{x(-gap):.1f}" y="{axis - 16}" '
+        f'width="{max(x(gap) - x(-gap), 2):.1f}" height="32" fill="#fbe0b5"/>',
+        f'<line x1="{left}" y1="{axis}" x2="{right}" y2="{axis}" stroke="{MUTED}"/>',
+        f'<line x1="{x(0):.1f}" y1="{axis - 22}" x2="{x(0):.1f}" y2="{axis + 22}" '
+        f'stroke="{MUTED}" stroke-dasharray="3 3"/>',
+    ]
+    for t in (-reach, -reach / 2, 0.0, reach / 2, reach):
+        parts += _tick(x(t), axis + 22, f"{t:+.2f}")
+    return parts
+
+
+def _margin_mark(x: Callable[[float], float], margin: float | None, axis: float) -> list[str]:
+    """The margin's dot and label, or "margin undefined"."""
+    left, right = 24.0, 936.0
+    if margin is None or not math.isfinite(margin):
+        return [
             text(
-                mid,
-                top + 18,
-                "undefined",
+                (left + right) / 2,
+                axis - 24,
+                "margin undefined",
                 anchor="middle",
                 font_weight="700",
-                font_size="15",
-                fill=BAND_INK["undefined"],
+                fill=BAND_INK[UNDEFINED],
                 class_="undefined",
             )
-        )
-        parts.append(text(left, top - 14, f"{name} = undefined", font_weight="600"))
-    label = f"{name}: {fmt(value)} ({band_of(value)}); threshold {threshold:.2f}"
-    return svg(width, top + bar + 44, "".join(parts), label)
+        ]
+    mx = x(margin)
+    lx = min(max(mx, left + 56), right - 56)
+    return [
+        f'<circle class="margin" cx="{mx:.1f}" cy="{axis}" r="7" fill="{INK}"/>',
+        text(
+            lx, axis - 24, f"margin {fmt(margin, signed=True)}", anchor="middle", font_weight="600"
+        ),
+    ]
 
 
 def margin_scale(
@@ -162,21 +237,7 @@ def margin_scale(
     def x(v: float) -> float:
         return left + (v + reach) / (2 * reach) * (right - left)
 
-    parts = [
-        text(left, 16, "◀ CON stronger", font_weight="600", fill="#8a3b12"),
-        text(right, 16, "PRO stronger ▶", anchor="end", font_weight="600", fill="#1c4f8a"),
-        f'<rect class="gap-zone" x="{x(-gap):.1f}" y="{axis - 16}" '
-        f'width="{max(x(gap) - x(-gap), 2):.1f}" height="32" fill="#fbe0b5"/>',
-        f'<line x1="{left}" y1="{axis}" x2="{right}" y2="{axis}" stroke="{MUTED}"/>',
-        f'<line x1="{x(0):.1f}" y1="{axis - 22}" x2="{x(0):.1f}" y2="{axis + 22}" '
-        f'stroke="{MUTED}" stroke-dasharray="3 3"/>',
-    ]
-    for t in (-reach, -reach / 2, 0.0, reach / 2, reach):
-        parts.append(
-            f'<line x1="{x(t):.1f}" y1="{axis + 22}" x2="{x(t):.1f}" y2="{axis + 27}" '
-            f'stroke="{MUTED}"/>'
-        )
-        parts.append(text(x(t), axis + 39, f"{t:+.2f}", anchor="middle", font_size="11"))
+    parts = _margin_axis(x, reach, axis, gap)
     if interval is not None:
         a, b = x(interval[0]), x(interval[1])
         parts.append(
@@ -185,36 +246,12 @@ def margin_scale(
             f'<line x1="{a:.1f}" y1="{axis - 9}" x2="{a:.1f}" y2="{axis + 9}"/>'
             f'<line x1="{b:.1f}" y1="{axis - 9}" x2="{b:.1f}" y2="{axis + 9}"/></g>'
         )
-    if margin is not None and math.isfinite(margin):
-        mx = x(margin)
-        parts.append(f'<circle class="margin" cx="{mx:.1f}" cy="{axis}" r="7" fill="{INK}"/>')
-        lx = min(max(mx, left + 56), right - 56)
-        parts.append(
-            text(
-                lx,
-                axis - 24,
-                f"margin {fmt(margin, signed=True)}",
-                anchor="middle",
-                font_weight="600",
-            )
-        )
-    else:
-        parts.append(
-            text(
-                (left + right) / 2,
-                axis - 24,
-                "margin undefined",
-                anchor="middle",
-                font_weight="700",
-                fill=BAND_INK["undefined"],
-                class_="undefined",
-            )
-        )
+    parts += _margin_mark(x, margin, axis)
     legend = f"shaded: within ±{gap:g} is too close to call"
     if interval is not None:
         legend += "; bar: 95% interval"
     parts.append(text(left, axis + 58, legend, font_size="11", fill=MUTED))
-    ci = "undefined" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+    ci = fmt_interval(interval, "[{low}, {high}]")
     label = f"PRO minus CON margin {fmt(margin, signed=True)}, 95% interval {ci}"
     return svg(width, axis + 66, "".join(parts), label)
 
@@ -319,59 +356,49 @@ def heatmap_svg(heat: Heatmap) -> str:
     return svg(width, height, "".join(parts), label, cls="chart heatmap")
 
 
+def _dimension_row(
+    name: str, value: float | None, y: float, x: Callable[[float], float], right: float
+) -> list[str]:
+    """One dimension's bar from zero, coloured by its band, with its value and band."""
+    if value is None or not math.isfinite(value):
+        return [
+            text(x(0) + 6, y + 19, UNDEFINED, font_style="italic", fill=MUTED, class_="undefined")
+        ]
+    a, b = sorted((x(0), x(value)))
+    ink = BAND_INK[band(value)]
+    parts = [
+        f'<rect class="bar" data-dimension="{escape(name)}" x="{a:.1f}" y="{y + 6}" '
+        f'width="{max(b - a, 1.5):.1f}" height="18" fill="{ink}"/>'
+    ]
+    # Labels go right of the bar, or right of zero for a negative one (the names are
+    # on the left), or inside a bar that reaches the right edge.
+    tx, anchor, fill = b + 6, "start", ink
+    if value >= 0 and tx > right - 120:
+        tx, anchor, fill = b - 6, "end", "#ffffff"
+    parts.append(text(tx, y + 19, f"{fmt(value)} {band(value)}", anchor=anchor, fill=fill))
+    return parts
+
+
 def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float) -> str:
     """One horizontal bar per rubric dimension, coloured by its interpretation band."""
     label_width, left_pad, row_h, top = 150.0, 8.0, 32.0, 8.0
     right = 920.0
-    finite = [v for _, v in alphas if v is not None and math.isfinite(v)]
-    low = min([0.0, *(math.floor((v - 0.05) * 10) / 10 for v in finite)])
+    low = _alpha_floor([v for _, v in alphas])
     x0 = label_width + left_pad
 
     def x(v: float) -> float:
         return x0 + (v - low) / (1.0 - low) * (right - x0)
 
     bottom = top + row_h * len(alphas)
-    parts = []
-    for band, lo, hi in BAND_EDGES:
-        a, b = x(max(lo, low)), x(min(hi, 1.0))
-        if b > a:
-            parts.append(
-                f'<rect x="{a:.1f}" y="{top}" width="{b - a:.1f}" height="{bottom - top:.1f}" '
-                f'fill="{BAND_FILL[band]}" fill-opacity="0.45"/>'
-            )
+    parts = [
+        f'<rect x="{a:.1f}" y="{top}" width="{b - a:.1f}" height="{bottom - top:.1f}" '
+        f'fill="{BAND_FILL[band_name]}" fill-opacity="0.45"/>'
+        for band_name, a, b in _band_spans(x, low)
+    ]
     for i, (name, value) in enumerate(alphas):
         y = top + i * row_h
         parts.append(text(label_width, y + 19, name, anchor="end", font_weight="600"))
-        if value is None or not math.isfinite(value):
-            parts.append(
-                text(
-                    x(0) + 6,
-                    y + 19,
-                    "undefined",
-                    font_style="italic",
-                    fill=MUTED,
-                    class_="undefined",
-                )
-            )
-            continue
-        a, b = sorted((x(0), x(value)))
-        ink = BAND_INK[band_of(value)]
-        parts.append(
-            f'<rect class="bar" data-dimension="{escape(name)}" x="{a:.1f}" y="{y + 6}" '
-            f'width="{max(b - a, 1.5):.1f}" height="18" fill="{ink}"/>'
-        )
-        # Labels go right of the bar, or right of zero for a negative one (the names are
-        # on the left), or inside a bar that reaches the right edge.
-        tx, anchor = (b + 6, "start")
-        if value >= 0 and tx > right - 120:
-            tx, anchor = b - 6, "end"
-            parts.append(
-                text(tx, y + 19, f"{fmt(value)} {band_of(value)}", anchor=anchor, fill="#ffffff")
-            )
-        else:
-            parts.append(
-                text(tx, y + 19, f"{fmt(value)} {band_of(value)}", anchor=anchor, fill=ink)
-            )
+        parts += _dimension_row(name, value, y, x, right)
     parts.append(
         f'<line x1="{x(0):.1f}" y1="{top - 2}" x2="{x(0):.1f}" y2="{bottom + 2}" stroke="{MUTED}"/>'
     )
@@ -380,7 +407,7 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
         f'<line x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{bottom + 4}" stroke="{INK}" '
         'stroke-dasharray="4 3"/>'
     )
-    for t in sorted({low, 0.0, 0.5, 0.67, 0.8, 1.0}):
+    for t in _alpha_ticks(low):
         parts.append(text(x(t), bottom + 18, f"{t:.2f}", anchor="middle", font_size="11"))
     label = "Krippendorff's alpha per rubric dimension: " + ", ".join(
         f"{n} {fmt(v)}" for n, v in alphas

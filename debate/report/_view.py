@@ -10,20 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from debate.panel._decision import band, score_matrices
+from debate.panel._decision import score_matrices
 from debate.records._result import DebateResult
 from debate.records._transcript import JudgeEvaluation
 from debate.stats import calibrate
-
-BAND_EDGES: tuple[tuple[str, float, float], ...] = (
-    ("unacceptable", -math.inf, 0.50),
-    ("low", 0.50, 0.67),
-    ("moderate", 0.67, 0.80),
-    ("high", 0.80, math.inf),
-)
-"""Krippendorff's interpretation bands: name, lower bound (inclusive), upper bound."""
-
-BAND_TEXT = "≥ 0.80 high, 0.67–0.80 moderate, 0.50–0.67 low, < 0.50 unacceptable"
 
 HEADLINES = {
     "too_close": "Too close to call",
@@ -45,20 +35,6 @@ EXPLANATIONS = {
         "no verdict."
     ),
 }
-
-
-def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
-    """A number for the report; ``undefined`` for a statistic that has no value."""
-    if value is None or not math.isfinite(value):
-        return "undefined"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def band_of(value: float | None) -> str:
-    """The interpretation band of an agreement coefficient, or ``undefined``."""
-    if value is None or not math.isfinite(value):
-        return "undefined"
-    return band(value)
 
 
 def headline(result: DebateResult) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -83,6 +83,26 @@ class ModelPool:
         return self._built[key]
 
 
+@asynccontextmanager
+async def owned_pool(
+    pool: ModelPool | None,
+    config: RunConfig,
+    *,
+    api_key_env: str = "OPENAI_API_KEY",
+    seed: int = 0,
+    model_path: str | None = None,
+) -> AsyncIterator[ModelPool]:
+    """The caller's pool as it is (the caller closes it), or a new one closed at the end."""
+    if pool is not None:
+        yield pool
+        return
+    own = ModelPool(config, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    try:
+        yield own
+    finally:
+        await own.aclose()
+
+
 async def close_models(models: list[Model]) -> None:
     """Release HTTP clients at the end of a run (models without ``aclose`` are skipped)."""
     seen: set[int] = set()
@@ -99,11 +119,6 @@ async def closing_pool(pool: ModelPool, work: Awaitable[T_co]) -> T_co:
         return await work
     finally:
         await pool.aclose()
-
-
-def draw_seed() -> int:
-    """A fresh seed for a run that was given none; it is recorded in the result."""
-    return secrets.randbelow(2**31)
 
 
 async def closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:

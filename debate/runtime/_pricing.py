@@ -17,29 +17,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from debate.exceptions import ConfigurationError
 from debate.records._config import read_toml, validation_message
+from debate.records._transcript import Frozen
 
 if TYPE_CHECKING:
     from debate.records._result import TokenCounts
 
 
-class Price(BaseModel):
+class Price(Frozen):
     """USD per million tokens."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: float = Field(ge=0)
     completion: float = Field(ge=0)
     cached: float | None = Field(default=None, ge=0)
 
 
-class PriceTable(BaseModel):
+class PriceTable(Frozen):
     """Prices by model name."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     models: dict[str, Price]
 

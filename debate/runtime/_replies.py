@@ -14,16 +14,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
-from debate.records._transcript import Standing
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+from debate.records._transcript import Frozen, RubricScore
 
 
-class ArgumentDraft(_Reply):
+class ArgumentDraft(Frozen):
     """An argument as a debater writes it (the id is the key it sits under)."""
 
     claim: str = Field(min_length=1, max_length=300)
@@ -31,7 +27,7 @@ class ArgumentDraft(_Reply):
     evidence: str = Field(min_length=1, max_length=500)
 
 
-class ExamDraft(_Reply):
+class ExamDraft(Frozen):
     """A debater's examination of one opposing argument."""
 
     challenge: str = Field(min_length=1, max_length=400)
@@ -39,24 +35,20 @@ class ExamDraft(_Reply):
     rebuttal: str = Field(min_length=1, max_length=400)
 
 
-class ClosingDraft(_Reply):
+class ClosingDraft(Frozen):
     """A closing statement."""
 
     statement: str = Field(min_length=1, max_length=900)
 
 
-class RubricDraft(_Reply):
+class RubricDraft(RubricScore):
     """A judge's assessment of one argument."""
 
-    logic: int = Field(ge=1, le=10)
-    evidence: int = Field(ge=1, le=10)
-    responsiveness: int = Field(ge=1, le=10)
-    honesty: int = Field(ge=1, le=10)
-    standing: Standing
     note: str = Field(max_length=200)
+    """Asked for in every reply, and bounded (the record's note may be empty)."""
 
 
-_DRAFTS: dict[str, type[_Reply]] = {
+_DRAFTS: dict[str, type[Frozen]] = {
     "argument": ArgumentDraft,
     "exam": ExamDraft,
     "rubric": RubricDraft,
@@ -69,9 +61,7 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
     item = _DRAFTS[kind]
     fields: dict[str, Any] = {f"k{i}": (item, Field(alias=key)) for i, key in enumerate(ids)}
     name = {"argument": "Opening", "exam": "CrossExamination", "rubric": "Scores"}[kind]
-    model: type[BaseModel] = create_model(
-        name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields
-    )
+    model: type[BaseModel] = create_model(name, __base__=Frozen, **fields)
     return model
 
 
@@ -80,7 +70,7 @@ def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
     """The judge's reply: scores keyed by every argument id, then a key finding."""
     model: type[BaseModel] = create_model(
         "JudgeReply",
-        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __base__=Frozen,
         scores=(keyed_reply("rubric", ids), ...),
         key_finding=(str, Field(max_length=300)),
     )

@@ -12,6 +12,7 @@ from debate.stats._aggregation import (
     argument_variance,
     bootstrap_margin,
     borda,
+    check_weights,
     normalized_scores,
     rubric_overall,
     side_vote,
@@ -26,8 +27,26 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._reading import (
+    ALPHA_BANDS,
+    BAND_BOUNDS,
+    BAND_TEXT,
+    HIGH_AGREEMENT,
+    UNDEFINED,
+    band,
+    fmt,
+    fmt_interval,
+)
 
 __all__ = [
+    "ALPHA_BANDS",
+    "BAND_BOUNDS",
+    "BAND_TEXT",
+    "HIGH_AGREEMENT",
+    "UNDEFINED",
+    "band",
+    "fmt",
+    "fmt_interval",
     "RUBRIC_WEIGHTS",
     "BootstrapResult",
     "BordaEntry",
@@ -39,6 +58,7 @@ __all__ = [
     "bootstrap_alpha",
     "bootstrap_margin",
     "calibrate",
+    "check_weights",
     "choose_calibration",
     "fleiss_kappa",
     "fleiss_kappa_from_labels",

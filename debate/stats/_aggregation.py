@@ -1,7 +1,8 @@
 """Aggregation: the panel's weighted side vote, and the council's rankings.
 
-Pure functions on arrays and mappings; the rules are those of the reference figures
-(``shared/reference/judges.md``) and the council design notes.
+Pure functions on arrays and mappings. Each rule (side means, the bootstrap interval, the
+rubric ceiling, Borda points, z-normalised averaging and its tie test) is written out in the
+docstring of the function that applies it, so this module is its own reference.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ Confidence = Literal["high", "medium", "low"]
 WEIGHT_TOLERANCE = 1e-6
 
 
-def argument_variance(calibrated: ArrayLike) -> FloatArray:
-    """Per argument (column): variance (ddof=1) across judges of the finite scores.
+def argument_variance(scores: ArrayLike) -> FloatArray:
+    """Per argument (column): variance (ddof=1) across judges (rows) of the finite scores.
 
-    NaN where fewer than two judges scored the argument.
+    The panel passes offset-corrected raw scores (1-10 scale), not calibrated ones, so that
+    its variance threshold keeps its meaning. NaN where fewer than two judges scored.
     """
-    x = np.asarray(calibrated, dtype=np.float64)
+    x = np.asarray(scores, dtype=np.float64)
     finite = ~np.isnan(x)
     counts = finite.sum(axis=0)
     filled = np.where(finite, x, 0.0)
@@ -135,6 +137,36 @@ RUBRIC_WEIGHTS: dict[str, float] = {
     "conciseness": 0.15,
     "clarity": 0.20,
 }
+"""The council's default rubric weights (``CouncilSettings.weights`` starts from these)."""
+
+
+def check_weights(
+    weights: Mapping[str, float], names: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Rubric weights checked once for every rubric (the panel's and the council's).
+
+    Weights are finite, non-negative and sum to 1 within :data:`WEIGHT_TOLERANCE`; with
+    ``names``, exactly those keys, returned in that order.
+
+    Raises:
+        ValueError: one line naming the offending keys or the sum, and the fix.
+    """
+    if names is not None:
+        missing = [d for d in names if d not in weights]
+        extra = [k for k in weights if k not in names]
+        if missing or extra:
+            raise ValueError(
+                f"weights need exactly {', '.join(names)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
+    negative = [k for k, v in weights.items() if not v >= 0 or not math.isfinite(v)]
+    if negative:
+        raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
+    total = sum(weights.values())
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
+    return {d: float(weights[d]) for d in (weights if names is None else names)}
 
 
 def rubric_overall(
@@ -153,13 +185,7 @@ def rubric_overall(
         ValueError: weights that are negative or do not sum to 1, or a weighted dimension
             missing from ``scores`` (it is never filled in).
     """
-    w = dict(RUBRIC_WEIGHTS if weights is None else weights)
-    negative = [k for k, v in w.items() if not v >= 0]
-    if negative:
-        raise ValueError(f"weights.{negative[0]} must be non-negative")
-    total = sum(w.values())
-    if abs(total - 1.0) > WEIGHT_TOLERANCE:
-        raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
+    w = check_weights(RUBRIC_WEIGHTS if weights is None else weights)
     missing = [d for d in w if d not in scores]
     if missing:
         raise ValueError(f"scores.{missing[0]} is missing; every weighted dimension is needed")
@@ -273,7 +299,7 @@ def normalized_scores(
 ) -> list[NormalizedEntry]:
     """Z-normalise each reviewer's scores, average per candidate, flag ties.
 
-    Self-votes are removed before normalising. Following the design note, the spread is
+    Self-votes are removed before normalising. The spread is
     the population standard deviation (ddof=0) both for a reviewer's z-scores and for a
     candidate's standard error ``std / sqrt(n)`` (0 with one vote); a reviewer whose
     scores do not vary (std < 0.001) contributes zeros. Exact ties in the mean are broken

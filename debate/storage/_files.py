@@ -1,12 +1,13 @@
-"""Files a run writes: atomically, so that a reader never sees half of one."""
+"""Files a run writes (atomically, so that a reader never sees half of one) and reads."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +32,60 @@ def write_json_atomic(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSON Lines file, parsed, with its 1-based line number.
+
+    The one JSONL reader: batches, candidates, benchmark items and datasets all fail the
+    same way, in one line that names the file, the line and the fix.
+
+    Args:
+        path: The file.
+        what: What the file is, for the message (``batch file``, ``candidates``...).
+
+    Raises:
+        ConfigurationError: the file cannot be read, is not UTF-8, or a line is not JSON.
+    """
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigurationError(
+            f"{what} {source}: cannot read it ({reason}); check the path"
+        ) from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{what} {source} line {number}: not valid JSON ({exc.msg}); "
+                "write one JSON object per line"
+            ) from exc
+
+
+def read_jsonl_records(path: str | Path, what: str, model: type[M]) -> list[tuple[int, M]]:
+    """Every line of a JSONL file validated as ``model``, before any of them is used.
+
+    Raises:
+        ConfigurationError: as :func:`read_jsonl`, or a line that is not a valid ``model``
+            (the message names the line and the field).
+    """
+    records = []
+    for number, data in read_jsonl(path, what):
+        try:
+            records.append((number, model.model_validate(data)))
+        except ValidationError as exc:
+            raise ConfigurationError(
+                validation_message(exc, f"{what} {path} line {number}")
+            ) from exc
+    return records
 
 
 RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult, "council": CouncilResult}

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
-from debate.records._transcript import JudgeEvaluation, RubricScore
+from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore, side_of
 from debate.stats import calibrate
 
 SCHEMA = """
@@ -69,10 +68,8 @@ CREATE TABLE IF NOT EXISTS council_entries (
 """
 
 
-class LeaderboardRow(BaseModel):
+class LeaderboardRow(Frozen):
     """One model across council questions."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     mean_borda: float
@@ -244,9 +241,8 @@ def observation_rows(
         for reading, (scores, positions) in enumerate(_readings(e)):
             raw = np.array([[scores[arg_id].weighted(weights[e.judge]) for arg_id in ids]])
             calibrated = calibrate(raw, result.vote.calibration)[0]
-            first = min(positions, key=positions.__getitem__)[:3]
-            for a, arg_id in enumerate(ids):
-                side = arg_id[:3]
+            first = side_of(min(positions, key=positions.__getitem__))
+            for a, (arg_id, side) in enumerate(zip(ids, transcript.sides, strict=True)):
                 yield (
                     e.judge,
                     e.role,
