@@ -23,11 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pydantic import BaseModel  # noqa: E402
 
 from debate import RunConfig, run_debate  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
-from debate.models._base import Message, Model, ModelSettings, Reply  # noqa: E402
+from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema  # noqa: E402
 
 SERVER = """
 import sys, time
@@ -51,10 +50,7 @@ class Sequential:
         return self.inner.name
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         async with self.lock:
             return await self.inner.complete(messages, schema, settings)

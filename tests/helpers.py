@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from debate.models._base import Message
 from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
+from tests.openai_server import FakeOpenAIServer
 
 ROLE = re.compile(r"# Your role: (\w+) judge")
 
@@ -82,3 +83,8 @@ def planted_judges(
         return json.dumps({"scores": scores, "key_finding": f"{role} done"})
 
     return reply
+
+
+def served(server: FakeOpenAIServer) -> list[str]:
+    """The flags that point a command at the test server."""
+    return ["--model", "m", "--base-url", server.base_url]

@@ -8,6 +8,7 @@ import pytest
 
 from debate._cli.main import main
 from debate.records._result import DebateResult
+from tests.helpers import served
 from tests.openai_server import FakeOpenAIServer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meeting_transcript.json"
@@ -54,10 +55,7 @@ def test_run_against_openai_compatible_server_writes_valid_result(
             capsys,
             "judge",
             str(tmp_path / "t.json"),
-            "--model",
-            "m",
-            "--base-url",
-            server.base_url,
+            *served(server),
             "--out",
             str(tmp_path / "again"),
             "--quiet",
@@ -80,10 +78,7 @@ def test_judge_hand_written_transcript(tmp_path: Path, capsys: pytest.CaptureFix
             capsys,
             "judge",
             str(EXAMPLE),
-            "--model",
-            "m",
-            "--base-url",
-            server.base_url,
+            *served(server),
             "--out",
             str(tmp_path),
             "--quiet",
@@ -134,10 +129,7 @@ def test_api_key_env_names_another_variable(
             capsys,
             "judge",
             str(EXAMPLE),
-            "--model",
-            "m",
-            "--base-url",
-            server.base_url,
+            *served(server),
             "--api-key-env",
             "MY_KEY",
             "--out",
@@ -159,10 +151,7 @@ def test_wall_time_of_a_debate_is_four_round_trips(
             capsys,
             "run",
             TOPIC,
-            "--model",
-            "m",
-            "--base-url",
-            server.base_url,
+            *served(server),
             "--out",
             str(tmp_path),
             "--quiet",

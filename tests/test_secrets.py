@@ -12,6 +12,7 @@ import pytest
 
 from debate._cli.main import main
 from debate.models.test import fill_schema
+from tests.helpers import served
 from tests.openai_server import FakeOpenAIServer, Reply
 
 SENTINEL = "sk-test-SENTINEL-0123456789-not-a-real-key"
@@ -43,10 +44,7 @@ def test_api_key_never_leaks(
                 [
                     "run",
                     "Should we adopt the plan?",
-                    "--model",
-                    "m",
-                    "--base-url",
-                    server.base_url,
+                    *served(server),
                     "--out",
                     str(tmp_path / "out"),
                     "--no-cache",
@@ -62,10 +60,7 @@ def test_api_key_never_leaks(
             [
                 "run",
                 "Should we adopt the plan?",
-                "--model",
-                "m",
-                "--base-url",
-                server.base_url,
+                *served(server),
                 "--out",
                 str(tmp_path / "fail"),
                 "--cache",

@@ -11,9 +11,7 @@ usage is counted.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +47,10 @@ class TokenUsage(BaseModel):
     """Prompt tokens the provider did not have to evaluate again (prefix cache)."""
 
 
+ReplySchema: TypeAlias = type[BaseModel]
+"""The pydantic model a reply must validate against (backends send its JSON schema)."""
+
+
 class Reply(BaseModel):
     """A model's raw reply, before anyone parsed it."""
 
@@ -78,10 +80,7 @@ class Model(Protocol):
         ...
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Ask for one reply; ``schema`` is sent as the response format or grammar.
 
@@ -91,18 +90,3 @@ class Model(Protocol):
             ProviderError: the call failed (HTTP error, timeout, connection).
         """
         ...
-
-
-@lru_cache(maxsize=1024)
-def _schema_text(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema())
-
-
-def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema sent to a provider or turned into a grammar (a fresh copy).
-
-    Generating a schema costs pydantic a few milliseconds, which is most of this package's
-    CPU time per call when it is done every call; it is generated once per model class.
-    """
-    value: dict[str, Any] = json.loads(_schema_text(schema))
-    return value

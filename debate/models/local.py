@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from debate.exceptions import ConfigurationError, ProviderError
-from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
+from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._schema import json_schema_of
 
 logger = logging.getLogger(__name__)
 
@@ -216,10 +215,7 @@ class LocalModel:
         )
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Generate one reply constrained by the grammar of ``schema``."""
         settings = settings or ModelSettings()

@@ -20,10 +20,10 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel
 
 from debate.exceptions import ConfigurationError, ProviderError
-from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
+from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._schema import json_schema_of
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r})"
 
-    def _response_format(self, schema: type[BaseModel]) -> dict[str, Any]:
+    def _response_format(self, schema: ReplySchema) -> dict[str, Any]:
         if self._mode == "json_object":
             return {"type": "json_object"}
         body = json_schema_of(schema)
@@ -160,10 +160,7 @@ class OpenAIModel:
         }
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Send one chat completion request with ``schema`` as its response format."""
         settings = settings or ModelSettings()
@@ -182,7 +179,7 @@ class OpenAIModel:
                 )
 
     async def _request(
-        self, messages: list[Message], schema: type[BaseModel], settings: ModelSettings
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings
     ) -> Reply:
         payload = [m.model_dump() for m in messages]
         if self._mode == "json_object":

@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from debate.exceptions import DebateError
-from debate.models._base import Message, ModelSettings, Reply, TokenUsage, json_schema_of
+from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._schema import json_schema_of
 
 ScriptedReply = Reply | str | dict[str, Any] | BaseModel | Exception
 """A reply a double gives: a raw :class:`Reply` as is, JSON text, a dict or pydantic object
@@ -58,7 +59,7 @@ class _DoubleBase:
         return self._name
 
     def _record(
-        self, messages: list[Message], schema: type[BaseModel], settings: ModelSettings | None
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None
     ) -> None:
         self.requests.append((messages, schema))
         self.request_settings.append(settings or ModelSettings())
@@ -96,10 +97,7 @@ class ScriptedModel(_DoubleBase):
         return len(self._outputs) - self._next
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Return the next scripted reply."""
         self._record(messages, schema, settings)
@@ -122,10 +120,7 @@ class FunctionModel(_DoubleBase):
         self._function = function
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Call the function and return what it gives as a reply."""
         self._record(messages, schema, settings)
@@ -185,10 +180,7 @@ class TestModel(_DoubleBase):
         self._rng = random.Random(seed)
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Generate a value of ``schema`` from its JSON schema."""
         self._record(messages, schema, settings)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
-from debate.models._base import Message, Model, ModelSettings, Reply, json_schema_of
+from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
+from debate.models._schema import json_schema_of
 from debate.storage._cache import ResponseCache, request_key
 
 
@@ -40,7 +39,7 @@ def cache_slot(
     cache: ResponseCache | None,
     model: Model,
     messages: list[Message],
-    schema: type[BaseModel],
+    schema: ReplySchema,
     settings: ModelSettings,
 ) -> CacheSlot | None:
     """The slot of one request, keyed by model, endpoint, messages, schema and settings."""

@@ -14,10 +14,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message, Model, ModelSettings, Reply
+from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
 from debate.runtime._wrapper import ModelWrapper
 
 WINDOW = 60.0
@@ -102,10 +100,7 @@ class LimitedModel(ModelWrapper):
         self.limiter = limiter
 
     async def complete(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        settings: ModelSettings | None = None,
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
         """Wait for the limiter, call, and settle the token count."""
         settings = settings or ModelSettings()
