@@ -204,4 +204,9 @@ def test_cli_seed_from_env_and_drawn_seed_is_recorded(tmp_path: Path, monkeypatc
     run = json.loads((tmp_path / "b" / "run.json").read_text())
     result = json.loads((tmp_path / "b" / "result.json").read_text())
     assert run["seed_source"] == "drawn" and result["seed"] == run["seed"]
+    # the same command again in the same folder replays that debate instead of a new one
+    assert main(["run", "Should we?", "--model", "scripted", "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert again["seed_source"] == "repeated" and again["seed"] == run["seed"]
+    assert json.loads((tmp_path / "b" / "result.json").read_text()) == result
     assert "started" not in result and "host" not in json.dumps(result["config"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import platform
-import secrets
 import socket
 import sys
 import time
@@ -23,10 +22,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from debate._version import __version__
 from debate.exceptions import ConfigurationError, DebateError
+from debate.records._result import draw_seed
 from debate.storage._cache import ResponseCache
 from debate.storage._files import write_json_atomic
 
-SeedSource = Literal["flag", "env", "resumed", "drawn"]
+SeedSource = Literal["flag", "env", "resumed", "repeated", "drawn"]
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 """``running`` while the command works (or if it was killed); ``interrupted`` after Ctrl-C."""
 
@@ -56,7 +56,7 @@ class RunInfo(BaseModel):
 
 
 def resolve_seed(flag: int | None, out_dir: Path) -> tuple[int, SeedSource]:
-    """``--seed``, else ``DEBATE_SEED``, else an unfinished run's seed in ``out_dir``, else new."""
+    """``--seed``, else ``DEBATE_SEED``, else the seed of the run in ``out_dir``, else new."""
     if flag is not None:
         return flag, "flag"
     env = os.environ.get("DEBATE_SEED")
@@ -68,9 +68,12 @@ def resolve_seed(flag: int | None, out_dir: Path) -> tuple[int, SeedSource]:
                 f"DEBATE_SEED={env!r} is not an integer; set it to a whole number or unset it"
             ) from exc
     previous = read_run_info(out_dir)
-    if previous is not None and previous.status != "finished":
-        return previous.seed, "resumed"
-    return secrets.randbelow(2**31), "drawn"
+    if previous is not None:
+        # The same command in the same folder is the same debate: an unfinished run resumes
+        # from the cache, a finished one replays instead of overwriting result.json with a
+        # different debate. A new debate takes --seed or another --out.
+        return previous.seed, "resumed" if previous.status != "finished" else "repeated"
+    return draw_seed(), "drawn"
 
 
 def read_run_info(out_dir: Path) -> RunInfo | None:
