@@ -98,8 +98,8 @@ async def run_debate(
     _check_topic(topic)
     cfg = _config(config)
     seed = draw_seed(seed)
-    renderer = PromptRenderer(cfg.templates)
     wrap = _Wrapper(cache, limiter)
+    renderer = PromptRenderer(cfg.templates).keyed(seed)
     meter = UsageMeter(prices=prices)
     deadline = Deadline(cfg.deadline)
     async with owned_pool(

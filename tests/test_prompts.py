@@ -27,7 +27,7 @@ def test_debater_text_is_data_not_template_source() -> None:
         ids=["PRO-1"],
         **transcript_view([arg], [], []),
     )
-    assert "{{ 7*7 }}" in out and "49" not in out
+    assert "Claim: {{ 7*7 }}" in out and "Claim: 49" not in out  # hex markers may hold 49
     assert "{% for x in range(3) %}loop{% endfor %}" in out
 
 

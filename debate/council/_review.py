@@ -139,10 +139,11 @@ class Council:
         )
 
     def _messages(
-        self, reviewer: Reviewer, question: str, shown: list[tuple[str, Candidate]]
+        self, reviewer: Reviewer, question: str, shown: list[tuple[str, Candidate]], seed: int
     ) -> list[Message]:
         """The reviewer's request: the candidates under their labels, in its own order."""
-        prompt = self.renderer.render(
+        renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
+        prompt = renderer.render(
             "council_review.md.jinja",
             question=question,
             candidates=[{"label": label, "text": c.text} for label, c in shown],
@@ -151,7 +152,7 @@ class Council:
             safety_gate=self.config.council.safety_gate,
         )
         return [
-            Message(role="system", content=self.renderer.render("council_system.md.jinja")),
+            Message(role="system", content=renderer.render("council_system.md.jinja")),
             Message(role="user", content=prompt),
         ]
 
@@ -179,7 +180,9 @@ class Council:
         try:
             completion, _ = await ask(
                 reviewer.model,
-                self._messages(reviewer, question, [(lb, by_id[cid]) for lb, cid, _ in shown]),
+                self._messages(
+                    reviewer, question, [(lb, by_id[cid]) for lb, cid, _ in shown], seed
+                ),
                 review_reply(labels, self.config.council.safety_gate),
                 self._settings(seed),
                 CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event),

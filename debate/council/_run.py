@@ -72,7 +72,7 @@ async def run_council(
     cfg = config or RunConfig()
     seed = draw_seed(seed)
     wrap = _Wrapper(cache)
-    renderer = PromptRenderer(cfg.templates)
+    renderer = PromptRenderer(cfg.templates).keyed(seed)
     meter = UsageMeter()
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path

@@ -95,7 +95,7 @@ class MultiJudgePanel:
         return {j.name: models for j in self.judges}
 
     async def _topic(
-        self, topic: str, settings: ModelSettings, call: CallContext
+        self, topic: str, settings: ModelSettings, call: CallContext, renderer: PromptRenderer
     ) -> tuple[str, TopicSource]:
         """The type set by hand, else the keyword table's or the model classifier's."""
         if self.config.topic_type:
@@ -106,7 +106,7 @@ class MultiJudgePanel:
             topic,
             self.topics,
             self.models[self.judges[0].name],
-            renderer=self.renderer,
+            renderer=renderer,
             settings=settings,
             call=call,
         )
@@ -148,16 +148,17 @@ class MultiJudgePanel:
         Without a seed one is drawn; it is returned in the result so the run can be replayed.
         """
         seed = draw_seed(seed)
+        renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
         sitting = Sitting(
             transcript=transcript,
-            system=Message(role="system", content=self.renderer.render("judge_system.md.jinja")),
+            system=Message(role="system", content=renderer.render("judge_system.md.jinja")),
             settings=ModelSettings(
                 temperature=self.config.temperature,
                 max_tokens=self.config.max_tokens,
                 seed=seed,
                 timeout=self.config.timeout,
             ),
-            renderer=self.renderer,
+            renderer=renderer,
             call=CallContext(
                 CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
             ),
@@ -165,7 +166,7 @@ class MultiJudgePanel:
             swap=self.config.swap,
         )
         topic_type, topic_source = await self._topic(
-            transcript.topic, sitting.settings, sitting.call
+            transcript.topic, sitting.settings, sitting.call, renderer
         )
         orders = self.presentations(transcript, seed)
         evaluations = await asyncio.gather(

@@ -9,18 +9,33 @@ a debater reaches the model literally.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import hmac
+import json
 import re
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound, UndefinedError
+from jinja2 import (
+    FileSystemLoader,
+    StrictUndefined,
+    TemplateNotFound,
+    UndefinedError,
+    pass_context,
+)
+from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
+NONCE_VARIABLE = "_delimiter_key"
+"""The render-context variable that carries a render's delimiter key (never in a prompt)."""
+COLLECT_VARIABLE = "_delimited_texts"
+"""The render-context variable in which a first pass collects the texts to delimit."""
 
 
 def shipped_template_dir() -> Path:
@@ -56,20 +71,53 @@ def neutralise_markers(text: str) -> str:
     return _MARKERS.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
 
 
-def data_block(text: object, label: str = "content") -> str:
-    """Wrap untrusted text in delimiters that it cannot contain.
+def data_block(text: object, label: str = "content", key: bytes | None = None) -> str:
+    """Wrap untrusted text in delimiters that it cannot forge.
 
-    The marker carries a digest of the text itself, so no text can contain its own closing
-    marker; chat-template role markers such as ``<|im_start|>`` are broken up so the text
-    cannot open a new turn.
+    With ``key`` (a render's secret nonce, see :meth:`PromptRenderer.render`) the marker is
+    an HMAC of the label under that key: no text can contain it, because no author of the
+    text has seen this render's key, and a genuine block copied out of an earlier prompt
+    carries another render's marker. Without a key, a digest of the text itself serves
+    (its own closing marker cannot be in it). Chat-template markers such as
+    ``<|im_start|>`` or ``[INST]`` are broken up so the text cannot open a new turn.
     """
     body = neutralise_markers(str(text))
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    size = 8
+    if key is None:
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    else:
+        digest = hmac.new(key, label.encode("utf-8"), hashlib.sha256).hexdigest()
+    size = 8 if key is None else 12
     while digest[:size] in body:
         size += 4
     tag = f"{label}:{digest[:size]}"
     return f"<<{tag}>>\n{body}\n<</{tag}>>"
+
+
+@pass_context
+def _data_filter(context: Context, text: object, label: str = "content") -> str:
+    """The ``data`` filter: delimiters keyed by the render's nonce (see ``render``).
+
+    On the first of a render's two passes it only collects the texts it is given.
+    """
+    collected = context.get(COLLECT_VARIABLE)
+    if isinstance(collected, list):
+        collected.append((label, str(text)))
+        return ""
+    key = context.get(NONCE_VARIABLE)
+    return data_block(text, label, key if isinstance(key, bytes) else None)
+
+
+def render_nonce(secret: bytes, texts: list[tuple[str, str]]) -> bytes:
+    """The key of one render: an HMAC, under ``secret``, of every text it delimits.
+
+    A text can therefore never carry its own render's markers (they depend on the text),
+    a block copied out of another prompt carries that prompt's markers, and prompts that
+    delimit the same texts share them: judges reading one transcript in one order share a
+    byte-identical prefix for the provider's prefix cache, and a seeded run renders the
+    same prompts again (its calls are found in the response cache).
+    """
+    blob = json.dumps(texts, ensure_ascii=False)
+    return hmac.new(secret, blob.encode("utf-8"), hashlib.sha256).digest()
 
 
 @lru_cache(maxsize=32)
@@ -86,14 +134,16 @@ def _environment(folders: tuple[str, ...]) -> SandboxedEnvironment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["data"] = data_block
+    env.filters["data"] = _data_filter
     return env
 
 
 class PromptRenderer:
     """Renders the named templates with StrictUndefined (a missing variable is an error)."""
 
-    def __init__(self, template_dir: str | Path | None = None) -> None:
+    def __init__(
+        self, template_dir: str | Path | None = None, *, secret: bytes | None = None
+    ) -> None:
         folders = [shipped_template_dir()]
         if template_dir is not None:
             user = Path(template_dir)
@@ -106,6 +156,22 @@ class PromptRenderer:
         self.folders = folders
         self._env = _environment(tuple(str(f) for f in folders))
         self._digests: dict[str, str] = {}
+        self._given = secret
+        self.secret = secret if secret is not None else secrets.token_bytes(32)
+        """Keys every render's delimiters (see :func:`render_nonce`)."""
+
+    def keyed(self, seed: int) -> PromptRenderer:
+        """This renderer with delimiter keys derived from a run's seed (unless given one).
+
+        The same seed renders the same prompts, so a seeded run is reproducible and a
+        resumed run finds its calls in the response cache; a text author cannot use the key
+        even knowing the seed, because each render's nonce covers the text itself.
+        """
+        if self._given is not None:
+            return self
+        twin = copy.copy(self)
+        twin.secret = hashlib.sha256(f"debate-delimiters:{seed}".encode()).digest()
+        return twin
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""
@@ -143,6 +209,9 @@ class PromptRenderer:
                 f"template {name} not found in {where}; add it or fix the template folder"
             ) from exc
         try:
-            return template.render(**variables).strip() + "\n"
+            texts: list[tuple[str, str]] = []
+            template.render(**variables, **{COLLECT_VARIABLE: texts})
+            nonce = render_nonce(self.secret, texts)
+            return template.render(**variables, **{NONCE_VARIABLE: nonce}).strip() + "\n"
         except UndefinedError as exc:
             raise ConfigurationError(f"template {name}: {exc.message}; fix the template") from exc
