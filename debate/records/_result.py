@@ -78,6 +78,8 @@ class Diagnostics(Frozen):
     """Per rubric dimension: interval alpha on the judges' raw 1-10 scores."""
     argument_variance: dict[str, float | None] = Field(default_factory=dict)
     """Per argument: variance across judges of the offset-corrected score (1-10 scale)."""
+    no_difference: bool = False
+    """No scored judge told any argument from another: the panel sees no difference."""
 
 
 class Decision(Frozen):
