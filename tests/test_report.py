@@ -376,8 +376,31 @@ def test_per_side_means_in_points_sit_beside_the_calibrated_margin(winner: Debat
     md = render_markdown(result)
     assert "PRO 7.67 points · CON 4.25 points · PRO − CON +3.42 points" in md
     assert "| points (1–10) | 7.67 | 4.25 | +3.42 | +2.50 to +4.00 |" in md
-    unknown = Page(render_html(winner))  # a record without points says so, never a number
+
+    def written_before_points(data: dict[str, Any]) -> None:
+        for key in ("pro_points", "con_points", "margin_points", "margin_points_ci"):
+            data["vote"][key] = None
+
+    # A record without points says so, never a number.
+    unknown = Page(render_html(_with(winner, written_before_points)))
     assert "no per-side means in points" in unknown.visible
+
+
+def test_the_shares_add_up_to_the_margin_the_vote_computed() -> None:
+    """With judges whose spread is below the floor, the report calibrates as the vote did."""
+    from debate.report._why import pulls
+
+    narrow = {"PRO-1": 6, "PRO-2": 6, "PRO-3": 6, "CON-1": 5, "CON-2": 5, "CON-3": 5}
+
+    def plan(role: str, arg_id: str) -> int:
+        return narrow[arg_id] + (role == "business") - (arg_id == "PRO-1" and role == "risk")
+
+    config = RunConfig(model="function", calibration="minmax")
+    result = judge_transcript_sync(
+        hostile_transcript(), model=FunctionModel(planted_judges(plan)), config=config, seed=3
+    )
+    assert result.decision.thresholds.min_spread is not None and result.vote.margin is not None
+    assert sum(p.pull for p in pulls(result)) == pytest.approx(result.vote.margin, abs=1e-9)
 
 
 def test_why_names_the_deciding_arguments_and_quotes_the_judges(winner: DebateResult) -> None:

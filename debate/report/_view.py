@@ -171,8 +171,10 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
         return HeatRow(
             evaluation.judge, evaluation.role, None, "missing: scores do not cover every argument"
         )
-    # Calibration is per judge (row by row), so one row alone gives the panel's numbers.
-    row = calibrate(matrices.raw, result.vote.calibration)[0]
+    # Calibration is per judge (row by row), so one row alone gives the panel's numbers,
+    # with the same spread floor the vote used.
+    floor = result.decision.thresholds.min_spread
+    row = calibrate(matrices.raw, result.vote.calibration, floor)[0]
     return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
 
 
