@@ -346,7 +346,7 @@ def test_kappa_is_read_on_kappa_bands_against_its_own_gate(winner: DebateResult)
     passing = charts(_with(winner, _kappa(0.45)))["kappa"]
     value = Page(passing).find(class_="value pass")
     assert value, "0.45 meets the 0.40 gate and must not be drawn as failing"
-    assert "kappa = 0.450 · moderate · meets the threshold 0.40" in Page(passing).visible
+    assert "kappa = 0.450 · moderate · meets the gate 0.40" in Page(passing).visible
     assert 'class="value fail"' not in passing
     assert "band-substantial" in passing and "band-unacceptable" not in passing
     failing = charts(_with(winner, _kappa(0.35)))["kappa"]
@@ -466,6 +466,16 @@ def test_no_cause_is_named_that_the_data_does_not_show(winner: DebateResult) -> 
 
     visible = Page(render_html(_with(split, lowering))).visible
     assert "Without technical" not in visible and "agree least on" not in visible
+
+    def even(data: dict[str, Any]) -> None:
+        data["decision"]["diagnostics"] = {"alpha_by_dimension": dict.fromkeys(DIMS, -0.08)}
+
+    visible = Page(render_html(_with(split, even))).visible
+    assert "agree least on" not in visible  # no dimension is singled out among equals
+    assert "alike on every rubric dimension (alpha -0.080)" in visible
+
+
+DIMS = ("logic", "evidence", "responsiveness", "honesty")
 
 
 def _css() -> str:

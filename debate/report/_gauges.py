@@ -158,6 +158,14 @@ def _floor(values: Sequence[float | None]) -> float:
     return min([0.0, *(math.floor((v - 0.05) * 10) / 10 for v in finite)])
 
 
+def _edges(bands: Bands, low: float) -> list[float]:
+    """Ticks at 0, 1 and every band edge; the scale's negative end too when not crowded."""
+    ticks = {0.0, 1.0, *(lo for _, lo, _ in bands.table if low < lo < 1.0)}
+    if low < 0 and -low / (1.0 - low) >= 0.12:  # else its label would run into 0's
+        ticks.add(low)
+    return sorted(ticks)
+
+
 def _band_strip(bands: Bands, x: Callable[[float], float], low: float, top: float) -> list[str]:
     parts = []
     for name, lo, hi in bands.table:
@@ -182,10 +190,8 @@ def _band_strip(bands: Bands, x: Callable[[float], float], low: float, top: floa
 def _marker(name: str, value: float, threshold: float, bands: Bands, vx: float) -> list[str]:
     """The value's marker on the strip, and its reading written in full above the strip."""
     passes = value >= threshold
-    verdict = (
-        f"meets the threshold {threshold:.2f}" if passes else f"below the threshold {threshold:.2f}"
-    )
-    label = f"{name} = {fmt(value)} · {bands.name_of(value)} · {verdict}"
+    gate = f"{'meets' if passes else 'below'} the gate {threshold:.2f}"
+    label = f"{name} = {fmt(value)} · {bands.name_of(value)} · {gate}"
     return [
         vline(vx, 28, 60, stroke=INK, stroke_width="3", class_="marker"),
         at(vx, f'<path d="M-7,19 L7,19 L0,28 Z" fill="{INK}"/>'),
@@ -214,7 +220,7 @@ def agreement_scale(name: str, value: float | None, threshold: float, bands: Ban
     parts = _band_strip(bands, x, low, top)
     if not defined:
         parts = [p.replace("<rect ", '<rect fill-opacity="0.35" ', 1) for p in parts]
-    edges = sorted({low, 0.0, 1.0, *(lo for _, lo, _ in bands.table if low < lo < 1.0)})
+    edges = _edges(bands, low)
     parts += axis(x, edges, top + 26, lambda t: f"{t:.2f}")
     tx = x(threshold)
     parts.append(
@@ -405,7 +411,7 @@ def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float)
     parts = []
     for i, (name, value) in enumerate(alphas):
         parts += _dimension_row(name, value, i * row_h, threshold, low)
-    edges = sorted({low, 0.0, 1.0, *(lo for _, lo, _ in ALPHA.table if low < lo < 1.0)})
+    edges = _edges(ALPHA, low)
     parts += axis(x, edges, bottom, lambda t: f"{t:.2f}")
     parts.append(
         ptext(

@@ -139,6 +139,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; }
   th, td { padding:5px 6px; }
   .band-name { display:none; }
   .track { width:4.5em; }
+  svg .value { font-size:12px; }
 }
 @media print {
   body { background:#fff; }

@@ -155,6 +155,8 @@ def _weakest_dimension(result: DebateResult) -> str | None:
     if len(by_dim) < 2:
         return None
     name, value = min(by_dim.items(), key=lambda kv: (kv[1], kv[0]))
+    if max(by_dim.values()) - value < 1e-9:  # no dimension is weaker than another
+        return f"The judges agree alike on every rubric dimension (alpha {fmt(value)})."
     return f"The judges agree least on {name} (alpha {fmt(value)})."
 
 
