@@ -147,6 +147,8 @@ def council() -> CouncilResult:
 
 
 WIDTHS = (1280, 420)
+HEIGHTS = {("council", 1280): 1300, ("council", 420): 1560}
+"""Screenshot heights that end with the page (a debate report is cut at 2400 px)."""
 
 
 def screenshot(page: Path, png: Path, width: int, height: int = 2400) -> None:
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="folder for the sample reports")
     parser.add_argument("--screenshots", type=Path, help="folder for the PNG screenshots")
     parser.add_argument(
-        "--height", type=int, default=2400, help="how much of each page to capture (px)"
+        "--height", type=int, help="how much of each page to capture (px; default 2400)"
     )
     args = parser.parse_args(argv)
     samples: dict[str, object] = {
@@ -195,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             args.screenshots.mkdir(parents=True, exist_ok=True)
             for width in WIDTHS:
                 png = args.screenshots / f"{name}-{width}.png"
-                screenshot(html, png, width, args.height)
+                height = args.height or HEIGHTS.get((name, width), 2400)
+                screenshot(html, png, width, height)
                 print(png)
     return 0
 
