@@ -472,7 +472,7 @@ def test_no_cause_is_named_that_the_data_does_not_show(winner: DebateResult) -> 
 
     visible = Page(render_html(_with(split, even))).visible
     assert "agree least on" not in visible  # no dimension is singled out among equals
-    assert "alike on every rubric dimension (alpha -0.080)" in visible
+    assert "Every rubric dimension has the same alpha (-0.080)" in visible
 
 
 DIMS = ("logic", "evidence", "responsiveness", "honesty")

@@ -156,7 +156,10 @@ def _weakest_dimension(result: DebateResult) -> str | None:
         return None
     name, value = min(by_dim.items(), key=lambda kv: (kv[1], kv[0]))
     if max(by_dim.values()) - value < 1e-9:  # no dimension is weaker than another
-        return f"The judges agree alike on every rubric dimension (alpha {fmt(value)})."
+        return (
+            f"Every rubric dimension has the same alpha ({fmt(value)}): no one kind of "
+            "judgement is to blame."
+        )
     return f"The judges agree least on {name} (alpha {fmt(value)})."
 
 
