@@ -166,7 +166,10 @@ def test_council_cli_refuses_one_candidate(
     assert code == 2 and "at least two" in err
 
 
-BAR = re.compile(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="\2" [^>]*stroke-width="2"/>')
+# Positions are in percent of the chart's width (the chart fills its box at any width).
+BAR = re.compile(
+    r'<line x1="([\d.]+)%" y1="([\d.]+)" x2="([\d.]+)%" y2="\2" [^>]*stroke-width="2"/>'
+)
 BRACKET = re.compile(r'<path d="M[\d.]+,([\d.]+) ')
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,9 @@ def test_standing_moved_by_the_swap_is_shown() -> None:
     swap["scores"]["PRO-1"]["standing"] = "REFUTED"
     swap["position_sensitive"] = ["PRO-1"]
     page = Page(render_html(DebateResult.model_validate(data)))
-    assert "UPHELD → REFUTED" in page.visible
+    # Short words in the cell (so six arguments fit 1280 px), the standings in its title.
+    assert "upheld → refuted" in page.visible
+    assert page.find(title="UPHELD → REFUTED")
     assert "changed when the sides were swapped" in page.visible
 
 
@@ -314,7 +317,229 @@ def test_charts_are_inline_svg_without_references(winner: DebateResult) -> None:
     from debate.report import charts
 
     figures = charts(winner)
-    assert set(figures) == {"margin", "alpha", "kappa", "heatmap", "dimensions"}
+    assert set(figures) == {"points", "margin", "alpha", "kappa", "heatmap", "dimensions"}
     for name, markup in figures.items():
         assert markup.startswith("<svg") and markup.endswith("</svg>"), name
         assert "http" not in markup and "<script" not in markup, name
+
+
+# --- Issue 15: verdicts that never claim more than the panel showed (the report's part) ---
+
+
+def _with(result: DebateResult, edit: Callable[[dict[str, Any]], None]) -> DebateResult:
+    data = _data(result)
+    edit(data)
+    return DebateResult.model_validate(data)
+
+
+def _kappa(value: float) -> Callable[[dict[str, Any]], None]:
+    def edit(data: dict[str, Any]) -> None:
+        data["agreement"]["kappa"] = value
+
+    return edit
+
+
+def test_kappa_is_read_on_kappa_bands_against_its_own_gate(winner: DebateResult) -> None:
+    from debate.report import charts
+
+    assert winner.decision.thresholds.kappa == 0.4
+    passing = charts(_with(winner, _kappa(0.45)))["kappa"]
+    value = Page(passing).find(class_="value pass")
+    assert value, "0.45 meets the 0.40 gate and must not be drawn as failing"
+    assert "kappa = 0.450 · moderate · meets the gate 0.40" in Page(passing).visible
+    assert 'class="value fail"' not in passing
+    assert "band-substantial" in passing and "band-unacceptable" not in passing
+    failing = charts(_with(winner, _kappa(0.35)))["kappa"]
+    assert Page(failing).find(class_="value fail") and "· fair ·" in failing
+    page = Page(render_html(_with(winner, _kappa(0.707))))
+    assert "0.707 · substantial" in page.visible
+    assert "moderate" not in " ".join(t for t in page.text if "0.707" in t)
+    assert "(substantial)" in render_markdown(_with(winner, _kappa(0.707)))
+
+
+def _points(data: dict[str, Any]) -> None:
+    data["vote"] |= {
+        "pro_points": 7.6667,
+        "con_points": 4.25,
+        "margin_points": 3.4167,
+        "margin_points_ci": [2.5, 4.0],
+    }
+
+
+def test_per_side_means_in_points_sit_beside_the_calibrated_margin(winner: DebateResult) -> None:
+    result = _with(winner, _points)
+    page = Page(render_html(result))
+    for shown in ("7.67 points", "4.25 points", "+3.42 points", "+2.50 to +4.00"):
+        assert shown in page.visible, shown
+    assert "calibrated margin" in page.visible.lower()
+    assert "Mean score in points (1-10): PRO 7.7, CON 4.2" in render_html(result)
+    md = render_markdown(result)
+    assert "PRO 7.67 points · CON 4.25 points · PRO − CON +3.42 points" in md
+    assert "| points (1–10) | 7.67 | 4.25 | +3.42 | +2.50 to +4.00 |" in md
+
+    def written_before_points(data: dict[str, Any]) -> None:
+        for key in ("pro_points", "con_points", "margin_points", "margin_points_ci"):
+            data["vote"][key] = None
+
+    # A record without points says so, never a number.
+    unknown = Page(render_html(_with(winner, written_before_points)))
+    assert "no per-side means in points" in unknown.visible
+
+
+def test_the_shares_add_up_to_the_margin_the_vote_computed() -> None:
+    """With judges whose spread is below the floor, the report calibrates as the vote did."""
+    from debate.report._why import pulls
+
+    narrow = {"PRO-1": 6, "PRO-2": 6, "PRO-3": 6, "CON-1": 5, "CON-2": 5, "CON-3": 5}
+
+    def plan(role: str, arg_id: str) -> int:
+        return narrow[arg_id] + (role == "business") - (arg_id == "PRO-1" and role == "risk")
+
+    config = RunConfig(model="function", calibration="minmax")
+    result = judge_transcript_sync(
+        hostile_transcript(), model=FunctionModel(planted_judges(plan)), config=config, seed=3
+    )
+    assert result.decision.thresholds.min_spread is not None and result.vote.margin is not None
+    assert sum(p.pull for p in pulls(result)) == pytest.approx(result.vote.margin, abs=1e-9)
+
+
+def test_why_names_the_deciding_arguments_and_quotes_the_judges(winner: DebateResult) -> None:
+    from debate.report._why import deciding, pulls
+
+    shares = pulls(winner)
+    assert winner.vote.margin is not None
+    # The shares decompose the margin exactly, so "deciding" means what it says.
+    assert sum(p.pull for p in shares) == pytest.approx(winner.vote.margin, abs=1e-9)
+    top = deciding(winner)
+    assert top and all(p.pull > 0 for p in top)  # every one pulls toward the winner, PRO
+    assert {"PRO-1", "CON-3"} <= {p.argument for p in top}  # PRO's best, CON's worst
+    page = Page(render_html(winner))
+    named = [a["data-arg"] for t, a in page.tags if t == "li" and "data-arg" in a]
+    assert named == [p.argument for p in top]
+    quoted = {a["data-judge"] for t, a in page.tags if t == "blockquote"}
+    assert quoted == {"technical", "business", "general"}  # risk is unscored: no finding
+    assert "technical done" in page.visible
+    md = render_markdown(winner)
+    assert f"1. **{top[0].argument}**" in md and "> “technical done” (**technical**)" in md
+
+
+def test_findings_and_claims_in_why_stay_escaped(winner: DebateResult) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["evaluations"][0]["key_finding"] = HOSTILE
+
+    result = _with(winner, edit)
+    html = render_html(result)
+    assert "<script" not in html.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    page = Page(html)
+    quotes = [t for t in page.text if HOSTILE in t]
+    assert quotes, "the hostile finding and claim are shown as text"
+    assert "<script" not in render_markdown(result)
+
+
+def _diagnostics(data: dict[str, Any]) -> None:
+    data["decision"]["diagnostics"] = {
+        "alpha_without_judge": {"technical": -0.2, "business": 0.85, "general": -0.1},
+        "alpha_by_dimension": {"logic": 0.4, "evidence": -0.3, "honesty": 0.1},
+        "argument_variance": {"PRO-1": 9.0, "CON-2": 1.0},
+    }
+
+
+def test_a_split_names_its_judge_dimension_and_arguments() -> None:
+    split = judged("split", "zscore")
+    assert split.decision.outcome == "irreconcilable"
+    page = Page(render_html(_with(split, _diagnostics)))
+    causes = " ".join(page.text)
+    assert "Without business, alpha would be 0.850" in causes
+    assert "The judges agree least on evidence (alpha -0.300)" in causes
+    assert "They split on PRO-1 (variance 9.0)" in causes and "CON-2 (variance" not in causes
+    assert "Where the split comes from" in render_markdown(_with(split, _diagnostics))
+
+
+def test_no_cause_is_named_that_the_data_does_not_show(winner: DebateResult) -> None:
+    assert "Where the split comes from" not in Page(render_html(winner)).visible
+    split = judged("split", "zscore")
+
+    def lowering(data: dict[str, Any]) -> None:
+        # Removing any judge lowers agreement: no judge is "the one the others disagree with".
+        alpha = data["agreement"]["alpha"]
+        data["decision"]["diagnostics"] = {"alpha_without_judge": {"technical": alpha - 0.1}}
+
+    visible = Page(render_html(_with(split, lowering))).visible
+    assert "Without technical" not in visible and "agree least on" not in visible
+
+    def even(data: dict[str, Any]) -> None:
+        data["decision"]["diagnostics"] = {"alpha_by_dimension": dict.fromkeys(DIMS, -0.08)}
+
+    visible = Page(render_html(_with(split, even))).visible
+    assert "agree least on" not in visible  # no dimension is singled out among equals
+    assert "Every rubric dimension has the same alpha (-0.080)" in visible
+
+
+DIMS = ("logic", "evidence", "responsiveness", "honesty")
+
+
+def _css() -> str:
+    from debate.report._html import CSS
+
+    return CSS
+
+
+def test_no_fixed_width_is_wider_than_a_1280_px_page() -> None:
+    widths = [int(w) for w in re.findall(r"width\s*:\s*(\d+)px", _css())]
+    assert widths and max(widths) <= 1280
+    standings = re.findall(r"table\.standings[^{]*\{([^}]*)\}", _css())
+    assert standings and not any(re.search(r"min-width:\s*[1-9]\d*px", r) for r in standings)
+    assert "@media (max-width:600px)" in _css()  # a phone gets its own layout
+
+
+def test_charts_keep_readable_text_at_any_width(winner: DebateResult) -> None:
+    from debate.report import charts
+
+    for name, markup in charts(winner).items():
+        if name == "heatmap":  # drawn at its natural size, scrolling inside its own box
+            assert "max-width:none" in _css().replace(" ", "")
+            continue
+        # No viewBox: the chart is as wide as its box and its text is never scaled down.
+        assert "viewBox" not in markup and 'width="100%"' in markup, name
+        sizes = [int(s) for s in re.findall(r'font-size="(\d+)"', markup)]
+        assert sizes and min(sizes) >= 11, name
+
+
+def test_council_card_is_coloured_by_outcome_and_its_chart_has_an_axis() -> None:
+    from debate.report._council import ranking_svg, render_council_html
+    from tests.render_samples import council
+
+    result = council()
+    page = Page(render_council_html(result))
+    card = page.find(id="verdict")
+    assert card and card[0][1]["data-outcome"] == "winner"
+    assert "outcome-winner" in card[0][1]["class"].split()
+    chart = Page(ranking_svg(result))
+    ticks = chart.find(class_="tick")
+    labels = [a for t, a in chart.tags if a.get("class") == "tick-label"]
+    assert len(ticks) >= 3 and len(labels) == len(ticks)
+    assert "mean z-score across reviewers" in chart.visible and "0" in chart.text
+    last = result.rankings[-1]
+    assert last.first_places == 0 and last.confidence == "high"
+    assert "confidence" not in page.visible  # its coverage is shown as coverage
+    assert "vote coverage" in page.visible
+
+    data = json.loads(result.model_dump_json())
+    data["rankings"][0]["tied_with_next"] = True
+    tied = Page(render_council_html(type(result).model_validate(data))).find(id="verdict")
+    assert tied[0][1]["data-outcome"] == "tied" and "outcome-tied" in tied[0][1]["class"]
+
+
+def test_the_sample_reports_render_in_one_command(tmp_path: Path) -> None:
+    from tests.render_samples import main as render_samples
+
+    assert render_samples([str(tmp_path)]) == 0
+    outcomes = {
+        name: re.search(r'data-outcome="(\w+)"', (tmp_path / name / "report.html").read_text())
+        for name in ("report", "report-split", "council")
+    }
+    assert {k: m.group(1) if m else None for k, m in outcomes.items()} == {
+        "report": "winner",
+        "report-split": "irreconcilable",
+        "council": "winner",
+    }

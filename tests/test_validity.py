@@ -53,7 +53,7 @@ def items(n: int) -> list[DebateItem]:
     ]
 
 
-def test_wrong_judge_loses_weight_and_the_contested_decision_changes(tmp_path: Path) -> None:
+def test_wrong_judge_loses_weight_and_the_contested_vote_moves(tmp_path: Path) -> None:
     def plan(role: str, topic: str) -> dict[str, int]:
         if "Contested" in topic:
             return GOOD if role in ("technical", "general") else BAD
@@ -80,7 +80,15 @@ def test_wrong_judge_loses_weight_and_the_contested_decision_changes(tmp_path: P
     share = lambda w, k: w[k] / sum(w.values())  # noqa: E731
     assert share(wa, "technical") > share(wb, "technical")
     assert before.decision.outcome == "too_close"
-    assert after.decision.outcome == "winner" and after.decision.winner == "PRO"
+    # The weights move the vote toward the accurate judges...
+    assert after.vote.margin is not None and before.vote.margin is not None
+    assert after.vote.margin > before.vote.margin + 0.05
+    assert after.vote.margin_points is not None and after.vote.margin_points > 0
+    # ...but two judges against two is no verdict however they are weighted: resampling the
+    # judges puts 0 inside the interval, so the panel stays too close to call (before
+    # issue 15 the weighted margin alone named PRO the winner here).
+    assert after.vote.margin_ci is not None and after.vote.margin_ci[0] < 0
+    assert after.decision.outcome == "too_close"
 
 
 def test_track_record_survives_a_restart(tmp_path: Path) -> None:

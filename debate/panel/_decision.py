@@ -1,7 +1,8 @@
-"""From the judges' evaluations to a decision: calibrate, vote, measure agreement, decide.
+"""From the judges' evaluations to the numbers a decision rests on: calibrate, vote, measure.
 
 Pure computation on the evaluations (no model calls), built on :mod:`debate.stats`. Only
-scored judges enter any statistic; an unscored judge is named in the reasons instead.
+scored judges enter any statistic; an unscored judge is named in the reasons instead. The
+rules that turn these numbers into an outcome live in :mod:`debate.panel._rules`.
 """
 
 from __future__ import annotations
@@ -13,22 +14,24 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.records._config import Thresholds
-from debate.records._result import Agreement, Decision, Vote
-from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Outcome, Side, Transcript
+from debate.records._result import Agreement, Diagnostics, Vote
+from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Side, Transcript
 from debate.stats import (
-    HIGH_AGREEMENT,
-    UNDEFINED,
     argument_variance,
-    band,
     bootstrap_margin,
     calibrate,
     fleiss_kappa_from_labels,
-    fmt,
     krippendorff_alpha,
     side_vote,
 )
 from debate.stats._calibration import Method as CalibrationMethod
+
+RESOLUTION = 6
+"""Decimals the weighted scores are rounded to. Rubric scores are integers and weights are
+given to a few decimals, so the rubric's resolution is far coarser than this; rounding
+only removes the last-bit noise of floating-point sums (6.000000000000001 against
+5.999999999999999), which would otherwise make equal scores unequal and let min-max
+stretch that noise to the whole scale."""
 
 
 def _num(value: float) -> float | None:
@@ -75,7 +78,7 @@ def score_matrices(
             # made; it counts as UNCERTAIN in kappa.
             standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")
     judges = [e.judge for e in scored]
-    return ScoreMatrices(judges, ids, transcript.sides, raw, dims, standings)
+    return ScoreMatrices(judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings)
 
 
 def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -91,10 +94,10 @@ def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def measure(
-    matrices: ScoreMatrices, calibration: CalibrationMethod
+    matrices: ScoreMatrices, calibration: CalibrationMethod, min_spread: float | None = None
 ) -> tuple[Agreement, NDArray[np.float64]]:
-    """Agreement statistics and the calibrated matrix."""
-    calibrated = calibrate(matrices.raw, calibration)
+    """Agreement statistics and the calibrated matrix (spread floor ``min_spread`` points)."""
+    calibrated = calibrate(matrices.raw, calibration, min_spread)
     enough = len(matrices.judges) >= 2
     variance = (
         argument_variance(offset_corrected(matrices.raw))
@@ -124,161 +127,80 @@ def vote(
     judge_weights: Mapping[str, float],
     *,
     topic_type: str,
-    calibration: str,
+    calibration: CalibrationMethod,
     seed: int | None,
+    confidence: float = 0.95,
 ) -> Vote:
-    """Weighted per-side means of calibrated scores, with a resampled interval."""
+    """Weighted per-side means, calibrated and in points, each with a resampled interval.
+
+    Both intervals use the same seed, hence the same resampled judges and arguments: the
+    interval in points is the calibrated one's counterpart, not another draw.
+    """
+    common = {
+        "topic_type": topic_type,
+        "judge_weights": dict(judge_weights),
+        "calibration": calibration,
+        "confidence": confidence,
+    }
+    if not matrices.judges:
+        return Vote(pro=None, con=None, margin=None, **common)
     weights = np.array([judge_weights[j] for j in matrices.judges])
     is_pro = np.array([s == "PRO" for s in matrices.sides])
-    if not matrices.judges:
-        return Vote(
-            pro=None,
-            con=None,
-            margin=None,
-            topic_type=topic_type,
-            judge_weights=dict(judge_weights),
-            calibration=calibration,
-        )
-    result = side_vote(calibrated, is_pro, weights)
-    low, high = bootstrap_margin(calibrated, is_pro, weights, seed=seed)
-    ci = (low, high) if math.isfinite(low) and math.isfinite(high) else None
+    scaled = side_vote(calibrated, is_pro, weights)
+    points = side_vote(matrices.raw, is_pro, weights)
     return Vote(
-        pro=float(result.pro),
-        con=float(result.con),
-        margin=float(result.margin),
-        margin_ci=ci,
-        topic_type=topic_type,
-        judge_weights=dict(judge_weights),
-        calibration=calibration,
+        pro=scaled.pro,
+        con=scaled.con,
+        margin=scaled.margin,
+        margin_ci=_interval(calibrated, is_pro, weights, seed, confidence),
+        pro_points=points.pro,
+        con_points=points.con,
+        margin_points=points.margin,
+        margin_points_ci=_interval(matrices.raw, is_pro, weights, seed, confidence),
+        **common,
     )
 
 
-RECOMMENDATIONS = {
-    "winner": (
-        "The panel agrees well enough to act on the verdict; still read the notes on the "
-        "arguments it scored lowest before deciding."
-    ),
-    "too_close": (
-        "The panel agrees, but the two sides are too close to call: treat this as a tie and "
-        "decide on criteria the debate did not cover."
-    ),
-    "irreconcilable": (
-        "The judges do not agree, so there is no verdict: review the high-variance arguments "
-        "yourself, gather the missing information, or ask people with domain knowledge."
-    ),
-    "insufficient": (
-        "Too few judges could score the debate to decide anything: fix the failing judges "
-        "(see their reasons) and judge the transcript again."
-    ),
-}
+def _interval(
+    scores: NDArray[np.float64],
+    is_pro: NDArray[np.bool_],
+    weights: NDArray[np.float64],
+    seed: int | None,
+    confidence: float,
+) -> tuple[float, float] | None:
+    low, high = bootstrap_margin(scores, is_pro, weights, seed=seed, ci=confidence)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    # Floating-point noise must not move a bound that is exactly 0 across it (which would
+    # turn "includes 0" into "excludes 0"); 9 decimals is far below any real effect.
+    return round(low, 9) + 0.0, round(high, 9) + 0.0
 
 
-def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
-    notes = []
-    for e in evaluations:
-        if e.status == "unscored":
-            notes.append(
-                f"judge {e.judge} ({e.role}) is unscored: {e.reason}"
-                + (f" ({e.detail})" if e.detail else "")
-            )
-        elif e.swap is not None and e.swap.status == "unscored":
-            notes.append(f"judge {e.judge}: the swapped reading is unscored ({e.swap.reason})")
-        elif e.swap is not None and e.swap.position_sensitive:
-            notes.append(
-                f"judge {e.judge}: standings of {', '.join(e.swap.position_sensitive)} changed "
-                f"when the sides were swapped (consistency {e.swap.consistency:.2f}); "
-                "its two readings are averaged"
-            )
-    return notes
+def no_difference(matrices: ScoreMatrices) -> bool:
+    """Whether no scored judge told any argument from another (each gave one score to all).
+
+    Such a panel sees no difference between the sides; that is not disagreement, and every
+    statistic of variation (alpha, kappa) is undefined on it.
+    """
+    raw = matrices.raw
+    return bool(raw.size) and bool((raw == raw[:, :1]).all())
 
 
-def decide(
-    agreement: Agreement,
-    vote_: Vote,
-    thresholds: Thresholds,
-    evaluations: Sequence[JudgeEvaluation],
-    panel_size: int,
-) -> Decision:
-    """Apply the divergence rules; a winner is named only when every check passes."""
-    reasons = _judge_notes(evaluations)
-    if agreement.judges_scored < 2 or vote_.margin is None:
-        reasons.insert(
-            0,
-            f"only {agreement.judges_scored} of {panel_size} judges could score; "
-            "at least two are needed",
-        )
-        return _decision("insufficient", None, reasons, thresholds)
-    agreement_notes, diverged = _agreement_checks(agreement, thresholds)
-    reasons += agreement_notes
-    high = [
-        arg_id
-        for arg_id, v in agreement.argument_variance.items()
-        if v is not None and v >= thresholds.variance
-    ]
-    if high:
-        reasons.append(
-            f"the judges split on {', '.join(high)} (variance of offset-corrected scores "
-            f">= {thresholds.variance})"
-        )
-    gap = abs(vote_.margin)
-    if gap < thresholds.gap:
-        reasons.append(f"the PRO-CON margin {vote_.margin:+.3f} is within {thresholds.gap}")
-    if diverged or high:
-        return _decision("irreconcilable", None, reasons, thresholds, high)
-    if gap < thresholds.gap:
-        return _decision("too_close", None, reasons, thresholds, high)
-    side: Side = "PRO" if vote_.margin > 0 else "CON"
-    reasons.append(
-        f"{side} leads by {gap:.3f} with alpha {_alpha_text(agreement.alpha)} and kappa "
-        f"{fmt(agreement.kappa)}"
+def diagnose(
+    matrices: ScoreMatrices, calibrated: NDArray[np.float64], agreement: Agreement
+) -> Diagnostics:
+    """Where a split comes from: alpha without each judge, per dimension, per argument.
+
+    Leaving a judge out needs at least two judges left, so a panel of two has no
+    leave-one-out alphas (they stay null rather than being made up).
+    """
+    without: dict[str, float | None] = {}
+    for j, judge in enumerate(matrices.judges):
+        rest = np.delete(calibrated, j, axis=0)
+        without[judge] = _num(krippendorff_alpha(rest, "interval")) if rest.shape[0] >= 2 else None
+    return Diagnostics(
+        alpha_without_judge=without,
+        alpha_by_dimension=dict(agreement.alpha_by_dimension),
+        argument_variance=dict(agreement.argument_variance),
+        no_difference=no_difference(matrices),
     )
-    return _decision("winner", side, reasons, thresholds, high)
-
-
-def _decision(
-    outcome: Outcome,
-    winner: Side | None,
-    reasons: list[str],
-    thresholds: Thresholds,
-    high: list[str] | None = None,
-) -> Decision:
-    return Decision(
-        outcome=outcome,
-        winner=winner,
-        reasons=reasons,
-        high_variance_arguments=high or [],
-        thresholds=thresholds,
-        recommendation=RECOMMENDATIONS[outcome],
-    )
-
-
-def _alpha_text(alpha: float | None) -> str:
-    return UNDEFINED if alpha is None else f"{fmt(alpha)} ({band(alpha)} agreement)"
-
-
-def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[list[str], bool]:
-    """Reasons from alpha and kappa, and whether both fail (the panel diverges)."""
-    alpha, kappa = agreement.alpha, agreement.kappa
-    alpha_ok = alpha is not None and alpha >= thresholds.alpha
-    kappa_ok = kappa is not None and kappa >= thresholds.kappa
-    alpha_fail = (
-        "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
-        if alpha is None
-        else f"alpha {_alpha_text(alpha)} is below {thresholds.alpha}"
-    )
-    kappa_fail = (
-        "kappa is undefined (every standing was the same)"
-        if kappa is None
-        else f"kappa {fmt(kappa)} is below {thresholds.kappa}"
-    )
-    if not alpha_ok and not kappa_ok:
-        return [
-            f"{alpha_fail} and {kappa_fail}: agreement is not shown on scores or standings"
-        ], True
-    if not alpha_ok:
-        return [f"{alpha_fail}: scores diverge"], False
-    if not kappa_ok:
-        return [f"{kappa_fail}: standings diverge"], False
-    if alpha is not None and alpha < HIGH_AGREEMENT:
-        return [f"alpha {_alpha_text(alpha)}: review the high-variance arguments"], False
-    return [], False

@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings
-from debate.panel._decision import decide, measure, score_matrices, vote
+from debate.panel._decision import diagnose, measure, score_matrices, vote
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
+from debate.panel._rules import decide
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
@@ -196,7 +197,8 @@ class MultiJudgePanel:
         scored = [e for e in evaluations if e.status == "scored"]
         calibration = self.calibration(transcript)
         matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
-        agreement, calibrated = measure(matrices, calibration)
+        thresholds = self.config.thresholds
+        agreement, calibrated = measure(matrices, calibration, thresholds.min_spread)
         agreement = agreement.model_copy(update={"judges_unscored": len(evaluations) - len(scored)})
         vote_ = vote(
             matrices,
@@ -205,8 +207,10 @@ class MultiJudgePanel:
             topic_type=topic_type,
             calibration=calibration,
             seed=seed,
+            confidence=thresholds.confidence,
         ).model_copy(update={"topic_source": topic_source})
-        decision = decide(agreement, vote_, self.config.thresholds, evaluations, len(self.judges))
+        diagnostics = diagnose(matrices, calibrated, agreement)
+        decision = decide(agreement, vote_, thresholds, evaluations, len(self.judges), diagnostics)
         return PanelResult(
             evaluations=evaluations,
             agreement=agreement,

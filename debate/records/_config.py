@@ -80,6 +80,12 @@ class Thresholds(Frozen):
     which the panel is irreconcilable on that argument."""
     gap: float = 0.05
     """A weighted PRO-CON margin smaller than this is too close to call."""
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    """Level of the margin's interval; a winner needs the interval to exclude 0."""
+    min_spread: float | None = Field(default=3.0, ge=0)
+    """Floor, in points of the 1-10 scale, on each judge's spread before calibration (its
+    range for min-max, its standard deviation for z-score), so that a small uniform gap is
+    not stretched to the whole scale; ``None`` turns the floor off."""
 
 
 class CouncilSettings(Frozen):

@@ -33,20 +33,53 @@ TopicSource = Literal["config", "keywords", "model", "keywords_fallback"]
 
 
 class Vote(Frozen):
-    """Weighted vote: per-side means of calibrated scores, weighted across judges."""
+    """Weighted vote: per-side means, weighted across judges, calibrated and in points.
+
+    The calibrated margin is what the judges' weights and the interval test act on (a harsh
+    and a lenient judge who rank alike count alike); the margin in points says how big the
+    effect is on the judges' own 1-10 scale, which is what the words in reasons follow.
+    """
 
     pro: float | None
     con: float | None
     margin: float | None
-    """``pro - con``."""
+    """``pro - con`` of calibrated scores (0-1 for min-max, standard units for z-score)."""
     margin_ci: tuple[float, float] | None = None
-    """95% percentile interval of the margin from resampling judges and arguments."""
+    """Percentile interval of the margin (level ``confidence``) from resampling judges and
+    arguments."""
+    pro_points: float | None = None
+    """Weighted mean of the judges' raw weighted 1-10 scores of PRO's arguments."""
+    con_points: float | None = None
+    """The same for CON's arguments."""
+    margin_points: float | None = None
+    """``pro_points - con_points``: the effect in points of the judges' 1-10 scale."""
+    margin_points_ci: tuple[float, float] | None = None
+    """Interval of ``margin_points`` (same resampling, same level as ``margin_ci``)."""
+    confidence: float = 0.95
+    """Level of both intervals (``Thresholds.confidence``)."""
     topic_type: str
     topic_source: TopicSource = "keywords"
     """Who chose the topic type: set by hand, the keyword table, the model classifier, or
     the keyword table after the classifier call failed."""
     judge_weights: dict[str, float]
     calibration: Literal["minmax", "zscore"]
+
+
+class Diagnostics(Frozen):
+    """Where a split comes from: which judge, which rubric dimension, which arguments.
+
+    ``None`` wherever the statistic is undefined (too few judges, or no variation).
+    """
+
+    alpha_without_judge: dict[str, float | None] = Field(default_factory=dict)
+    """Per scored judge: alpha (calibrated scores) of the panel without that judge. A judge
+    whose removal raises alpha most is the one the others disagree with."""
+    alpha_by_dimension: dict[str, float | None] = Field(default_factory=dict)
+    """Per rubric dimension: interval alpha on the judges' raw 1-10 scores."""
+    argument_variance: dict[str, float | None] = Field(default_factory=dict)
+    """Per argument: variance across judges of the offset-corrected score (1-10 scale)."""
+    no_difference: bool = False
+    """No scored judge told any argument from another: the panel sees no difference."""
 
 
 class Decision(Frozen):
@@ -58,6 +91,7 @@ class Decision(Frozen):
     high_variance_arguments: list[str] = Field(default_factory=list)
     thresholds: Thresholds
     recommendation: str
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
 
 
 class TokenCounts(Frozen):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from debate.records._council import CouncilResult, RankingEntry, Review
+from debate.report._gauges import at, fluid_svg, hline, nice_ticks, pct, ptext, vline
 from debate.report._markup import esc, section, table
-from debate.report._svg import INK, MUTED, svg, text
-from debate.stats import fmt
+from debate.report._svg import INK, MUTED, text
+from debate.stats import band, fmt
 
 
 def interval_z(result: CouncilResult) -> tuple[float, str]:
@@ -16,52 +18,96 @@ def interval_z(result: CouncilResult) -> tuple[float, str]:
     return z, f"{math.erf(z / math.sqrt(2)):.0%}"
 
 
-def ranking_svg(result: CouncilResult) -> str:
-    """Each candidate's normalised mean with its ``tie_z`` interval; tied neighbours bracketed."""
-    rows = result.rankings
-    z, coverage = interval_z(result)
+ROW_H, FIRST_ROW = 34.0, 25.0
+"""Row geometry of the ranking chart: row ``i`` is drawn at ``FIRST_ROW + i * ROW_H``."""
+PLOT = (28.0, 90.0)
+"""Where the plot runs, in percent of the chart's width (names left of it, ties right)."""
+
+
+def _bounds(result: CouncilResult, z: float) -> tuple[float, float]:
+    """The axis ends: round ticks around every interval, and never narrower than -1 to 1."""
     values = [
         (e.mean_score - z * (e.std_error or 0), e.mean_score + z * (e.std_error or 0))
-        for e in rows
+        for e in result.rankings
         if e.mean_score is not None
     ]
-    low = min([v[0] for v in values] + [-1.0])
-    high = max([v[1] for v in values] + [1.0])
-    left, width, row_h = 170.0, 420.0, 34.0
-    height = 30 + row_h * len(rows)
+    ticks = nice_ticks(min([v[0] for v in values] + [-1.0]), max([v[1] for v in values] + [1.0]))
+    return ticks[0], ticks[-1]
+
+
+def _ranking_row(e: RankingEntry, i: int, x: Callable[[float], float], z: float) -> list[str]:
+    y = FIRST_ROW + i * ROW_H
+    name = f"{e.rank}. {e.candidate}"
+    parts = [
+        ptext(
+            PLOT[0] - 2,
+            y + 4,
+            name if len(name) <= 16 else name[:15] + "…",
+            anchor="end",
+            font_weight="600",
+        )
+    ]
+    if e.mean_score is None:
+        return parts + [ptext(PLOT[0], y + 4, "no votes", fill=MUTED)]
+    se = e.std_error or 0.0
+    a, b = x(e.mean_score - z * se), x(e.mean_score + z * se)
+    parts.append(hline(a, b, y, stroke=INK, stroke_width="2"))
+    parts.append(f'<circle cx="{pct(x(e.mean_score))}" cy="{y:.1f}" r="5" fill="#3b528b"/>')
+    if e.tied_with_next:
+        parts.append(
+            at(
+                PLOT[1] + 2,
+                f'<path d="M0,{y:.1f} H6 V{y + ROW_H:.1f} H0" fill="none" '
+                'stroke="#a12a1c" stroke-width="2"/>',
+            )
+        )
+        parts.append(at(PLOT[1] + 2, text(10, y + ROW_H / 2 + 4, "tied", fill="#a12a1c")))
+    return parts
+
+
+def ranking_svg(result: CouncilResult) -> str:
+    """Each candidate's normalised mean with its ``tie_z`` interval, on an axis with ticks.
+
+    Tied neighbours are bracketed; the bars are the intervals the tie rule compares.
+    """
+    rows = result.rankings
+    z, coverage = interval_z(result)
+    low, high = _bounds(result, z)
 
     def x(value: float) -> float:
-        return left + (value - low) / (high - low) * width
+        return PLOT[0] + (value - low) / (high - low) * (PLOT[1] - PLOT[0])
 
-    parts = [
-        f'<line x1="{x(0):.1f}" y1="10" x2="{x(0):.1f}" y2="{height - 10:.1f}" '
-        f'stroke="{MUTED}" stroke-dasharray="3 3"/>'
-    ]
+    axis_y = FIRST_ROW + ROW_H * len(rows) - 12
+    parts = [vline(x(0), 10, axis_y, stroke=MUTED, stroke_dasharray="3 3")]
     for i, e in enumerate(rows):
-        y = 25 + i * row_h
-        parts.append(text(left - 10, y + 4, f"{e.rank}. {e.candidate}"[:24], anchor="end"))
-        if e.mean_score is None:
-            parts.append(text(left, y + 4, "no votes", fill=MUTED))
-            continue
-        se = e.std_error or 0.0
-        a, b = x(e.mean_score - z * se), x(e.mean_score + z * se)
+        parts += _ranking_row(e, i, x, z)
+    parts.append(hline(PLOT[0], PLOT[1], axis_y, stroke=MUTED, class_="axis"))
+    for t in nice_ticks(low, high):
+        parts.append(vline(x(t), axis_y, axis_y + 5, stroke=MUTED, class_="tick"))
         parts.append(
-            f'<line x1="{a:.1f}" y1="{y:.1f}" x2="{b:.1f}" y2="{y:.1f}" '
-            f'stroke="{INK}" stroke-width="2"/>'
-        )
-        parts.append(f'<circle cx="{x(e.mean_score):.1f}" cy="{y:.1f}" r="5" fill="#3b528b"/>')
-        if e.tied_with_next and i + 1 < len(rows):
-            bx = left + width + 14
-            parts.append(
-                f'<path d="M{bx - 6:.1f},{y:.1f} H{bx:.1f} V{y + row_h:.1f} '
-                f'H{bx - 6:.1f}" fill="none" stroke="#a12a1c" stroke-width="2"/>'
+            ptext(
+                x(t),
+                axis_y + 18,
+                f"{t:+g}" if t else "0",
+                anchor="middle",
+                font_size="11",
+                class_="tick-label",
             )
-            parts.append(text(bx + 4, y + row_h / 2 + 4, "tied", fill="#a12a1c"))
-    body = "".join(parts)
-    return svg(
-        left + width + 60,
-        height,
-        body,
+        )
+    parts.append(
+        ptext(
+            (PLOT[0] + PLOT[1]) / 2,
+            axis_y + 36,
+            f"mean z-score across reviewers; bar: {coverage} interval",
+            anchor="middle",
+            font_size="11",
+            fill=MUTED,
+            class_="axis-label",
+        )
+    )
+    return fluid_svg(
+        axis_y + 44,
+        "".join(parts),
         f"Council ranking: normalised mean with {coverage} interval",
     )
 
@@ -84,13 +130,15 @@ def ranking_cells(entry: RankingEntry, name: str) -> list[str]:
 
 
 def _ranking_section(result: CouncilResult) -> str:
-    head = [*RANKING_HEAD, "firsts", "tied with next", "confidence"]
+    head = [*RANKING_HEAD, "first places", "tied with next", "vote coverage"]
     rows = [
         [
             *ranking_cells(e, esc(e.candidate)),
             str(e.first_places),
             "yes" if e.tied_with_next else "",
-            e.confidence + (" · failed safety gate" if e.safety_failed else ""),
+            # The field follows how many of the possible votes were cast, not how sure the
+            # council is of the rank: a last place with every vote is "high" coverage.
+            esc(e.confidence) + (" · failed safety gate" if e.safety_failed else ""),
         ]
         for e in result.rankings
     ]
@@ -98,8 +146,55 @@ def _ranking_section(result: CouncilResult) -> str:
     return section(
         "ranking",
         "Ranking",
-        ranking_svg(result) + table(head, rows, {2, 3, 4, 5, 6, 7}),
+        f'<div class="figure">{ranking_svg(result)}</div>' + table(head, rows, {2, 3, 4, 5, 6, 7}),
         f"Method: {esc(result.method)}; bars are {coverage} intervals of the normalised mean.",
+    )
+
+
+def council_outcome(result: CouncilResult) -> str:
+    """``winner``, ``tied`` (the first place is shared) or ``insufficient`` (no ranking)."""
+    ranked = [e for e in result.rankings if e.mean_score is not None]
+    if result.agreement.reviewers_scored < 2 or not ranked:
+        return "insufficient"
+    return "tied" if result.rankings[0].tied_with_next else "winner"
+
+
+def _council_facts(result: CouncilResult) -> str:
+    a = result.agreement
+    top = result.rankings[0] if result.rankings else None
+    facts = [
+        ("method", result.method),
+        (
+            "reviewers scored",
+            f"{a.reviewers_scored} of {a.reviewers_scored + a.reviewers_unscored}",
+        ),
+        (
+            "alpha (overall scores)",
+            fmt(a.alpha) if a.alpha is None else f"{fmt(a.alpha)} · {band(a.alpha)}",
+        ),
+    ]
+    if top is not None and top.mean_score is not None:
+        facts.append((f"{top.candidate}: raw mean", f"{fmt(top.raw_mean, 2)} / 10"))
+        facts.append(
+            (f"{top.candidate}: first places", f"{top.first_places} of {a.reviewers_scored}")
+        )
+    items = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>" for k, v in facts)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _verdict(result: CouncilResult) -> str:
+    outcome = council_outcome(result)
+    gated = (
+        f"<p>Failed the safety gate: {esc(', '.join(result.safety_failed))}.</p>"
+        if result.safety_failed
+        else ""
+    )
+    return (
+        f'<section id="verdict" class="verdict outcome-{outcome}" data-outcome="{outcome}">'
+        '<p class="kicker">Council verdict</p>'
+        f"<h1>{esc(result.interpretation)}</h1>"
+        f'<p class="topic">on <q>{esc(result.question)}</q></p>'
+        f"{gated}{_council_facts(result)}</section>"
     )
 
 
@@ -147,12 +242,7 @@ def render_council_html(result: CouncilResult) -> str:
     """The whole HTML page of a council result."""
     from debate.report._html import CSS
 
-    verdict = section(
-        "verdict",
-        "Verdict",
-        f'<p class="banner">{esc(result.interpretation)}</p>',
-        f"Question: {esc(result.question)}",
-    )
+    verdict = _verdict(result)
     sections = [
         verdict,
         _ranking_section(result),
@@ -162,6 +252,7 @@ def render_council_html(result: CouncilResult) -> str:
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Council report: {esc(result.question)}</title><style>{CSS}</style></head>"
         f"<body><main>{''.join(sections)}<footer>debate {esc(result.version)} · seed "
         f"{esc(result.seed)}</footer></main></body></html>\n"

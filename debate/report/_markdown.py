@@ -11,6 +11,7 @@ from html import escape
 
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
+from debate.report import _why
 from debate.report._markup import visible_controls
 from debate.report._view import (
     divergence,
@@ -21,7 +22,7 @@ from debate.report._view import (
     standing_cells,
     unscored_label,
 )
-from debate.stats import BAND_TEXT, band, fmt, fmt_interval
+from debate.stats import BAND_TEXT, KAPPA_BAND_TEXT, band, fmt, fmt_interval, kappa_band
 
 
 def text(value: object) -> str:
@@ -44,8 +45,39 @@ def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _points(value: float | None, *, signed: bool = False) -> str:
+    return fmt(value, 2, signed=signed) + ("" if value is None else " points")
+
+
+def _why_lines(result: DebateResult) -> list[str]:
+    """Where the split comes from, the deciding arguments, and the judges' key findings."""
+    lines: list[str] = []
+    causes = _why.split_causes(result)
+    if causes:
+        lines += ["", "**Where the split comes from:**", "", *(f"- {text(c)}" for c in causes)]
+    pulls = _why.deciding(result)
+    if pulls:
+        leader = result.decision.winner
+        title = (
+            f"Arguments that decided it for {leader}"
+            if leader
+            else "Arguments that moved the margin most"
+        )
+        lines += ["", f"**{title}:**", ""]
+        lines += [
+            f"{i}. **{text(p.argument)}** “{text(p.claim)}”: {_why.pull_words(p)}"
+            for i, p in enumerate(pulls, 1)
+        ]
+    found = _why.findings(result)
+    if found:
+        lines += ["", "**In the judges' words:**"]
+        for judge, finding in found:
+            lines += ["", f"> “{text(finding)}” (**{text(judge)}**)"]
+    return lines
+
+
 def _verdict(result: DebateResult) -> list[str]:
-    d, a = result.decision, result.agreement
+    d, a, v = result.decision, result.agreement, result.vote
     return [
         f"# {headline(result)}",
         "",
@@ -53,16 +85,18 @@ def _verdict(result: DebateResult) -> list[str]:
         "",
         explanation(result),
         "",
+        f"PRO {_points(v.pro_points)} · CON {_points(v.con_points)} · PRO − CON "
+        f"{_points(v.margin_points, signed=True)} (calibrated margin "
+        f"{fmt(v.margin, signed=True)}) · alpha {fmt(a.alpha)} ({band(a.alpha)}) · kappa "
+        f"{fmt(a.kappa)} ({kappa_band(a.kappa)}) · {a.judges_scored} of "
+        f"{a.judges_scored + a.judges_unscored} judges scored",
+        "",
         "**Why:**",
         "",
         *(f"- {text(r)}" for r in d.reasons),
+        *_why_lines(result),
         "",
         f"**What to do:** {text(d.recommendation)}",
-        "",
-        f"Margin PRO − CON {fmt(result.vote.margin, signed=True)} · "
-        f"alpha {fmt(a.alpha)} ({band(a.alpha)}) · kappa {fmt(a.kappa)} "
-        f"({band(a.kappa)}) · {a.judges_scored} of {a.judges_scored + a.judges_unscored} "
-        "judges scored",
     ]
 
 
@@ -75,16 +109,30 @@ def _section(
 
 def _margin(result: DebateResult) -> list[str]:
     v = result.vote
-    head = ["PRO mean", "CON mean", "margin", "95% interval", "too close below", "calibration"]
-    row = [
-        fmt(v.pro),
-        fmt(v.con),
-        fmt(v.margin, signed=True),
-        fmt_interval(v.margin_ci),
-        f"±{result.decision.thresholds.gap:g}",
-        v.calibration,
+    level = f"{v.confidence:.0%}"
+    head = ["scale", "PRO mean", "CON mean", "PRO − CON", f"{level} interval"]
+    rows = [
+        [
+            "points (1–10)",
+            fmt(v.pro_points, 2),
+            fmt(v.con_points, 2),
+            fmt(v.margin_points, 2, signed=True),
+            fmt_interval(v.margin_points_ci, digits=2),
+        ],
+        [
+            f"calibrated ({v.calibration})",
+            fmt(v.pro),
+            fmt(v.con),
+            fmt(v.margin, signed=True),
+            fmt_interval(v.margin_ci),
+        ],
     ]
-    return _section("Who argued better: the PRO − CON margin", margin_words(result), head, [row])
+    note = (
+        f"{margin_words(result)} Too close below ±{result.decision.thresholds.gap:g} "
+        "(calibrated). Points say how big the difference is on the judges' own scale; the "
+        "verdict is decided on the calibrated margin."
+    )
+    return _section("Who argued better: the PRO − CON margin", note, head, rows)
 
 
 def _agreement(result: DebateResult) -> list[str]:
@@ -92,11 +140,14 @@ def _agreement(result: DebateResult) -> list[str]:
     rows = [
         ["alpha (calibrated scores)", fmt(a.alpha), band(a.alpha), f"{th.alpha:g}"],
         ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band(a.alpha_raw), "—"],
-        ["kappa (standings)", fmt(a.kappa), band(a.kappa), f"{th.kappa:g}"],
+        ["kappa (standings)", fmt(a.kappa), kappa_band(a.kappa), f"{th.kappa:g}"],
     ]
     by_dim = a.alpha_by_dimension
     names = [d for d in DIMENSIONS if d in by_dim] + [d for d in by_dim if d not in DIMENSIONS]
-    note = f"Bands: {BAND_TEXT}. Undefined means too little variation or too few judges."
+    note = (
+        f"Alpha's bands (Krippendorff): {BAND_TEXT}. Kappa's bands (Landis and Koch): "
+        f"{KAPPA_BAND_TEXT}. Undefined means too little variation or too few judges."
+    )
     return [
         *_section("Do the judges agree?", note, ["statistic", "value", "band", "threshold"], rows),
         "",
@@ -151,14 +202,10 @@ def _standings(result: DebateResult) -> list[str]:
             rows.append(lead + [cell(c) for c in standing_cells(e, ids)])
         else:
             rows.append(lead + [f"*{cell(unscored_label(e))}*"] + [""] * (len(ids) - 1))
-    findings = [
-        f"- **{text(e.judge)}**: {text(e.key_finding)}" for e in result.evaluations if e.key_finding
-    ]
     return [
         "## Each judge's standings",
         "",
         md_table(["judge", "role", "model", *(cell(i) for i in ids)], rows),
-        *(["", "Key findings:", "", *findings] if findings else []),
     ]
 
 

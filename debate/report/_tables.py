@@ -7,19 +7,33 @@ from debate.records._transcript import DIMENSIONS, STANDINGS, JudgeEvaluation, T
 from debate.report._markup import esc, key_values, section, table
 from debate.report._view import standing_cells, unscored_label
 
+STANDING_WORDS = {
+    "UPHELD": "upheld",
+    "PARTIALLY_UPHELD": "partly upheld",
+    "REFUTED": "refuted",
+    "UNCERTAIN": "uncertain",
+}
+"""Standings as short words, so that a row of six arguments fits a 1280 px page."""
+
 
 def _standing(text: str) -> str:
+    """A standing badge: ``partly upheld``, or ``upheld → refuted`` when the swap moved it."""
     first = text.split(" ", 1)[0]
     kind = first if first in STANDINGS else "other"
-    return f'<span class="st st-{kind}">{esc(text)}</span>'
+    words = " ".join(STANDING_WORDS.get(w, w) for w in text.split(" "))
+    return f'<span class="st st-{kind}" title="{esc(text)}">{esc(words)}</span>'
 
 
 def _judge_row(result: DebateResult, evaluation: JudgeEvaluation, ids: list[str]) -> str:
     weight = result.vote.judge_weights.get(evaluation.judge)
+    meta = (
+        evaluation.model
+        if evaluation.role == evaluation.judge
+        else f"{evaluation.role} · {evaluation.model}"
+    )
     head = (
         f'<tr data-judge="{esc(evaluation.judge)}" data-status="{esc(evaluation.status)}">'
-        f"<th>{esc(evaluation.judge)}</th><td>{esc(evaluation.role)}</td>"
-        f"<td>{esc(evaluation.model)}</td>"
+        f'<th>{esc(evaluation.judge)}<span class="judge-meta">{esc(meta)}</span></th>'
         f'<td class="num">{"—" if weight is None else f"{weight:.3f}"}</td>'
     )
     if evaluation.status != "scored":
@@ -34,8 +48,6 @@ def _judge_row(result: DebateResult, evaluation: JudgeEvaluation, ids: list[str]
 def _judge_notes(result: DebateResult) -> str:
     items = []
     for e in result.evaluations:
-        if e.key_finding:
-            items.append(f"<li><strong>{esc(e.judge)}</strong>: {esc(e.key_finding)}</li>")
         if e.swap is not None and e.swap.position_sensitive:
             moved = ", ".join(e.swap.position_sensitive)
             items.append(
@@ -48,7 +60,8 @@ def _judge_notes(result: DebateResult) -> str:
         for e in result.evaluations
         if e.status != "scored" and e.raw
     )
-    notes = f"<h3>Key findings</h3><ul>{''.join(items)}</ul>" if items else ""
+    # The key findings are quoted in the verdict's "Why"; here only what the swap moved.
+    notes = f"<h3>Moved by the swap</h3><ul>{''.join(items)}</ul>" if items else ""
     return notes + raw
 
 
@@ -58,8 +71,8 @@ def standings_section(result: DebateResult) -> str:
     head = "".join(f"<th>{esc(i)}</th>" for i in ids)
     rows = "".join(_judge_row(result, e, ids) for e in result.evaluations)
     body = (
-        '<div class="scroll"><table class="standings"><thead><tr><th>judge</th><th>role</th>'
-        f'<th>model</th><th class="num">vote weight</th>{head}</tr></thead>'
+        '<div class="scroll"><table class="standings"><thead><tr>'
+        f'<th>judge (role · model)</th><th class="num">weight</th>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></div>" + _judge_notes(result)
     )
     return section(

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass
 
 from debate.panel._decision import score_matrices
-from debate.records._result import DebateResult
+from debate.panel._rules import effect_word
+from debate.records._result import DebateResult, Vote
 from debate.records._transcript import JudgeEvaluation
 from debate.stats import calibrate
 
@@ -50,9 +51,11 @@ def explanation(result: DebateResult) -> str:
     decision = result.decision
     if decision.outcome == "winner":
         case = "for" if decision.winner == "PRO" else "against"
+        points = result.vote.margin_points
+        size = "" if points is None else f"{effect_word(points)} "
         return (
             "The judges agree with one another well enough to trust their verdict, and they "
-            f"scored the case {case} the proposition clearly higher."
+            f"scored the case {case} the proposition {size}higher."
         )
     if decision.outcome == "irreconcilable" and result.agreement.alpha is None:
         return (
@@ -77,16 +80,50 @@ def _margin_words(result: DebateResult) -> str:
     vote = result.vote
     if vote.margin is None:
         return "No margin: fewer than two judges scored the debate."
+    if vote.margin_points is None:  # a result written before margins in points existed
+        return _calibrated_words(result)
+    points = vote.margin_points
+    leader = "PRO" if points > 0 else "CON"
+    text = (
+        f"{leader} scored {effect_word(points)} higher: {abs(points):.2f} points ahead on the "
+        f"judges' 1-10 scale (PRO {vote.pro_points:.2f}, CON {vote.con_points:.2f}; "
+        f"calibrated margin {vote.margin:+.3f})"
+    )
+    if points == 0:
+        text = (
+            f"The two sides scored the same: {vote.pro_points:.2f} points each on the judges' "
+            "1-10 scale"
+        )
+    return text + _interval_words(vote)
+
+
+def _calibrated_words(result: DebateResult) -> str:
+    vote = result.vote
+    assert vote.margin is not None
     leader = "PRO" if vote.margin > 0 else "CON" if vote.margin < 0 else "neither side"
     text = f"On calibrated scores, {leader} came out ahead by {abs(vote.margin):.3f}"
     if vote.margin == 0:
         text = "On calibrated scores, the two sides came out exactly even"
+    return text + _interval_words(vote)
+
+
+def _interval_words(vote: Vote) -> str:
+    """Whether the calibrated margin's interval excludes 0, with its bounds in points.
+
+    The calibrated interval is the one the decision tests, so the words follow it.
+    """
     if vote.margin_ci is None:
-        return text + "; the interval is undefined (too little data to resample)."
+        return "; the interval is undefined (too little data to resample)."
     low, high = vote.margin_ci
+    level = f"{vote.confidence:.0%}"
+    if vote.margin_points_ci is not None:
+        p_low, p_high = vote.margin_points_ci
+        level += f" interval ({p_low:+.2f} to {p_high:+.2f} points)"
+    else:
+        level += " interval"
     if low <= 0 <= high:
-        return text + ". The 95% interval includes 0: the lead could be chance."
-    return text + ". The 95% interval excludes 0."
+        return f". The {level} includes 0: the lead could be chance."
+    return f". The {level} excludes 0."
 
 
 @dataclass(frozen=True)
@@ -134,8 +171,10 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
         return HeatRow(
             evaluation.judge, evaluation.role, None, "missing: scores do not cover every argument"
         )
-    # Calibration is per judge (row by row), so one row alone gives the panel's numbers.
-    row = calibrate(matrices.raw, result.vote.calibration)[0]
+    # Calibration is per judge (row by row), so one row alone gives the panel's numbers,
+    # with the same spread floor the vote used.
+    floor = result.decision.thresholds.min_spread
+    row = calibrate(matrices.raw, result.vote.calibration, floor)[0]
     return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
 
 

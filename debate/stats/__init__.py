@@ -32,10 +32,13 @@ from debate.stats._reading import (
     BAND_BOUNDS,
     BAND_TEXT,
     HIGH_AGREEMENT,
+    KAPPA_BAND_TEXT,
+    KAPPA_BANDS,
     UNDEFINED,
     band,
     fmt,
     fmt_interval,
+    kappa_band,
 )
 
 __all__ = [
@@ -43,10 +46,13 @@ __all__ = [
     "BAND_BOUNDS",
     "BAND_TEXT",
     "HIGH_AGREEMENT",
+    "KAPPA_BAND_TEXT",
+    "KAPPA_BANDS",
     "UNDEFINED",
     "band",
     "fmt",
     "fmt_interval",
+    "kappa_band",
     "RUBRIC_WEIGHTS",
     "BootstrapResult",
     "BordaEntry",

@@ -4,6 +4,12 @@ Judges differ in habit (one scores 6 on average, another 8) while agreeing on or
 calibration puts each judge on a common scale before votes are weighted and compared.
 Each judge (row) is calibrated on its own finite scores; a missing score (NaN) stays
 missing and never takes part in another score's calibration.
+
+Calibration must not amplify. Without a floor, a judge who gives every PRO argument 6 and
+every CON argument 5 is stretched to 1 and 0, exactly like one who gives 9 and 4. An optional
+floor on each judge's spread (``min_spread``, in points of the judge's own scale) keeps a
+small uniform gap small: the judge's scores are divided by ``max(spread, floor)`` instead of
+by its spread. Without a floor (the default here) the functions are the reference formulas.
 """
 
 from __future__ import annotations
@@ -24,15 +30,26 @@ def _scores(row: ArrayLike) -> tuple[FloatArray, NDArray[np.bool_]]:
     return x, ~np.isnan(x)
 
 
-def zscore(row: ArrayLike) -> FloatArray:
+def _floor(min_spread: float | None) -> float:
+    if min_spread is None:
+        return 0.0
+    if not np.isfinite(min_spread) or min_spread < 0:
+        raise ValueError(f"min_spread must be a finite number >= 0 or None; got {min_spread!r}")
+    return float(min_spread)
+
+
+def zscore(row: ArrayLike, min_sd: float | None = None) -> FloatArray:
     r"""Standardise one judge's scores: :math:`z = (x - \bar x) / s` with :math:`s` the sample std.
 
     :math:`\bar x` and :math:`s` (``ddof=1``) are taken over the finite entries. When the
     scores are all equal, or fewer than two are finite, there is no spread to divide by:
     every finite entry becomes 0.0 (the judge expressed no preference). NaN stays NaN.
+    With ``min_sd`` the divisor is :math:`\max(s, \text{min\_sd})`: a judge whose scores
+    barely vary is not blown up to unit spread.
 
     Args:
         row: One judge's scores; NaN marks a missing score.
+        min_sd: Floor on the standard deviation, in the scores' units; None for no floor.
 
     Returns:
         The z-scores, same shape as ``row``.
@@ -48,19 +65,22 @@ def zscore(row: ArrayLike) -> FloatArray:
     if values.size < 2 or values.max() == values.min():
         out[finite] = 0.0
         return out
-    out[finite] = (values - values.mean()) / values.std(ddof=1)
+    out[finite] = (values - values.mean()) / max(float(values.std(ddof=1)), _floor(min_sd))
     return out
 
 
-def minmax(row: ArrayLike) -> FloatArray:
+def minmax(row: ArrayLike, min_range: float | None = None) -> FloatArray:
     r"""Rescale one judge's scores to [0, 1]: :math:`(x - \min) / (\max - \min)`.
 
     Min and max are taken over the finite entries. All-equal scores (including a single
     finite score) become 0.5, the middle of the scale: no preference either way. NaN stays
-    NaN.
+    NaN. With ``min_range`` the scores are centred on the midpoint of min and max and divided
+    by :math:`\max(\max - \min, \text{min\_range})`: a judge using at least that range still
+    spans [0, 1], a narrower one spans less, around 0.5.
 
     Args:
         row: One judge's scores; NaN marks a missing score.
+        min_range: Floor on the range, in the scores' units; None for no floor.
 
     Returns:
         The rescaled scores, same shape as ``row``.
@@ -74,7 +94,13 @@ def minmax(row: ArrayLike) -> FloatArray:
     if values.size == 0:
         return out
     low, high = float(values.min()), float(values.max())
-    out[finite] = (values - low) / (high - low) if high > low else 0.5
+    floor = _floor(min_range)
+    if high > low and high - low >= floor:
+        out[finite] = (values - low) / (high - low)  # the reference formula, bit for bit
+    elif floor > 0:
+        out[finite] = (values - (low + high) / 2) / floor + 0.5
+    else:
+        out[finite] = 0.5
     return out
 
 
@@ -100,12 +126,17 @@ def choose_calibration(arguments_per_side: int) -> Method:
     return "minmax" if arguments_per_side <= 3 else "zscore"
 
 
-def calibrate(scores: ArrayLike, method: Method) -> FloatArray:
+def calibrate(scores: ArrayLike, method: Method, min_spread: float | None = None) -> FloatArray:
     """Calibrate a judges x arguments matrix row by row, each judge on its own scores.
 
     Args:
         scores: Judges x arguments (2-D); NaN marks a missing score.
         method: ``"minmax"`` or ``"zscore"`` (see :func:`minmax` and :func:`zscore`).
+        min_spread: Floor on each judge's spread as a *range* in the scores' units, or None
+            for the reference formulas. Min-max uses it as the floor on the range; z-score
+            uses half of it as the floor on the standard deviation, which is the standard
+            deviation of scores split evenly between two values ``min_spread`` apart, so one
+            floor means the same gap under both methods.
 
     Returns:
         A new matrix of the same shape with calibrated scores; NaN where the input had NaN.
@@ -116,13 +147,10 @@ def calibrate(scores: ArrayLike, method: Method) -> FloatArray:
     matrix = np.asarray(scores, dtype=np.float64)
     if matrix.ndim != 2:
         raise ValueError(f"scores must be 2-D: judges x arguments; got {matrix.ndim}-D")
-    if method == "zscore":
-        fn = zscore
-    elif method == "minmax":
-        fn = minmax
-    else:
+    floor = _floor(min_spread)
+    if method not in ("zscore", "minmax"):
         raise ValueError(f"method must be 'minmax' or 'zscore'; got {method!r}")
     out = np.empty_like(matrix)
     for i, row in enumerate(matrix):
-        out[i] = fn(row)
+        out[i] = zscore(row, floor / 2) if method == "zscore" else minmax(row, floor)
     return out

@@ -1,4 +1,4 @@
-"""How a statistic reads: Krippendorff's interpretation bands, and ``undefined`` for none.
+"""How a statistic reads: alpha's and kappa's interpretation bands, and ``undefined`` for none.
 
 Stated once here so that the decision's reasons, the reports and the CLI name the same band
 for the same coefficient and write a missing statistic the same way.
@@ -32,6 +32,28 @@ BAND_TEXT = ", ".join(
 )
 """The bands in words, highest first, for a report's legend."""
 
+KAPPA_BANDS: tuple[tuple[str, float, float], ...] = (
+    ("poor", -math.inf, 0.0),
+    ("slight", 0.0, 0.20),
+    ("fair", 0.20, 0.40),
+    ("moderate", 0.40, 0.60),
+    ("substantial", 0.60, 0.80),
+    ("almost perfect", 0.80, math.inf),
+)
+"""Landis and Koch's bands for kappa: name, lower bound, upper bound (inclusive above 0,
+as they wrote them: 0.00-0.20 slight, 0.21-0.40 fair, ...). Kappa is not read on alpha's
+bands: 0.45 is moderate agreement on standings, and 0.70 substantial."""
+
+KAPPA_BAND_TEXT = ", ".join(
+    f"> {lo:.2f} {name}"
+    if math.isinf(hi)
+    else f"< {hi:.2f} {name}"
+    if math.isinf(lo)
+    else f"{lo:.2f}–{hi:.2f} {name}"
+    for name, lo, hi in reversed(KAPPA_BANDS)
+)
+"""Kappa's bands in words, highest first, for a report's legend."""
+
 UNDEFINED = "undefined"
 """How a statistic without a value is written (never a made-up number)."""
 
@@ -58,3 +80,12 @@ def fmt_interval(
         return UNDEFINED
     low, high = (fmt(bound, digits, signed=True) for bound in interval)
     return template.format(low=low, high=high)
+
+
+def kappa_band(value: float | None) -> str:
+    """Landis and Koch's band of a kappa, or ``undefined``."""
+    if value is None or not math.isfinite(value):
+        return UNDEFINED
+    if value < 0:
+        return KAPPA_BANDS[0][0]
+    return next(name for name, _, hi in KAPPA_BANDS[1:] if value <= hi)

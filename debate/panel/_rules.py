@@ -1,0 +1,310 @@
+"""The decision rules: from agreement, vote and diagnostics to an outcome and its reasons.
+
+The rules run in a fixed order and the first that applies decides:
+
+1. ``insufficient``: fewer than two judges scored.
+2. ``too_close``: no scored judge told any argument from another; the panel sees no
+   difference between the sides, which is not disagreement.
+3. ``irreconcilable``: alpha and kappa both fail, or some argument splits the judges; the
+   reasons name the judge whose removal most raises agreement, the weakest rubric dimension
+   and the split arguments, whichever of them exist.
+4. ``too_close``: the calibrated margin is under ``Thresholds.gap``, or its interval at
+   ``Thresholds.confidence`` includes 0 (the lead could be chance).
+5. ``winner``: everything above passed.
+
+A reason never names something that is not there: no "review the high-variance arguments"
+without such arguments, no "standings diverge" when every standing was the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from debate.records._config import Thresholds
+from debate.records._result import Agreement, Decision, Diagnostics, Vote
+from debate.records._transcript import JudgeEvaluation, Outcome, Side
+from debate.stats import HIGH_AGREEMENT, UNDEFINED, band, fmt
+
+EFFECT_BANDS: tuple[tuple[float, str], ...] = ((0.5, "slightly"), (1.5, "moderately"))
+"""Words for the size of a margin in points of the judges' 1-10 scale: under 0.5 point
+"slightly" (less than one step on one rubric dimension of a judge weighting it at half),
+under 1.5 "moderately", and from 1.5 "clearly" (a step and a half on every dimension)."""
+
+RECOMMENDATIONS = {
+    "winner": (
+        "The panel agrees well enough to act on the verdict; still read the notes on the "
+        "arguments it scored lowest before deciding."
+    ),
+    "too_close": (
+        "The panel agrees, but the two sides are too close to call: treat this as a tie and "
+        "decide on criteria the debate did not cover."
+    ),
+    "no_difference": (
+        "The panel sees no difference between the sides: treat this as a tie and decide on "
+        "criteria the debate did not cover."
+    ),
+    "irreconcilable": (
+        "The judges do not agree, so there is no verdict: read the reasons for where they "
+        "split, review those points yourself, gather the missing information, or ask people "
+        "with domain knowledge."
+    ),
+    "insufficient": (
+        "Too few judges could score the debate to decide anything: fix the failing judges "
+        "(see their reasons) and judge the transcript again."
+    ),
+}
+
+
+def effect_word(points: float) -> str:
+    """How big a margin of ``points`` (1-10 scale) reads: slightly, moderately or clearly."""
+    size = abs(points)
+    return next((word for bound, word in EFFECT_BANDS if size < bound), "clearly")
+
+
+@dataclass(frozen=True)
+class Case:
+    """Everything the rules read."""
+
+    agreement: Agreement
+    vote: Vote
+    thresholds: Thresholds
+    diagnostics: Diagnostics
+    notes: list[str]
+    """Notes on individual judges (unscored, swapped readings), appended to every outcome."""
+    panel_size: int
+
+
+Rule = Callable[[Case], "Decision | None"]
+
+
+def decide(
+    agreement: Agreement,
+    vote_: Vote,
+    thresholds: Thresholds,
+    evaluations: Sequence[JudgeEvaluation],
+    panel_size: int,
+    diagnostics: Diagnostics | None = None,
+) -> Decision:
+    """Apply the rules in order; a winner is named only when every check passes."""
+    case = Case(
+        agreement=agreement,
+        vote=vote_,
+        thresholds=thresholds,
+        diagnostics=diagnostics
+        or Diagnostics(
+            alpha_by_dimension=dict(agreement.alpha_by_dimension),
+            argument_variance=dict(agreement.argument_variance),
+        ),
+        notes=_judge_notes(evaluations),
+        panel_size=panel_size,
+    )
+    rules: tuple[Rule, ...] = (_insufficient, _no_difference, _split, _too_close)
+    for rule in rules:
+        decision = rule(case)
+        if decision is not None:
+            return decision
+    return _winner(case)
+
+
+def _insufficient(case: Case) -> Decision | None:
+    scored = case.agreement.judges_scored
+    if scored >= 2 and case.vote.margin is not None:
+        return None
+    reason = f"only {scored} of {case.panel_size} judges could score; at least two are needed"
+    return _decision(case, "insufficient", None, [reason])
+
+
+def _no_difference(case: Case) -> Decision | None:
+    if not case.diagnostics.no_difference:
+        return None
+    reason = (
+        "the panel sees no difference between the sides: every judge gave every argument the "
+        "same score, so there is nothing to agree or disagree on (alpha and kappa are "
+        "undefined, not low)"
+    )
+    return _decision(case, "too_close", None, [reason], recommendation="no_difference")
+
+
+def _split(case: Case) -> Decision | None:
+    agreement_notes, diverged = _agreement_checks(case.agreement, case.thresholds)
+    high = _high_variance(case)
+    if not diverged and not high:
+        return None
+    reasons = [*_split_causes(case, high), *agreement_notes]
+    return _decision(case, "irreconcilable", None, reasons, high)
+
+
+def _too_close(case: Case) -> Decision | None:
+    vote_, thresholds = case.vote, case.thresholds
+    assert vote_.margin is not None  # _insufficient ran first
+    if abs(vote_.margin) < thresholds.gap:
+        reason = (
+            f"the PRO-CON margin {vote_.margin:+.3f} ({_points(vote_.margin_points)}) "
+            f"is within {thresholds.gap}"
+        )
+    elif vote_.margin_ci is None:
+        reason = "the margin's interval is undefined (too little data to resample)"
+    elif vote_.margin_ci[0] <= 0 <= vote_.margin_ci[1]:
+        reason = f"{_interval_text(vote_)} includes 0: the lead could be chance"
+    else:
+        return None
+    notes, _ = _agreement_checks(case.agreement, thresholds)
+    return _decision(case, "too_close", None, [reason, *notes])
+
+
+def _winner(case: Case) -> Decision:
+    vote_, agreement = case.vote, case.agreement
+    assert vote_.margin is not None and vote_.margin_points is not None
+    side: Side = "PRO" if vote_.margin > 0 else "CON"
+    reasons = [
+        f"{side} scored {effect_word(vote_.margin_points)} higher: "
+        f"{abs(vote_.margin_points):.2f} points ahead on the judges' 1-10 scale (calibrated "
+        f"margin {abs(vote_.margin):.3f}); {_interval_text(vote_)} excludes 0; alpha "
+        f"{_alpha_text(agreement.alpha)}, kappa {fmt(agreement.kappa)}",
+        *_agreement_checks(agreement, case.thresholds)[0],
+        *_contested(case),
+    ]
+    return _decision(case, "winner", side, reasons)
+
+
+def _decision(
+    case: Case,
+    outcome: Outcome,
+    winner: Side | None,
+    reasons: list[str],
+    high: list[str] | None = None,
+    recommendation: str | None = None,
+) -> Decision:
+    return Decision(
+        outcome=outcome,
+        winner=winner,
+        reasons=[*reasons, *case.notes],
+        high_variance_arguments=high or [],
+        thresholds=case.thresholds,
+        recommendation=RECOMMENDATIONS[recommendation or outcome],
+        diagnostics=case.diagnostics,
+    )
+
+
+def _points(points: float | None) -> str:
+    return UNDEFINED + " in points" if points is None else f"{points:+.2f} points of 10"
+
+
+def _interval_text(vote_: Vote) -> str:
+    """``the 95% interval of the margin [-0.111, +0.778] (in points [-0.33, +2.33])``."""
+    assert vote_.margin_ci is not None
+    low, high = vote_.margin_ci
+    text = f"the {vote_.confidence:.0%} interval of the margin [{low:+.3f}, {high:+.3f}]"
+    if vote_.margin_points_ci is not None:
+        p_low, p_high = vote_.margin_points_ci
+        text += f" (in points [{p_low:+.2f}, {p_high:+.2f}])"
+    return text
+
+
+def _alpha_text(alpha: float | None) -> str:
+    return UNDEFINED if alpha is None else f"{fmt(alpha)} ({band(alpha)} agreement)"
+
+
+def _high_variance(case: Case) -> list[str]:
+    limit = case.thresholds.variance
+    return [a for a, v in case.agreement.argument_variance.items() if v is not None and v >= limit]
+
+
+def _split_causes(case: Case, high: list[str]) -> list[str]:
+    """The judge, the rubric dimension and the arguments behind a split, where they exist."""
+    causes = [*_outlier_judges(case), *_weakest_dimension(case.diagnostics)]
+    if high:
+        causes.append(
+            f"the judges split on {', '.join(high)} (variance of offset-corrected scores "
+            f">= {case.thresholds.variance})"
+        )
+    return causes
+
+
+def _outlier_judges(case: Case) -> list[str]:
+    """The judge(s) whose removal raises alpha most, when removing one raises it at all."""
+    alpha = case.agreement.alpha
+    without = {j: a for j, a in case.diagnostics.alpha_without_judge.items() if a is not None}
+    if alpha is None or not without:
+        return []
+    best = max(without.values())
+    if best <= alpha + 1e-9:
+        return []
+    names = [j for j, a in without.items() if a >= best - 1e-9]
+    who = " or ".join(f"judge {n}" for n in names)
+    return [
+        f"{who} disagrees with the rest of the panel: without {who}, alpha rises from "
+        f"{fmt(alpha)} to {fmt(best)}"
+    ]
+
+
+def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
+    defined = {d: a for d, a in diagnostics.alpha_by_dimension.items() if a is not None}
+    if not defined:
+        return []
+    weakest = min(defined, key=lambda d: defined[d])
+    if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
+        return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]
+    return [f"the weakest rubric dimension is {weakest} (alpha {fmt(defined[weakest])})"]
+
+
+def _contested(case: Case) -> list[str]:
+    """Below high agreement, the most contested argument (a winner's only caveat)."""
+    alpha = case.agreement.alpha
+    variances = {a: v for a, v in case.agreement.argument_variance.items() if v is not None}
+    if alpha is None or alpha >= HIGH_AGREEMENT or not variances:
+        return []
+    top = max(variances, key=lambda a: variances[a])
+    return [
+        f"alpha {_alpha_text(alpha)} is not high: the most contested argument is {top} "
+        f"(variance {variances[top]:.2f}, below {case.thresholds.variance})"
+    ]
+
+
+def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[list[str], bool]:
+    """Reasons from alpha and kappa, and whether agreement fails on both (the panel diverges).
+
+    An undefined kappa means every judge gave every argument the same standing: the
+    standings agree trivially and carry no information, so agreement rests on alpha alone.
+    """
+    alpha, kappa = agreement.alpha, agreement.kappa
+    alpha_ok = alpha is not None and alpha >= thresholds.alpha
+    alpha_fail = (
+        "alpha is undefined (the scores did not vary, so agreement on them cannot be shown)"
+        if alpha is None
+        else f"alpha {_alpha_text(alpha)} is below {thresholds.alpha}"
+    )
+    if kappa is None:
+        same = "every judge gave every argument the same standing, so kappa is undefined"
+        if alpha_ok:
+            return [f"{same}; agreement rests on the scores (alpha {fmt(alpha)})"], False
+        return [f"{alpha_fail}, and the standings cannot show agreement: {same}"], True
+    kappa_ok = kappa >= thresholds.kappa
+    kappa_fail = f"kappa {fmt(kappa)} is below {thresholds.kappa}"
+    if not alpha_ok and not kappa_ok:
+        return [f"{alpha_fail} and {kappa_fail}: agreement is shown on neither"], True
+    if not alpha_ok:
+        return [f"{alpha_fail}: scores diverge"], False
+    if not kappa_ok:
+        return [f"{kappa_fail}: standings diverge"], False
+    return [], False
+
+
+def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
+    notes = []
+    for e in evaluations:
+        if e.status == "unscored":
+            notes.append(
+                f"judge {e.judge} ({e.role}) is unscored: {e.reason}"
+                + (f" ({e.detail})" if e.detail else "")
+            )
+        elif e.swap is not None and e.swap.status == "unscored":
+            notes.append(f"judge {e.judge}: the swapped reading is unscored ({e.swap.reason})")
+        elif e.swap is not None and e.swap.position_sensitive:
+            notes.append(
+                f"judge {e.judge}: standings of {', '.join(e.swap.position_sensitive)} changed "
+                f"when the sides were swapped (consistency {e.swap.consistency:.2f}); "
+                "its two readings are averaged"
+            )
+    return notes
