@@ -28,8 +28,10 @@ from debate.stats import HIGH_AGREEMENT, UNDEFINED, band, fmt
 
 EFFECT_BANDS: tuple[tuple[float, str], ...] = ((0.5, "slightly"), (1.5, "moderately"))
 """Words for the size of a margin in points of the judges' 1-10 scale: under 0.5 point
-"slightly" (less than one step on one rubric dimension of a judge weighting it at half),
-under 1.5 "moderately", and from 1.5 "clearly" (a step and a half on every dimension)."""
+"slightly", under 1.5 "moderately", from 1.5 "clearly". Rubric scores are whole points on
+four dimensions, so half a point of weighted mean is half a step on every dimension (within
+one judge's rounding), and a point and a half is more than a step on every dimension, a
+difference anyone reading the rubric would call clear."""
 
 RECOMMENDATIONS = {
     "winner": (
@@ -164,6 +166,7 @@ def _winner(case: Case) -> Decision:
         f"{_alpha_text(agreement.alpha)}, kappa {fmt(agreement.kappa)}",
         *_agreement_checks(agreement, case.thresholds)[0],
         *_contested(case),
+        *_split_dimensions(case),
     ]
     return _decision(case, "winner", side, reasons)
 
@@ -260,6 +263,19 @@ def _contested(case: Case) -> list[str]:
         f"alpha {_alpha_text(alpha)} is not high: the most contested argument is {top} "
         f"(variance {variances[top]:.2f}, below {case.thresholds.variance})"
     ]
+
+
+def _split_dimensions(case: Case) -> list[str]:
+    """Rubric dimensions the judges split on although their overall scores agree."""
+    low = {
+        d: a
+        for d, a in case.diagnostics.alpha_by_dimension.items()
+        if a is not None and a < case.thresholds.alpha
+    }
+    if not low:
+        return []
+    named = ", ".join(f"{d} (alpha {fmt(a)})" for d, a in low.items())
+    return [f"the judges agree overall but split on {named}"]
 
 
 def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[list[str], bool]:

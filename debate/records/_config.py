@@ -83,9 +83,12 @@ class Thresholds(Frozen):
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     """Level of the margin's interval; a winner needs the interval to exclude 0."""
     min_spread: float | None = Field(default=3.0, ge=0)
-    """Floor, in points of the 1-10 scale, on each judge's spread before calibration (its
-    range for min-max, its standard deviation for z-score), so that a small uniform gap is
-    not stretched to the whole scale; ``None`` turns the floor off."""
+    """Floor, in points of the 1-10 scale, on each judge's spread before calibration, so that
+    a small uniform gap is not stretched to the whole scale: min-max divides by
+    ``max(range, min_spread)``, z-score by ``max(sd, min_spread / 2)``. Three points is where
+    a gap stops being a nuance on the rubric: a judge who separates the arguments by less is
+    read as seeing that much, not the whole scale, while a judge using 3 points or more is
+    calibrated exactly as before. ``0`` or ``None`` turns the floor off."""
 
 
 class CouncilSettings(Frozen):

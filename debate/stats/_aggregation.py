@@ -99,8 +99,10 @@ def bootstrap_margin(
 
     Each replicate draws judges (rows, with their weights) with replacement, and arguments
     with replacement within each side, then recomputes :func:`side_vote`'s margin;
-    replicates are vectorised.
+    replicates are vectorised. ``ci`` is the level of the interval, strictly between 0 and 1.
     """
+    if not 0 < ci < 1:
+        raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
     x = np.asarray(calibrated, dtype=np.float64)
     pro_mask = np.asarray(is_pro, dtype=bool)
     w = np.asarray(weights, dtype=np.float64)
