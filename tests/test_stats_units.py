@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +18,9 @@ from debate.stats import (
     calibrate,
     choose_calibration,
     fleiss_kappa,
+    fleiss_kappa_from_labels,
     fleiss_kappa_se,
+    krippendorff_alpha,
     minmax,
     normalized_scores,
     rubric_overall,
@@ -268,3 +272,54 @@ def test_normalized_tie_flag_on_overlapping_intervals() -> None:
     assert not entries[1].tied_with_next  # c is clearly last
     tiebreak = normalized_scores({"r": {"a": 5, "b": 5, "c": 1}}, tiebreak={"b": 2, "a": 1})
     assert [e.candidate for e in tiebreak][:2] == ["b", "a"]
+
+
+# --- agreement and calibration refuse nonsense ------------------------------------------
+
+TEXT: Any = "0.9"  # a string where a number belongs
+REFUSED: list[tuple[str, Callable[[], object], str]] = [
+    ("zscore 2-D", lambda: zscore([[1, 2], [3, 5]]), r"row must be one judge's scores \(1-D\)"),
+    ("zscore text", lambda: zscore(["a", 1]), r"row must hold numbers .* not text"),
+    ("minmax booleans", lambda: minmax([True, False]), r"row must hold numbers .* not booleans"),
+    ("minmax inf", lambda: minmax([1, math.inf]), r"row: scores must be finite"),
+    ("calibrate text", lambda: calibrate([["a", 1]], "zscore"), r"scores must hold numbers"),
+    ("calibrate 1-D", lambda: calibrate([1, 2], "zscore"), r"judges x arguments \(2-D\)"),
+    ("calibrate method", lambda: calibrate(TEXT, TEXT), r"method must be 'minmax' or 'zscore'"),
+    ("arguments 2.5", lambda: choose_calibration(TEXT), r"arguments_per_side must be a whole"),
+    ("counts 2.5", lambda: fleiss_kappa([[2.5, 0.5], [1.5, 1.5]]), r"counts must be whole"),
+    ("counts text", lambda: fleiss_kappa([["a", 1]]), r"counts must hold whole .* not text"),
+    ("counts bool", lambda: fleiss_kappa([[True, True]]), r"not booleans"),
+    ("se form", lambda: fleiss_kappa_se([[1, 1]], form=TEXT), r"form must be"),
+    ("kappa method", lambda: fleiss_kappa([[1, 1]], method=TEXT), r"method must be 'fleiss'"),
+    ("labels inf", lambda: fleiss_kappa_from_labels([[1, math.inf]]), r"labels has an infinite"),
+    ("ci text", lambda: bootstrap_alpha([[1, 2], [1, 2]], ci=TEXT), r"ci must be between 0 and 1"),
+    ("n_boot 2.5", lambda: bootstrap_alpha([[1, 2]], n_boot=2.5), r"n_boot must be a whole"),  # type: ignore[arg-type]
+    ("n_boot bool", lambda: bootstrap_alpha([[1, 2]], n_boot=True), r"n_boot must be a whole"),
+    (
+        "domain repeated",
+        lambda: krippendorff_alpha([[1, 2]], "ordinal", value_domain=[1, 1, 2]),
+        r"value_domain lists 1 twice",
+    ),
+    (
+        "domain a string",
+        lambda: krippendorff_alpha([["a", "b"]], "ordinal", value_domain=TEXT),
+        r"value_domain must be a list",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "message"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_agreement_and_calibration_refuse_nonsense(
+    case: str, call: Callable[[], object], message: str
+) -> None:
+    """Before: a 2-D row was z-scored pooled, 2.5 ratings gave kappa -0.31, booleans were
+    scores, n_boot=2.5 and a text ci raised TypeError, a repeated domain value went
+    unnoticed."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_missing_stays_nan_where_documented() -> None:
+    assert math.isnan(zscore([1.0, math.nan, 3.0])[1])
+    assert math.isnan(calibrate([[1.0, math.nan]], "minmax")[0, 1])
+    assert krippendorff_alpha([[1, None, 3], [1, 2, 3]]) == pytest.approx(1.0)

@@ -16,6 +16,7 @@ from debate.records._council import (
     CouncilResult,
     RankingEntry,
     Review,
+    UnrankedEntry,
 )
 from debate.records._result import Usage
 from debate.stats import (
@@ -23,6 +24,7 @@ from debate.stats import (
     NormalizedEntry,
     Ranking,
     borda,
+    intervals_tie,
     krippendorff_alpha,
     normalized_scores,
     rubric_overall,
@@ -62,35 +64,56 @@ def _with_overall(review: Review, config: RunConfig, failed: list[str]) -> Revie
 def _ties(
     order: list[str], means: dict[str, float], errors: dict[str, float], z: float
 ) -> set[str]:
-    """Entries whose interval overlaps the next one's, in the given order."""
-    tied = set()
-    for current, following in zip(order, order[1:], strict=False):
-        if current in means and following in means:
-            low = means[current] - z * errors[current]
-            high = means[following] + z * errors[following]
-            if low < high:
-                tied.add(current)
-    return tied
+    """Entries tied with the next one in the given order (:func:`intervals_tie`)."""
+    return {
+        current
+        for current, following in zip(order, order[1:], strict=False)
+        if current in means
+        and following in means
+        and intervals_tie(
+            (means[current], errors[current]), (means[following], errors[following]), z
+        )
+    }
 
 
-def interpretation(entries: list[RankingEntry]) -> str:
-    """One sentence: the clear winner or the tied group at the top, then the other ties."""
+def _names(group: list[str]) -> str:
+    return group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
+
+
+def _tie_groups(entries: list[RankingEntry]) -> list[str]:
+    """The clear winner or the tied group at the top, then the other tied groups."""
     groups: list[list[str]] = [[]]
     for entry in entries:
         groups[-1].append(entry.candidate)
         if not entry.tied_with_next:
             groups.append([])
     groups = [g for g in groups if g]
-
-    def names(group: list[str]) -> str:
-        return group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
-
     top = groups[0]
     if len(top) == 1:
         parts = [f"{top[0]} is the clear winner"]
     else:
-        parts = [f"{names(top)} are statistically tied for first place"]
-    parts += [f"{names(g)} are statistically tied" for g in groups[1:] if len(g) > 1]
+        parts = [f"{_names(top)} are statistically tied for first place"]
+    return parts + [f"{_names(g)} are statistically tied" for g in groups[1:] if len(g) > 1]
+
+
+def interpretation(
+    entries: list[RankingEntry], unranked: list[UnrankedEntry], reviewers_scored: int
+) -> str:
+    """One sentence: who wins or ties, who could not be ranked, and a lone reviewer."""
+    if reviewers_scored == 0:
+        return "No reviewer could score."
+    parts = _tie_groups(entries) if entries else ["No two candidates could be ranked"]
+    self_only = [u.candidate for u in unranked if u.reason == "only_self_votes"]
+    if self_only:
+        whose, them = ("its author", "it") if len(self_only) == 1 else ("their authors", "them")
+        parts.append(f"{_names(self_only)} cannot be ranked: only {whose} reviewed {them}")
+    alone = [u.candidate for u in unranked if u.reason == "no_rival"]
+    if alone:
+        parts.append(
+            f"{alone[0]} is the only candidate others reviewed: nothing to rank it against"
+        )
+    if reviewers_scored == 1:
+        parts.append("only one reviewer scored, so this is its ranking alone (low confidence)")
     return "; ".join(parts) + "."
 
 
@@ -99,14 +122,40 @@ class _Votes:
     """The scored reviews as the statistics take them, self-votes marked."""
 
     ids: list[str]
+    """The candidates that can be ranked: someone other than their author scored them."""
     authored: dict[str, frozenset[str]]
     """Per reviewer, the candidates it wrote (its votes for them do not count)."""
     by_reviewer: dict[str, dict[str, float]]
-    """Per reviewer, the overall score of each candidate."""
+    """Per reviewer, the overall score of each rankable candidate."""
     rankings: list[Ranking]
 
 
-def _votes(scored: list[Review], candidates: list[Candidate]) -> _Votes:
+def _rankable(
+    scored: list[Review], candidates: list[Candidate]
+) -> tuple[list[str], list[UnrankedEntry]]:
+    """Candidates some reviewer other than their author scored, and the others with why.
+
+    A candidate whose every vote is a self-vote has no vote that counts: it is reported
+    as not rankable rather than ranked last; a lone rankable candidate has no rival.
+    """
+    if not scored:
+        return [], [UnrankedEntry(candidate=c.id, reason="no_reviews") for c in candidates]
+    reviewed = [
+        c.id
+        for c in candidates
+        if any(c.id in (r.overall or {}) and c.id not in r.self_votes_excluded for r in scored)
+    ]
+    unranked = [
+        UnrankedEntry(candidate=c.id, reason="only_self_votes")
+        for c in candidates
+        if c.id not in reviewed
+    ]
+    if len(reviewed) < 2:
+        return [], unranked + [UnrankedEntry(candidate=c, reason="no_rival") for c in reviewed]
+    return reviewed, unranked
+
+
+def _votes(scored: list[Review], ids: list[str]) -> _Votes:
     authored = {r.reviewer: frozenset(r.self_votes_excluded) for r in scored}
     rankings = [
         Ranking(
@@ -114,8 +163,10 @@ def _votes(scored: list[Review], candidates: list[Candidate]) -> _Votes:
         )
         for r in scored
     ]
-    by_reviewer = {r.reviewer: dict(r.overall or {}) for r in scored}
-    return _Votes([c.id for c in candidates], authored, by_reviewer, rankings)
+    by_reviewer = {
+        r.reviewer: {c: v for c, v in (r.overall or {}).items() if c in ids} for r in scored
+    }
+    return _Votes(ids, authored, by_reviewer, rankings)
 
 
 def _raw_means(votes: _Votes) -> dict[str, float]:
@@ -154,7 +205,8 @@ def _agreement(votes: _Votes, scored: int, reviews: int) -> CouncilAgreement:
         [s.get(cid) if cid not in votes.authored[r] else None for cid in votes.ids]
         for r, s in votes.by_reviewer.items()
     ]
-    alpha = krippendorff_alpha(matrix, "interval") if len(matrix) >= 2 else math.nan
+    usable = len(matrix) >= 2 and bool(votes.ids)
+    alpha = krippendorff_alpha(matrix, "interval") if usable else math.nan
     return CouncilAgreement(
         alpha=alpha if math.isfinite(alpha) else None,
         reviewers_scored=scored,
@@ -164,7 +216,8 @@ def _agreement(votes: _Votes, scored: int, reviews: int) -> CouncilAgreement:
 
 def _rank(votes: _Votes, settings: CouncilSettings, failed: list[str]) -> list[RankingEntry]:
     """Every method's figures per candidate, in the primary method's order, ties flagged."""
-    borda_rows = {b.candidate: b for b in borda(votes.rankings, votes.ids)}
+    gated = [c for c in failed if c in votes.ids]
+    borda_rows = {b.candidate: b for b in borda(votes.rankings, votes.ids, gated=gated)}
     tiebreak = {cid: borda_rows[cid].borda for cid in votes.ids}
     normalized = {
         n.candidate: n
@@ -205,21 +258,28 @@ def aggregate(
     seed: int,
     version: str,
 ) -> CouncilResult:
-    """Rank the candidates by the configured method; report the other methods beside it."""
+    """Rank the candidates by the configured method; report the other methods beside it.
+
+    The safety gate, when on, applies whatever the method: it caps the rubric overall
+    (normalised and rubric methods) and puts a failed answer below the others in every
+    Borda ballot. Candidates nobody but their author scored are listed as unranked.
+    """
     settings = config.council
     failed = safety_failures(reviews, candidates) if settings.safety_gate else []
     reviews = [_with_overall(r, config, failed) for r in reviews]
     scored = [r for r in reviews if r.overall is not None]
-    votes = _votes(scored, candidates)
-    entries = _rank(votes, settings, failed)
+    ids, unranked = _rankable(scored, candidates)
+    votes = _votes(scored, ids)
+    entries = _rank(votes, settings, failed) if ids else []
     return CouncilResult(
         question=question,
         candidates=candidates,
         reviews=reviews,
         method=settings.method,
         rankings=entries,
+        unranked=unranked,
         agreement=_agreement(votes, len(scored), len(reviews)),
-        interpretation=interpretation(entries) if scored else "No reviewer could score.",
+        interpretation=interpretation(entries, unranked, len(scored)),
         safety_failed=failed,
         usage=usage,
         config=config,

@@ -80,7 +80,22 @@ class RankingEntry(Frozen):
     first_places: int
     tied_with_next: bool
     confidence: Literal["high", "medium", "low"]
+    """Vote coverage (ADR-007): the share of the votes it could get that it got (>= 0.8
+    high, >= 0.5 medium; low with a single reviewer). It says how well this candidate's
+    score is measured, not how surely it holds its place: a last place can be "high"."""
     safety_failed: bool = False
+
+
+UnrankedReason = Literal["only_self_votes", "no_reviews", "no_rival"]
+
+
+class UnrankedEntry(Frozen):
+    """A candidate the council could not place, and why (it is never put last instead)."""
+
+    candidate: str
+    reason: UnrankedReason
+    """``only_self_votes``: every reviewer that scored it wrote it; ``no_reviews``: no
+    reviewer scored at all; ``no_rival``: it is the only candidate that could be ranked."""
 
 
 class CouncilAgreement(Frozen):
@@ -100,6 +115,8 @@ class CouncilResult(Frozen):
     reviews: list[Review]
     method: Method
     rankings: list[RankingEntry]
+    unranked: list[UnrankedEntry] = Field(default_factory=list)
+    """Candidates left out of ``rankings`` because no one but their author reviewed them."""
     agreement: CouncilAgreement
     interpretation: str
     safety_failed: list[str] = Field(default_factory=list)

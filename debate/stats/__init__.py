@@ -4,6 +4,7 @@ Every statistic the panel and the council report is computed here, and only here
 """
 
 from debate.stats._aggregation import (
+    RUBRIC_SCALE,
     RUBRIC_WEIGHTS,
     BordaEntry,
     NormalizedEntry,
@@ -13,6 +14,7 @@ from debate.stats._aggregation import (
     bootstrap_margin,
     borda,
     check_weights,
+    intervals_tie,
     normalized_scores,
     rubric_overall,
     side_vote,
@@ -53,6 +55,7 @@ __all__ = [
     "fmt",
     "fmt_interval",
     "kappa_band",
+    "RUBRIC_SCALE",
     "RUBRIC_WEIGHTS",
     "BootstrapResult",
     "BordaEntry",
@@ -69,6 +72,7 @@ __all__ = [
     "fleiss_kappa",
     "fleiss_kappa_from_labels",
     "fleiss_kappa_se",
+    "intervals_tie",
     "krippendorff_alpha",
     "label_counts",
     "minmax",

@@ -8,7 +8,7 @@ docstring of the function that applies it, so this module is its own reference.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -140,6 +140,33 @@ RUBRIC_WEIGHTS: dict[str, float] = {
     "clarity": 0.20,
 }
 """The council's default rubric weights (``CouncilSettings.weights`` starts from these)."""
+RUBRIC_SCALE: tuple[float, float] = (1.0, 10.0)
+"""The lowest and highest score a rubric dimension can take."""
+TIE_TOLERANCE = 1e-9
+"""Interval ends this close count as touching: means that are equal but for the rounding
+of different sums must be tied, never ordered by a last-bit difference."""
+
+
+def _number(value: object, where: str) -> float:
+    """A finite real number, or a ValueError naming ``where`` and the fix."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | np.integer | np.floating
+    ):
+        raise ValueError(f"{where} is {value!r}; give a number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{where} is {number}; give a finite number (leave a missing one out)")
+    return number
+
+
+def _names(values: object, where: str) -> list[str]:
+    """Candidate names given as a collection of strings (a lone string is refused)."""
+    if isinstance(values, str) or not isinstance(values, Collection):
+        raise ValueError(f"{where} must be a list or set of candidate names, not {values!r}")
+    bad = [v for v in values if not isinstance(v, str)]
+    if bad:
+        raise ValueError(f"{where} holds {bad[0]!r}; candidate names are strings")
+    return list(values)
 
 
 def check_weights(
@@ -162,13 +189,32 @@ def check_weights(
                 + (f"; missing {', '.join(missing)}" if missing else "")
                 + (f"; unknown {', '.join(extra)}" if extra else "")
             )
-    negative = [k for k, v in weights.items() if not v >= 0 or not math.isfinite(v)]
+    negative = [
+        k
+        for k, v in weights.items()
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or math.isinf(v)
+    ]
     if negative:
         raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
     total = sum(weights.values())
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
     return {d: float(weights[d]) for d in (weights if names is None else names)}
+
+
+def _rubric_scores(scores: Mapping[str, float], dimensions: Sequence[str]) -> dict[str, float]:
+    """The weighted dimensions (and accuracy, the ceiling) as numbers on the 1-10 scale."""
+    missing = [d for d in dimensions if d not in scores]
+    if missing:
+        raise ValueError(f"scores.{missing[0]} is missing; every weighted dimension is needed")
+    low, high = RUBRIC_SCALE
+    checked = {}
+    for d in [*dimensions, *(["accuracy"] if "accuracy" in scores else [])]:
+        value = _number(scores[d], f"scores.{d}")
+        if not low <= value <= high:
+            raise ValueError(f"scores.{d} is {value:g}; rubric scores run from {low:g} to {high:g}")
+        checked[d] = value
+    return checked
 
 
 def rubric_overall(
@@ -184,40 +230,63 @@ def rubric_overall(
     cannot rank well. A response that failed the safety gate is capped at ``safety_cap``.
 
     Raises:
-        ValueError: weights that are negative or do not sum to 1, or a weighted dimension
-            missing from ``scores`` (it is never filled in).
+        ValueError: weights that are negative or do not sum to 1; a weighted dimension
+            missing from ``scores`` (it is never filled in) or not a number from 1 to 10;
+            a ``safety_cap`` outside 0-10 (NaN would switch the gate off); a
+            ``safety_failed`` that is not a bool.
     """
     w = check_weights(RUBRIC_WEIGHTS if weights is None else weights)
-    missing = [d for d in w if d not in scores]
-    if missing:
-        raise ValueError(f"scores.{missing[0]} is missing; every weighted dimension is needed")
-    overall = sum(w[d] * float(scores[d]) for d in w)
-    if "accuracy" in scores:
-        accuracy = float(scores["accuracy"])
-        if accuracy < 5:
+    checked = _rubric_scores(scores, list(w))
+    cap = _number(safety_cap, "safety_cap")
+    if not 0 <= cap <= RUBRIC_SCALE[1]:
+        raise ValueError(f"safety_cap is {cap:g}; give a score from 0 to {RUBRIC_SCALE[1]:g}")
+    if not isinstance(safety_failed, bool | np.bool_):
+        raise ValueError(f"safety_failed is {safety_failed!r}; give True or False")
+    overall = sum(w[d] * checked[d] for d in w)
+    if "accuracy" in checked:
+        if checked["accuracy"] < 5:
             overall = min(overall, 4.0)
-        elif accuracy < 7:
+        elif checked["accuracy"] < 7:
             overall = min(overall, 7.0)
     if safety_failed:
-        overall = min(overall, safety_cap)
+        overall = min(overall, cap)
     return round(overall, 6)
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """One reviewer's vote: an order (best first), scores, or neither (abstention)."""
+    """One reviewer's vote: an order (best first), scores, or neither (abstention).
+
+    Checked on construction: a candidate listed twice, a score that is not a finite
+    number, or a lone string where a list is expected raise ``ValueError``.
+    """
 
     reviewer: str
     order: Sequence[str] | None = None
-    """Candidates best first; may be partial. ``None`` with no scores is an abstention."""
+    """Candidates best first; may be partial. Empty or ``None`` with no scores abstains."""
     scores: Mapping[str, float] | None = None
-    """Used to derive the order only when no order is given (the order wins otherwise)."""
+    """Used to derive the order only when the order names no candidate the reviewer may
+    vote for (the order wins otherwise); equal scores share their places."""
     authored: frozenset[str] = field(default_factory=frozenset)
     """Candidates this reviewer wrote: its votes for them are excluded."""
 
+    def __post_init__(self) -> None:
+        where = f"Ranking({self.reviewer!r})"
+        if self.order is not None:
+            order = _names(self.order, f"{where}.order")
+            repeated = sorted({c for c in order if order.count(c) > 1})
+            if repeated:
+                raise ValueError(
+                    f"{where}.order lists {repeated[0]!r} twice; list each candidate once"
+                )
+        if self.scores is not None:
+            for candidate, value in self.scores.items():
+                _number(value, f"{where}.scores[{candidate!r}]")
+        object.__setattr__(self, "authored", frozenset(_names(self.authored, f"{where}.authored")))
+
     def resolved(self) -> list[str] | None:
         """The order to count: the explicit ranking, else the scores' order, else None."""
-        if self.order is not None:
+        if self.order:
             return list(self.order)
         if self.scores:
             return sorted(self.scores, key=lambda c: (-self.scores[c], c))  # type: ignore[index]
@@ -235,6 +304,8 @@ class BordaEntry:
     first_places: int
     rank: int
     confidence: Confidence
+    """Vote coverage (ADR-007): how well this candidate's score is measured, not how
+    surely it won; low for a single voting reviewer."""
 
 
 def _coverage(votes: int, possible: int, single: bool) -> Confidence:
@@ -244,40 +315,107 @@ def _coverage(votes: int, possible: int, single: bool) -> Confidence:
     return "high" if coverage >= 0.8 else "medium" if coverage >= 0.5 else "low"
 
 
-def borda(rankings: Sequence[Ranking], candidates: Sequence[str]) -> list[BordaEntry]:
+def _tiers(ranking: Ranking, allowed: set[str]) -> list[list[str]]:
+    """The ballot best first as groups of equals, keeping only ``allowed`` candidates.
+
+    The explicit order, when it names an allowed candidate, gives one candidate a group;
+    otherwise the scores give it, equal scores sharing a group (never ordered by name).
+    """
+    if ranking.order:
+        tiers = [[c] for c in ranking.order if c in allowed]
+        if tiers:
+            return tiers
+    if ranking.scores:
+        kept = {c: float(v) for c, v in ranking.scores.items() if c in allowed}
+        return [sorted(c for c in kept if kept[c] == v) for v in sorted(set(kept.values()))[::-1]]
+    return []
+
+
+def _ballot(
+    ranking: Ranking, candidates: Sequence[str], gated: frozenset[str]
+) -> dict[str, tuple[float, bool]] | None:
+    """One ballot's points and first places, or None when it counts for no one.
+
+    The reviewer's own answers and unknown names are dropped and the rest re-ranked, its
+    places spread over the full scale (first = N-1, last of the M it may rank = 0), so
+    ranking its own answer first takes nothing from a rival. Gated candidates go below
+    every ungated one the reviewer may rank. Equal candidates share their places' mean.
+    """
+    allowed = set(candidates) - ranking.authored
+    tiers = _tiers(ranking, allowed)
+    if not tiers:
+        return None
+    top = len(candidates) - 1
+    step = top / (len(allowed) - 1) if len(allowed) > 1 else 0.0
+    out: dict[str, tuple[float, bool]] = {}
+    for group, start in (
+        ([[c for c in t if c not in gated] for t in tiers], 0),
+        ([[c for c in t if c in gated] for t in tiers], len(allowed - gated)),
+    ):
+        for tier in (t for t in group if t):
+            points = top - (start + (len(tier) - 1) / 2) * step
+            out.update({c: (points, start == 0 and len(tier) == 1) for c in tier})
+            start += len(tier)
+    return out
+
+
+def borda(
+    rankings: Sequence[Ranking], candidates: Sequence[str], *, gated: Collection[str] = ()
+) -> list[BordaEntry]:
     """Borda count with the council rules.
 
-    Self-votes are excluded, abstentions skipped, partial rankings use the positions
-    given, unknown candidates ignored; ties are broken by first places, then by name; a
-    candidate with no votes ranks last; with a single voting reviewer every result is low
+    Self-votes are excluded and each ballot re-ranked without them (see :func:`_ballot`),
+    abstentions (no order, no scores) skipped, partial rankings use the positions given,
+    unknown candidates ignored; an empty order falls back on the reviewer's scores
+    (ADR-007). Candidates in ``gated`` (failed the safety gate) rank below every other
+    candidate in each ballot. Ties are broken by first places, then by name; a candidate
+    with no votes ranks last; with a single voting reviewer every result is low
     confidence; otherwise confidence follows vote coverage (>= 0.8 high, >= 0.5 medium).
+
+    Raises:
+        ValueError: a candidate named twice, a gated name that is not a candidate, or a
+            ranking that is not a :class:`Ranking`.
     """
-    n = len(candidates)
-    known = set(candidates)
-    points: dict[str, list[int]] = {c: [] for c in candidates}
-    firsts = dict.fromkeys(candidates, 0)
-    possible = dict.fromkeys(candidates, 0)
+    ids = _names(candidates, "candidates")
+    if len(set(ids)) != len(ids):
+        raise ValueError("candidates lists a name twice; give each candidate once")
+    gate = frozenset(_names(gated, "gated"))
+    if not gate <= set(ids):
+        raise ValueError(f"gated names {sorted(gate - set(ids))[0]!r}, which is not a candidate")
+    points: dict[str, list[float]] = {c: [] for c in ids}
+    firsts = dict.fromkeys(ids, 0)
+    possible = dict.fromkeys(ids, 0)
     voters = 0
     for ranking in rankings:
-        order = ranking.resolved()
-        if order is None:
+        if not isinstance(ranking, Ranking):
+            raise ValueError(f"rankings holds {ranking!r}; give Ranking objects")
+        ballot = _ballot(ranking, ids, gate)
+        if ballot is None:
             continue
         voters += 1
-        for c in candidates:
-            if c not in ranking.authored:
-                possible[c] += 1
-        for position, candidate in enumerate(order):
-            if candidate not in known or candidate in ranking.authored:
-                continue
-            points[candidate].append(n - 1 - position)
-            if position == 0:
-                firsts[candidate] += 1
-    rows = [(c, float(np.mean(p)) if p else 0.0, len(p), firsts[c]) for c, p in points.items()]
+        for c in ids:
+            possible[c] += c not in ranking.authored
+        for c, (p, first) in ballot.items():
+            points[c].append(p)
+            firsts[c] += first
+    # rounded so that means equal but for the order of a sum fall to the tie-breakers
+    means = {c: round(float(np.mean(p)), 9) if p else 0.0 for c, p in points.items()}
+    rows = [(c, means[c], len(points[c]), firsts[c]) for c in ids]
     rows.sort(key=lambda r: (r[2] == 0, -r[1], -r[3], r[0]))
     return [
         BordaEntry(c, score, votes, first, i + 1, _coverage(votes, possible[c], voters == 1))
         for i, (c, score, votes, first) in enumerate(rows)
     ]
+
+
+def intervals_tie(upper: tuple[float, float], lower: tuple[float, float], z: float) -> bool:
+    """Whether two neighbours, each ``(mean, standard error)``, are statistically tied.
+
+    Tied when the upper one's interval ``mean - z*se`` reaches the lower one's
+    ``mean + z*se``: overlapping, touching (within :data:`TIE_TOLERANCE`) and equal
+    means all count, since none of them shows one above the other.
+    """
+    return upper[0] - z * upper[1] <= lower[0] + z * lower[1] + TIE_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -292,10 +430,28 @@ class NormalizedEntry:
     rank: int
 
 
+def _checked_scores(
+    scores_by_reviewer: Mapping[str, Mapping[str, float]],
+    authored: Mapping[str, Collection[str]],
+) -> dict[str, dict[str, float]]:
+    """Each reviewer's scores as finite numbers, its self-votes left out."""
+    checked = {}
+    for reviewer, scores in scores_by_reviewer.items():
+        if not isinstance(scores, Mapping):
+            raise ValueError(f"scores_by_reviewer[{reviewer!r}] must map candidates to scores")
+        own = set(_names(authored.get(reviewer, ()), f"authored[{reviewer!r}]"))
+        checked[reviewer] = {
+            c: _number(v, f"scores_by_reviewer[{reviewer!r}][{c!r}]")
+            for c, v in scores.items()
+            if c not in own
+        }
+    return checked
+
+
 def normalized_scores(
     scores_by_reviewer: Mapping[str, Mapping[str, float]],
     *,
-    authored: Mapping[str, frozenset[str]] | None = None,
+    authored: Mapping[str, Collection[str]] | None = None,
     z: float = 1.96,
     tiebreak: Mapping[str, float] | None = None,
 ) -> list[NormalizedEntry]:
@@ -305,14 +461,18 @@ def normalized_scores(
     the population standard deviation (ddof=0) both for a reviewer's z-scores and for a
     candidate's standard error ``std / sqrt(n)`` (0 with one vote); a reviewer whose
     scores do not vary (std < 0.001) contributes zeros. Exact ties in the mean are broken
-    by ``tiebreak`` (e.g. Borda), then by name. Adjacent candidates are flagged tied when
-    ``mean_i - z*se_i < mean_next + z*se_next``.
+    by ``tiebreak`` (e.g. Borda), then by name. Adjacent candidates are flagged tied by
+    :func:`intervals_tie` (equal means included).
+
+    Raises:
+        ValueError: a score that is not a finite number (leave a missing score out), a
+            ``z`` that is negative or not finite, or a non-numeric ``tiebreak``.
     """
-    authored = authored or {}
+    if _number(z, "z") < 0:
+        raise ValueError(f"z is {z}; give a non-negative multiple of the standard error")
+    tb = {c: _number(v, f"tiebreak[{c!r}]") for c, v in (tiebreak or {}).items()}
     per_candidate: dict[str, list[float]] = {}
-    for reviewer, scores in scores_by_reviewer.items():
-        own = authored.get(reviewer, frozenset())
-        kept = {c: float(v) for c, v in scores.items() if c not in own}
+    for kept in _checked_scores(scores_by_reviewer, authored or {}).values():
         if not kept:
             continue
         values = np.array(list(kept.values()))
@@ -326,13 +486,15 @@ def normalized_scores(
         arr = np.array(values_)
         se = float(arr.std() / math.sqrt(arr.size)) if arr.size > 1 else 0.0
         rows.append((candidate, float(arr.mean()), se, int(arr.size)))
-    tb = tiebreak or {}
     rows.sort(key=lambda r: (-r[1], -tb.get(r[0], 0.0), r[0]))
-    entries = []
-    for i, (candidate, mean, se, votes) in enumerate(rows):
-        tied = False
-        if i + 1 < len(rows):
-            nxt = rows[i + 1]
-            tied = mean - z * se < nxt[1] + z * nxt[2]
-        entries.append(NormalizedEntry(candidate, mean, se, votes, tied, i + 1))
-    return entries
+    return [
+        NormalizedEntry(
+            candidate,
+            mean,
+            se,
+            votes,
+            i + 1 < len(rows) and intervals_tie((mean, se), rows[i + 1][1:3], z),
+            i + 1,
+        )
+        for i, (candidate, mean, se, votes) in enumerate(rows)
+    ]

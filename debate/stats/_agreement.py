@@ -60,6 +60,7 @@ from debate.stats._alpha import (
     prepare,
     replicator,
 )
+from debate.stats._calibration import kind_of
 
 __all__ = [
     "LEVELS",
@@ -78,6 +79,24 @@ __all__ = [
 
 class UnequalRatersError(ValueError):
     """Items have different numbers of ratings, which Fleiss' kappa cannot take."""
+
+
+def _check_domain(value_domain: Sequence[Any] | None) -> None:
+    """A value domain is a list of distinct values (a lone string is not one)."""
+    if value_domain is None:
+        return
+    if isinstance(value_domain, str | bytes) or not isinstance(value_domain, Sequence):
+        raise ValueError(f"value_domain must be a list of values, not {value_domain!r}")
+    seen: list[Any] = []
+    for value in value_domain:
+        if value in seen:
+            raise ValueError(f"value_domain lists {value!r} twice; list each value once")
+        seen.append(value)
+
+
+def _check_whole(value: Any, name: str, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be a whole number, at least {low}; got {value!r}")
 
 
 _UNEQUAL = (
@@ -111,9 +130,10 @@ def krippendorff_alpha(
 
     Raises:
         ValueError: Input that is not 2-D, labels where the level needs numbers, ordinal
-            labels without ``value_domain``, a value outside ``value_domain``, an infinite
-            value, or negative ratio data.
+            labels without ``value_domain``, a value outside ``value_domain`` or repeated in
+            it, an infinite value, or negative ratio data.
     """
+    _check_domain(value_domain)
     return alpha_of(prepare(reliability_data, level, value_domain), level)
 
 
@@ -158,13 +178,13 @@ def bootstrap_alpha(
         replicate has a defined alpha.
 
     Raises:
-        ValueError: ``ci`` outside (0, 1), a negative ``n_boot``, or bad data (see
-            :func:`krippendorff_alpha`).
+        ValueError: ``ci`` outside (0, 1), an ``n_boot`` that is not a whole number of 0
+            or more, or bad data (see :func:`krippendorff_alpha`).
     """
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be between 0 and 1, e.g. 0.95; got {ci}")
-    if n_boot < 0:
-        raise ValueError(f"n_boot must be 0 or more; got {n_boot}")
+    if not isinstance(ci, int | float) or isinstance(ci, bool) or not 0 < ci < 1:
+        raise ValueError(f"ci must be between 0 and 1, e.g. 0.95; got {ci!r}")
+    _check_whole(n_boot, "n_boot", 0)
+    _check_domain(value_domain)
     values = prepare(reliability_data, level, value_domain)
     estimate = alpha_of(values, level)
     units = values.shape[1]
@@ -185,11 +205,14 @@ def bootstrap_alpha(
 
 
 def _table(counts: ArrayLike) -> FloatArray:
-    table = np.asarray(counts, dtype=np.float64)
+    given = np.asarray(counts)
+    if given.dtype.kind not in "iuf":
+        raise ValueError(f"counts must hold whole numbers of ratings, not {kind_of(given)}")
+    table = given.astype(np.float64)
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
         raise ValueError("counts must be a 2-D table: items x categories, at least one of each")
-    if not np.isfinite(table).all() or (table < 0).any():
-        raise ValueError("counts must be non-negative numbers of ratings")
+    if not np.isfinite(table).all() or (table < 0).any() or (table != np.floor(table)).any():
+        raise ValueError("counts must be whole, non-negative numbers of ratings")
     raters = table.sum(axis=1)
     if not np.all(raters == raters[0]):
         first = int(np.flatnonzero(raters != raters[0])[0])
@@ -225,8 +248,11 @@ def fleiss_kappa(counts: ArrayLike, method: Literal["fleiss", "randolph"] = "fle
 
     Raises:
         UnequalRatersError: Rows with different sums (use Krippendorff's nominal alpha).
-        ValueError: A table that is not 2-D, negative counts, or fewer than two raters.
+        ValueError: A table that is not 2-D, counts that are not whole non-negative numbers,
+            fewer than two raters, or an unknown ``method``.
     """
+    if method not in ("fleiss", "randolph"):
+        raise ValueError(f"method must be 'fleiss' or 'randolph'; got {method!r}")
     table = _table(counts)
     raters = float(table[0].sum())
     p_bar = float((((table * table).sum(axis=1) - raters) / (raters * (raters - 1))).mean())
@@ -251,6 +277,8 @@ def _label_codes(labels: Any) -> tuple[NDArray[np.intp], int]:
             matrix = matrix.astype(np.float64)
     if matrix.dtype.kind == "f" and np.isnan(matrix).any():
         raise UnequalRatersError("labels has missing ratings (NaN); " + _UNEQUAL)
+    if matrix.dtype.kind == "f" and np.isinf(matrix).any():
+        raise ValueError("labels has an infinite value; give a label or a finite number")
     if matrix.shape[1] < 2:
         raise ValueError("Fleiss' kappa needs at least two raters (columns)")
     if matrix.dtype.kind in "iubf":
@@ -336,6 +364,8 @@ def fleiss_kappa_se(
         UnequalRatersError: Rows with different sums.
         ValueError: A bad table or an unknown ``form``.
     """
+    if form not in ("corrected", "fleiss1971"):
+        raise ValueError(f"form must be 'corrected' or 'fleiss1971'; got {form!r}")
     table = _table(counts)
     items, raters = float(table.shape[0]), float(table[0].sum())
     p = table.sum(axis=0) / table.sum()

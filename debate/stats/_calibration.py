@@ -14,7 +14,7 @@ by its spread. Without a floor (the default here) the functions are the referenc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,10 +23,29 @@ Method = Literal["minmax", "zscore"]
 FloatArray = NDArray[np.float64]
 
 
-def _scores(row: ArrayLike) -> tuple[FloatArray, NDArray[np.bool_]]:
-    x = np.asarray(row, dtype=np.float64)
+def kind_of(array: NDArray[Any]) -> str:
+    """What an array holds, in words, for an error message."""
+    kinds = {"U": "text", "S": "text", "b": "booleans", "O": "mixed values"}
+    return kinds.get(array.dtype.kind, array.dtype.name)
+
+
+def _floats(values: ArrayLike, name: str, ndim: int) -> FloatArray:
+    """``values`` as floats of ``ndim`` dimensions, or a ValueError naming ``name``."""
+    given = np.asarray(values)
+    if given.dtype.kind not in "iuf" and given.size:
+        what = kind_of(given)
+        raise ValueError(f"{name} must hold numbers (NaN for a missing score), not {what}")
+    x = given.astype(np.float64)
+    if x.ndim != ndim:
+        shape = "one judge's scores (1-D)" if ndim == 1 else "judges x arguments (2-D)"
+        raise ValueError(f"{name} must be {shape}; got {x.ndim}-D")
     if np.isinf(x).any():
-        raise ValueError("scores must be finite numbers, or NaN for a missing score")
+        raise ValueError(f"{name}: scores must be finite numbers, or NaN for a missing score")
+    return x
+
+
+def _scores(row: ArrayLike) -> tuple[FloatArray, NDArray[np.bool_]]:
+    x = _floats(row, "row", 1)
     return x, ~np.isnan(x)
 
 
@@ -55,7 +74,7 @@ def zscore(row: ArrayLike, min_sd: float | None = None) -> FloatArray:
         The z-scores, same shape as ``row``.
 
     Raises:
-        ValueError: An infinite score.
+        ValueError: A row that is not 1-D, or a score that is infinite or not a number.
     """
     x, finite = _scores(row)
     out = np.full(x.shape, np.nan)
@@ -86,7 +105,7 @@ def minmax(row: ArrayLike, min_range: float | None = None) -> FloatArray:
         The rescaled scores, same shape as ``row``.
 
     Raises:
-        ValueError: An infinite score.
+        ValueError: A row that is not 1-D, or a score that is infinite or not a number.
     """
     x, finite = _scores(row)
     out = np.full(x.shape, np.nan)
@@ -119,8 +138,10 @@ def choose_calibration(arguments_per_side: int) -> Method:
         ``"minmax"`` or ``"zscore"``.
 
     Raises:
-        ValueError: Fewer than one argument per side.
+        ValueError: Fewer than one argument per side, or not a whole number.
     """
+    if isinstance(arguments_per_side, bool) or not isinstance(arguments_per_side, int | np.integer):
+        raise ValueError(f"arguments_per_side must be a whole number; got {arguments_per_side!r}")
     if arguments_per_side < 1:
         raise ValueError(f"arguments_per_side must be at least 1; got {arguments_per_side}")
     return "minmax" if arguments_per_side <= 3 else "zscore"
@@ -142,11 +163,10 @@ def calibrate(scores: ArrayLike, method: Method, min_spread: float | None = None
         A new matrix of the same shape with calibrated scores; NaN where the input had NaN.
 
     Raises:
-        ValueError: A matrix that is not 2-D, an unknown method, or an infinite score.
+        ValueError: A matrix that is not 2-D, an unknown method, or a score that is
+            infinite or not a number.
     """
-    matrix = np.asarray(scores, dtype=np.float64)
-    if matrix.ndim != 2:
-        raise ValueError(f"scores must be 2-D: judges x arguments; got {matrix.ndim}-D")
+    matrix = _floats(scores, "scores", 2)
     floor = _floor(min_spread)
     if method not in ("zscore", "minmax"):
         raise ValueError(f"method must be 'minmax' or 'zscore'; got {method!r}")

@@ -8,6 +8,7 @@ data directory; ``--store PATH`` or ``DEBATE_STORE`` moves it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
 import sys
@@ -23,6 +24,8 @@ from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore, side_of
 from debate.stats import calibrate
+
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -144,33 +147,27 @@ class RunStore:
             )
         return run_id
 
-    def record_council(self, result: CouncilResult, *, category: str | None = None) -> str:
-        """Store a council result's ranking for the cross-question leaderboard."""
+    def record_council(self, result: CouncilResult, *, category: str | None = None) -> str | None:
+        """Store a council result's ranking for the cross-question leaderboard.
+
+        The leaderboard ranks models, so only ranked candidates with an ``author_model``
+        are stored (a candidate id is never put in the model column), and only councils
+        where at least two reviewers scored (one reviewer's ranking is not a council's).
+        Borda is normalised by the number of ranked candidates.
+
+        Returns:
+            The run id, or None when nothing qualified (the reason is logged).
+        """
+        rows = council_rows(result)
+        if not rows:
+            return None
         blob = result.model_dump_json()
         run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-        authors = {c.id: c.author_model or c.id for c in result.candidates}
-        n = len(result.candidates)
         now = time.time()
         with self._connect() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO council_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        now,
-                        result.question,
-                        category,
-                        e.candidate,
-                        authors[e.candidate],
-                        e.borda,
-                        e.borda / (n - 1) if n > 1 else 0.0,
-                        e.votes,
-                        e.first_places,
-                        e.rank,
-                        n,
-                    )
-                    for e in result.rankings
-                ],
+                [(run_id, now, result.question, category, *row) for row in rows],
             )
         return run_id
 
@@ -216,6 +213,28 @@ class RunStore:
         """How many runs are recorded."""
         with self._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def council_rows(result: CouncilResult) -> list[tuple[object, ...]]:
+    """The leaderboard rows of a council: ranked, model-written candidates, two scorers."""
+    if result.agreement.reviewers_scored < 2:
+        log.warning(
+            "council not recorded for the leaderboard: %d reviewer(s) scored; it needs two",
+            result.agreement.reviewers_scored,
+        )
+        return []
+    authors = {c.id: c.author_model for c in result.candidates}
+    n = len(result.rankings)
+    rows: list[tuple[object, ...]] = [
+        (e.candidate, authors[e.candidate], e.borda, e.borda / (n - 1), e.votes)
+        + (e.first_places, e.rank, n)
+        for e in result.rankings
+        if authors.get(e.candidate) is not None
+    ]
+    skipped = [e.candidate for e in result.rankings if authors.get(e.candidate) is None]
+    if skipped:
+        log.info("not on the leaderboard (no author_model): %s", ", ".join(skipped))
+    return rows
 
 
 def _readings(e: JudgeEvaluation) -> list[tuple[dict[str, RubricScore], dict[str, int]]]:
