@@ -12,6 +12,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import BaseModel
 
@@ -19,7 +20,8 @@ from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate._cli.main import main
 from debate.council._run import run_council_sync
 from debate.models._base import Message
-from debate.quality._audit import Audit, Estimate, audit
+from debate.quality._audit import Audit, Estimate, JudgeAudit, audit
+from debate.quality._effects import fit, identified
 from debate.records._council import Candidate
 from debate.records._result import DebateResult
 from debate.storage._runs import RunStore
@@ -36,10 +38,15 @@ def quality_of(seed: int) -> dict[str, float]:
 
 
 def judges(
-    seed: int, *, favour: dict[str, float] | None = None, first: dict[str, float] | None = None
-) -> FunctionModel:
+    seed: int,
+    *,
+    favour: dict[str, float] | None = None,
+    first: dict[str, float] | None = None,
+    models: bool = False,
+) -> FunctionModel | dict[str, FunctionModel]:
     """Judges scoring quality + noise; ``favour[role]`` points go to every PRO argument,
-    ``first[role]`` points to whatever argument that judge reads first."""
+    ``first[role]`` points to whatever argument that judge reads first. ``models``: each
+    judge its own model, named ``m-<role>``."""
     quality = quality_of(seed)
 
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
@@ -62,6 +69,8 @@ def judges(
             }
         return json.dumps({"scores": scores, "key_finding": "k"})
 
+    if models:
+        return {role: FunctionModel(reply, name=f"m-{role}") for role in ROLES}
     return FunctionModel(reply, name="f")
 
 
@@ -71,12 +80,15 @@ def record_debates(
     *,
     config: RunConfig | None = None,
     per_side: int = 3,
+    authors: dict[str, str] | None = None,
     **planted: dict[str, float],
 ) -> None:
-    """Judge ``runs`` debates with planted judges and record each in the store."""
+    """Judge ``runs`` debates with planted judges and record each in the store;
+    ``authors`` (side -> model) gives each judge its own model."""
     config = config or RunConfig(model="f")
     for seed in range(runs):
-        panel = MultiJudgePanel(models=judges(seed, **planted), config=config)
+        models = judges(seed, models=authors is not None, **planted)
+        panel = MultiJudgePanel(models=models, config=config)
         judged = panel.evaluate_sync(transcript(per_side, per_side), seed=seed)
         store.record(
             DebateResult(
@@ -90,11 +102,12 @@ def record_debates(
                 config=config,
                 seed=seed,
                 version="test",
-            )
+            ),
+            authors=authors,
         )
 
 
-def by_role(result: Audit) -> dict[str, object]:
+def by_role(result: Audit) -> dict[str, JudgeAudit]:
     return {j.role: j for j in result.judges}
 
 
@@ -114,7 +127,7 @@ def test_side_favouring_judge_shows_no_position_bias(tmp_path: Path) -> None:
             assert covers_zero(est), (figures, est)
             assert abs(est.value or 0) < 0.5, est
     technical = by_role(result)["technical"]
-    assert technical.primacy.n == RUNS * 6 and technical.primacy.runs == RUNS  # type: ignore[attr-defined]
+    assert technical.primacy.n == RUNS * 6 and technical.primacy.runs == RUNS
 
 
 def test_fixed_order_cannot_tell_position_from_argument(tmp_path: Path) -> None:
@@ -145,11 +158,11 @@ def test_planted_primacy_is_found_and_sized(tmp_path: Path, k: float) -> None:
     record_debates(store, first={"technical": k})
     result = audit(store)
     roles = by_role(result)
-    planted = roles.pop("technical").primacy  # type: ignore[attr-defined]
+    planted = roles.pop("technical").primacy
     assert planted.low is not None and planted.low > 0, planted
     assert abs((planted.value or 0) - k) < 0.35 * k + 0.2, planted
     for judge in roles.values():
-        assert covers_zero(judge.primacy), judge  # type: ignore[attr-defined]
+        assert covers_zero(judge.primacy), judge
     assert result.pooled is not None and result.pooled.primacy.value is not None
     assert abs(result.pooled.primacy.value - k / 4) < 0.2  # one judge in four
 
@@ -163,6 +176,37 @@ def test_planted_primacy_with_one_argument_per_side_and_swap(tmp_path: Path) -> 
     for judge in result.judges:
         est = judge.primacy
         assert est.low is not None and est.low > 0 and abs((est.value or 0) - 2) < 0.5, est
+
+
+def test_self_preference_is_measured_against_the_panel_on_the_same_arguments(
+    tmp_path: Path,
+) -> None:
+    """The technical judge's model wrote PRO's arguments and it gives them +1.5."""
+    store = RunStore(tmp_path / "s.sqlite")
+    authors = {"PRO": "m-technical", "CON": "m-business"}
+    record_debates(store, authors=authors, favour={"technical": 1.5})
+    roles = by_role(audit(store))
+    own = roles["technical"].self_preference
+    assert own.low is not None and own.low > 0 and abs((own.value or 0) - 1.5) < 0.4, own
+    assert covers_zero(roles["business"].self_preference)
+    assert roles["risk"].self_preference.note == "no variation"
+
+
+def test_estimator_recovers_a_slope_under_fixed_effects_and_refuses_an_absorbed_one() -> None:
+    rng = np.random.default_rng(0)
+    items = np.repeat(np.arange(50), 4)  # 50 items, each read 4 times
+    quality = rng.normal(0, 3, 50)[items]  # large item effects, correlated with nothing
+    x = rng.integers(0, 4, items.size).astype(float)
+    y = quality - 0.5 * x + rng.normal(0, 0.3, items.size)
+    runs = items // 5
+    slope = fit(y, x[:, None], [items], runs)[0]
+    assert slope.low is not None and slope.high is not None
+    assert slope.low < -0.5 < slope.high and slope.high - slope.low < 0.2
+    constant_within = (items % 3).astype(float)  # a property of the item: absorbed
+    lost = fit(y, constant_within[:, None], [items], runs)[0]
+    assert lost.value is None and "not identifiable" in (lost.note or "")
+    pair = np.column_stack([x * (items < 25), x * (items >= 25), x])  # third = sum of two
+    assert not identified(pair - pair.mean(axis=0), (pair**2).sum(axis=0)).all()
 
 
 CANDIDATE_TEXT = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
