@@ -145,9 +145,16 @@ def wilson(successes: int, n: int, minimum: int = MIN_SAMPLE) -> Estimate:
 
 
 class Design:
-    """Observations as arrays: scores, regressors' raw material, and fixed-effect codes."""
+    """Observations as arrays: scores, fixed-effect codes, and who read each one.
 
-    def __init__(self, rows: Sequence[dict[str, object]], unit: str, item: str, reading: str):
+    ``unit`` names the column that, with ``model``, identifies a judge (role) or a council
+    reviewer; ``item`` the thing read (argument, candidate), coded within its run;
+    ``reading`` one judge's reading of one run (with the ``reading`` column: the swap).
+    """
+
+    def __init__(
+        self, rows: Sequence[dict[str, object]], unit: str, item: str, reading: str
+    ) -> None:
         self.rows = rows
         self.y = self.column("score")
         self.run = codes([r["run_id"] for r in rows])
@@ -155,7 +162,6 @@ class Design:
         self.reading = codes([(r["run_id"], r[reading], r.get("reading")) for r in rows])
         self.unit_keys = [(str(r[unit]), str(r["model"])) for r in rows]
         self.units = sorted(set(self.unit_keys))
-        self.unit = codes(self.unit_keys)
         order = {key: i for i, key in enumerate(self.units)}
         self.unit_index = np.array([order[k] for k in self.unit_keys], dtype=np.int64)
 
