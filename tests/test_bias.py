@@ -117,10 +117,10 @@ def test_audit_detects_planted_position_bias(tmp_path: Path) -> None:
             version="test",
         )
         store.record(result)
-    rows = audit(store)
+    rows = audit(store).judges
     assert len(rows) == 4
     for row in rows:
-        est = row.primacy_correlation
+        est = row.primacy  # points gained when read first, within arguments
         assert est.value is not None and est.low is not None
         assert est.value > 0.2 and est.low > 0, row  # clearly positive, CI excludes 0
         assert est.n == 12 * 6
@@ -130,9 +130,9 @@ def test_audit_detects_planted_position_bias(tmp_path: Path) -> None:
 def test_audit_refuses_small_samples(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "s.sqlite")
     store.record(run_debate_sync("Should we?", model=TestModel(seed=1), seed=1))
-    row = audit(store)[0]
-    assert row.primacy_correlation.value is None
-    assert "too small" in (row.primacy_correlation.note or "")
+    row = audit(store).judges[0]
+    assert row.primacy.value is None
+    assert "too small" in (row.primacy.note or "")
 
 
 def test_swap_flags_position_sensitive_arguments() -> None:

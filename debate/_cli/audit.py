@@ -1,4 +1,7 @@
-"""``debate audit``: position, length and self-preference bias across the stored runs."""
+"""``debate audit``: position, side, length and self-preference bias across stored runs.
+
+Council runs get ADR-017's measure: reviewers' score against display position.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +10,16 @@ import json
 import sys
 
 from debate._cli.common import EXIT_OK, Commands
-from debate.quality._audit import audit, format_audit
+from debate.quality._audit import audit
+from debate.quality._audit_text import format_audit
 from debate.storage._runs import RunStore
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate audit``."""
-    parser = commands.add_parser("audit", help="position, length and self-preference bias")
+    parser = commands.add_parser(
+        "audit", help="position, first-side, length and self-preference bias; council positions"
+    )
     parser.add_argument("--store", metavar="PATH", help="run store to audit")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=audit_command)
@@ -22,10 +28,10 @@ def add_parser(commands: Commands) -> None:
 def audit_command(args: argparse.Namespace) -> int:
     """Print the bias audit of every run in the store."""
     store = RunStore(args.store)
-    rows = audit(store)
+    result = audit(store)
     if args.json:
-        sys.stdout.write(json.dumps([r.model_dump() for r in rows], indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.model_dump(), indent=2) + "\n")
     else:
-        sys.stdout.write(f"store: {store.path} ({store.count_runs()} runs)\n")
-        sys.stdout.write(format_audit(rows) + "\n")
+        sys.stdout.write(f"store: {store.path} ({result.runs} debate runs)\n")
+        sys.stdout.write(format_audit(result) + "\n")
     return EXIT_OK

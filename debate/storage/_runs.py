@@ -69,6 +69,21 @@ CREATE TABLE IF NOT EXISTS council_entries (
     PRIMARY KEY (run_id, candidate)
 );
 """
+COUNCIL_READINGS = """
+CREATE TABLE IF NOT EXISTS council_readings (
+    run_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    model TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    shown_position INTEGER NOT NULL,
+    candidates_shown INTEGER NOT NULL,
+    score REAL NOT NULL,
+    self_vote INTEGER NOT NULL,
+    PRIMARY KEY (run_id, reviewer, candidate)
+);
+"""
+"""One row per scored council reviewer x candidate: where the reviewer was shown the
+candidate and what it scored it, for the position audit (ADR-017)."""
 
 
 class LeaderboardRow(Frozen):
@@ -106,7 +121,7 @@ class RunStore:
         self.path = Path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
-            db.executescript(SCHEMA)
+            db.executescript(SCHEMA + COUNCIL_READINGS)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -169,7 +184,26 @@ class RunStore:
                 "INSERT OR IGNORE INTO council_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, now, result.question, category, *row) for row in rows],
             )
+        self.record_council_readings(result, run_id)
         return run_id
+
+    def record_council_readings(self, result: CouncilResult, run_id: str) -> None:
+        """Store where each scored reviewer was shown each candidate and what it scored it.
+
+        The score is the reviewer's weighted rubric score before the council's accuracy
+        ceiling and safety cap, so a reviewer's reading is measured, not the council's rules.
+        """
+        with self._connect() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO council_readings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *row) for row in council_reading_rows(result)],
+            )
+
+    def council_readings(self) -> list[dict[str, object]]:
+        """Every council reading row, as dicts."""
+        with self._connect() as db:
+            db.row_factory = sqlite3.Row
+            return [dict(r) for r in db.execute("SELECT * FROM council_readings")]
 
     def leaderboard(
         self, *, since_days: float | None = None, category: str | None = None
@@ -277,3 +311,23 @@ def observation_rows(
                     float(np.asarray(calibrated)[a]),
                     authors.get(side),
                 )
+
+
+def council_reading_rows(result: CouncilResult) -> Iterator[tuple[object, ...]]:
+    """One row per scored reviewer x candidate: position shown, weighted score, self-vote."""
+    weights = result.config.council.weights
+    shown = len(result.candidates)
+    for review in result.reviews:
+        if review.scores is None:
+            continue
+        for cid, score in sorted(review.scores.items()):
+            weighted = sum(w * float(getattr(score, d)) for d, w in weights.items())
+            yield (
+                review.reviewer,
+                review.model,
+                cid,
+                review.positions[cid],
+                shown,
+                weighted,
+                int(cid in review.self_votes_excluded),
+            )
