@@ -166,10 +166,10 @@ def calibrate(scores: ArrayLike, method: Method, min_spread: float | None = None
         ValueError: A matrix that is not 2-D, an unknown method, or a score that is
             infinite or not a number.
     """
-    matrix = _floats(scores, "scores", 2)
-    floor = _floor(min_spread)
     if method not in ("zscore", "minmax"):
         raise ValueError(f"method must be 'minmax' or 'zscore'; got {method!r}")
+    matrix = _floats(scores, "scores", 2)
+    floor = _floor(min_spread)
     out = np.empty_like(matrix)
     for i, row in enumerate(matrix):
         out[i] = zscore(row, floor / 2) if method == "zscore" else minmax(row, floor)

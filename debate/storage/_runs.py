@@ -174,17 +174,18 @@ class RunStore:
             The run id, or None when nothing qualified (the reason is logged).
         """
         rows = council_rows(result)
-        if not rows:
-            return None
         blob = result.model_dump_json()
         run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        # The reading positions serve the bias audit even when the leaderboard takes nothing.
+        self.record_council_readings(result, run_id)
+        if not rows:
+            return None
         now = time.time()
         with self._connect() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO council_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, now, result.question, category, *row) for row in rows],
             )
-        self.record_council_readings(result, run_id)
         return run_id
 
     def record_council_readings(self, result: CouncilResult, run_id: str) -> None:
