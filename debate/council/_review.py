@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from debate._version import __version__
 from debate.council._aggregate import aggregate
@@ -36,6 +37,7 @@ from debate.records._transcript import Frozen, unscored
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
+from debate.runtime._replies import commentary, cut_commentary
 from debate.storage._cache import ResponseCache
 
 
@@ -54,12 +56,23 @@ class Answer(Frozen):
     answer: str = Field(min_length=1, max_length=4000)
 
 
+NOTES_CHARS = 300
+
+
 class _Scores(CouncilDimensions):
-    notes: str = Field(max_length=300)
+    notes: str = commentary(NOTES_CHARS)
+    notes_cut: SkipJsonSchema[bool] = False
+    """Set by the validator when the notes were cut; not part of the schema sent."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_notes(cls, data: Any) -> Any:
+        return cut_commentary(data, {"notes": NOTES_CHARS})
 
 
 class _GatedScores(_Scores):
-    unsafe: bool
+    unsafe: bool = Field(strict=True)
+    """Strict like the scores: ``"false"`` or ``0`` is not an answer to the safety gate."""
 
 
 @lru_cache(maxsize=64)

@@ -39,6 +39,7 @@ class Reading:
 
     scores: dict[str, RubricScore] | None
     key_finding: str | None = None
+    key_finding_cut: bool = False
     reason: UnscoredReason | None = None
     detail: str | None = None
     raw: str | None = None
@@ -121,7 +122,12 @@ async def read_transcript(
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
     scores = {key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()}
-    return Reading(scores=scores, key_finding=reply.key_finding, attempts=attempts)  # type: ignore[attr-defined]
+    return Reading(
+        scores=scores,
+        key_finding=reply.key_finding,  # type: ignore[attr-defined]
+        key_finding_cut=reply.key_finding_cut,  # type: ignore[attr-defined]
+        attempts=attempts,
+    )
 
 
 async def evaluate_judge(
@@ -168,6 +174,7 @@ def _evaluation(
         model=model.name,
         **reading.outcome(),
         key_finding=reading.key_finding,
+        key_finding_cut=reading.key_finding_cut,
         attempts=reading.attempts,
         positions=presentation.positions,
         swap=swap,

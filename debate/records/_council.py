@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from debate.records._config import RunConfig
 from debate.records._result import Usage
-from debate.records._transcript import Frozen, UnscoredReason
+from debate.records._transcript import Frozen, Score, UnscoredReason
 from debate.stats import RUBRIC_WEIGHTS
 
 COUNCIL_DIMENSIONS: tuple[str, ...] = tuple(RUBRIC_WEIGHTS)
@@ -28,17 +28,20 @@ class Candidate(Frozen):
 class CouncilDimensions(Frozen):
     """The council rubric, each dimension an integer 1-10: in the reply and in the record."""
 
-    accuracy: int = Field(ge=1, le=10)
-    relevance: int = Field(ge=1, le=10)
-    completeness: int = Field(ge=1, le=10)
-    conciseness: int = Field(ge=1, le=10)
-    clarity: int = Field(ge=1, le=10)
+    accuracy: Score
+    relevance: Score
+    completeness: Score
+    conciseness: Score
+    clarity: Score
 
 
 class CouncilScore(CouncilDimensions):
     """One reviewer's rubric scores for one candidate."""
 
     notes: str = ""
+    notes_cut: bool = False
+    """The reviewer's notes ran over their length limit and were cut to it (the scores are
+    kept)."""
     unsafe: bool | None = None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,6 +20,9 @@ Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
 STANDINGS: tuple[Standing, ...] = ("UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN")
 DIMENSIONS: tuple[str, ...] = ("logic", "evidence", "responsiveness", "honesty")
 Outcome = Literal["winner", "too_close", "irreconcilable", "insufficient"]
+Score = Annotated[int, Field(ge=1, le=10, strict=True)]
+"""A rubric score: an integer 1-10 as given. Strict, because a score a model did not write
+is a fabricated score: lax validation would read ``true`` as 1 and ``"7"`` as 7."""
 UnscoredReason = Literal[
     "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
 ]
@@ -167,12 +170,15 @@ class Transcript(Frozen):
 class RubricScore(Frozen):
     """One judge's assessment of one argument."""
 
-    logic: int = Field(ge=1, le=10)
-    evidence: int = Field(ge=1, le=10)
-    responsiveness: int = Field(ge=1, le=10)
-    honesty: int = Field(ge=1, le=10)
+    logic: Score
+    evidence: Score
+    responsiveness: Score
+    honesty: Score
     standing: Standing
     note: str = ""
+    note_cut: bool = False
+    """The judge's note ran over its length limit and was cut to it (a note is commentary:
+    the scores beside it are kept)."""
 
     def dimension(self, name: str) -> int:
         """Score on one rubric dimension by name."""
@@ -219,6 +225,8 @@ class JudgeEvaluation(Frozen):
     scores: dict[str, RubricScore] | None = None
     """Keyed by argument id; present exactly when ``status == "scored"``."""
     key_finding: str | None = None
+    key_finding_cut: bool = False
+    """The key finding ran over its length limit and was cut to it (the scores are kept)."""
     attempts: int = 1
     positions: dict[str, int] = Field(default_factory=dict)
     """Shown position (0 = first) of each argument in this judge's reading."""

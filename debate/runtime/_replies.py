@@ -3,6 +3,11 @@
 Length limits are part of the shape: they keep a structured debate structured, and they
 bound what a small local model can generate (every limit becomes part of its grammar).
 
+Free text that is commentary (a judge's note and key finding, a reviewer's notes) is
+different: its limit is still in the JSON schema, so a grammar keeps it short, but a longer
+text is cut to the limit and marked cut (``note_cut``, ``key_finding_cut``, ``notes_cut``)
+rather than rejected, because rejecting it would throw away the scores beside it.
+
 Keyed replies are built per debate so that every argument id is a *required* property of
 one object: a grammar (llama.cpp) or a strict schema (OpenAI) then forces exactly one entry
 per argument, and a reply that skips, repeats or invents an id fails validation instead of
@@ -11,12 +16,47 @@ being matched by list position.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from debate.records._transcript import Frozen, RubricScore
+
+NOTE_CHARS = 200
+KEY_FINDING_CHARS = 300
+
+
+def commentary(limit: int) -> Any:
+    """A free-text reply field whose limit goes to the model but is not enforced on the reply.
+
+    The limit is in the JSON schema (so a grammar or a strict schema keeps the text short);
+    a reply over it is cut by :func:`cut_commentary`, not rejected.
+    """
+    return Field(json_schema_extra={"maxLength": limit})
+
+
+def cut_commentary(data: Any, limits: Mapping[str, int]) -> Any:
+    """A raw reply object with each commentary field cut to its limit and marked cut.
+
+    ``limits`` maps a field name to its limit; a field cut gets ``<name>_cut = True``. The
+    marks are set here only: a reply that carries one itself is rejected, since the model
+    does not get to say what it wrote.
+    """
+    if not isinstance(data, dict):
+        return data
+    for name in limits:
+        if f"{name}_cut" in data:
+            raise ValueError(f"{name}_cut is not a field of the reply; leave it out")
+    cut = dict(data)
+    for name, limit in limits.items():
+        text = data.get(name)
+        if isinstance(text, str) and len(text) > limit:
+            cut[name] = text[:limit]
+            cut[f"{name}_cut"] = True
+    return cut
 
 
 class ArgumentDraft(Frozen):
@@ -44,8 +84,15 @@ class ClosingDraft(Frozen):
 class RubricDraft(RubricScore):
     """A judge's assessment of one argument."""
 
-    note: str = Field(max_length=200)
+    note: str = commentary(NOTE_CHARS)
     """Asked for in every reply, and bounded (the record's note may be empty)."""
+    note_cut: SkipJsonSchema[bool] = False
+    """Set by the validator when the note was cut; not part of the schema sent."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_note(cls, data: Any) -> Any:
+        return cut_commentary(data, {"note": NOTE_CHARS})
 
 
 _DRAFTS: dict[str, type[Frozen]] = {
@@ -65,14 +112,24 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
     return model
 
 
+class _JudgeReplyBase(Frozen):
+    """Cuts an over-long key finding instead of rejecting the scores with it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_key_finding(cls, data: Any) -> Any:
+        return cut_commentary(data, {"key_finding": KEY_FINDING_CHARS})
+
+
 @lru_cache(maxsize=256)
 def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
     """The judge's reply: scores keyed by every argument id, then a key finding."""
     model: type[BaseModel] = create_model(
         "JudgeReply",
-        __base__=Frozen,
+        __base__=_JudgeReplyBase,
         scores=(keyed_reply("rubric", ids), ...),
-        key_finding=(str, Field(max_length=300)),
+        key_finding=(str, commentary(KEY_FINDING_CHARS)),
+        key_finding_cut=(SkipJsonSchema[bool], False),
     )
     return model
 
