@@ -85,6 +85,79 @@ class Record:
         return int(self.body["max_tokens"])
 
 
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        fake = self.server.fake
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length))
+        fake.authorizations.append(self.headers.get("Authorization", ""))
+        start = time.monotonic()
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            reply = fake._reply(body)
+            if fake.latency:
+                time.sleep(fake.latency)
+            if reply.hang:
+                time.sleep(reply.hang)
+            self._send(reply, fake._payload(reply, body).encode())
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+                fake.records.append(Record(start, time.monotonic(), body, reply.status))
+
+    def _send(self, reply: Reply, data: bytes) -> None:
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self._write(reply, data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _write(self, reply: Reply, data: bytes) -> None:
+        if reply.reset_after is not None:
+            self.wfile.write(data[: reply.reset_after])
+            self.wfile.flush()
+            # SO_LINGER 0: close() sends a TCP reset instead of a clean end.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        if reply.drip:
+            step = max(1, len(data) // 40)
+            for start in range(0, len(data), step):
+                self.wfile.write(data[start : start + step])
+                self.wfile.flush()
+                time.sleep(reply.drip / 40)
+            return
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default 5 drops connections under concurrency
+    daemon_threads = True
+
+    def __init__(self, fake: FakeOpenAIServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A scripted reset, or a client that gave up (a timeout): not a test failure.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
 class FakeOpenAIServer:
     def __init__(
         self, *, latency: float = 0.0, seed: int = 0, responder: Responder | None = None
@@ -97,77 +170,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                server.authorizations.append(self.headers.get("Authorization", ""))
-                start = time.monotonic()
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    reply = server._reply(body)
-                    if server.latency:
-                        time.sleep(server.latency)
-                    if reply.hang:
-                        time.sleep(reply.hang)
-                    self._send(reply, body)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-                        server.records.append(Record(start, time.monotonic(), body, reply.status))
-
-            def _send(self, reply: Reply, body: dict[str, Any]) -> None:
-                data = server._payload(reply, body).encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", reply.content_type)
-                    self.send_header("Content-Length", str(len(data)))
-                    for key, value in reply.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self._write(reply, data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def _write(self, reply: Reply, data: bytes) -> None:
-                if reply.reset_after is not None:
-                    self.wfile.write(data[: reply.reset_after])
-                    self.wfile.flush()
-                    # SO_LINGER 0: close() sends a TCP reset instead of a clean end.
-                    self.connection.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                    )
-                    self.close_connection = True
-                    self.connection.close()
-                    return
-                if reply.drip:
-                    step = max(1, len(data) // 40)
-                    for start in range(0, len(data), step):
-                        self.wfile.write(data[start : start + step])
-                        self.wfile.flush()
-                        time.sleep(reply.drip / 40)
-                    return
-                self.wfile.write(data)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 512  # the default 5 drops connections under concurrency
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                # A scripted reset, or a client that gave up (a timeout): not a test failure.
-                if not isinstance(sys.exc_info()[1], OSError):
-                    super().handle_error(request, client_address)
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(self)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def _payload(self, reply: Reply, body: dict[str, Any]) -> str:
