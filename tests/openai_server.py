@@ -3,12 +3,19 @@
 It answers every request with a reply that fits the request's JSON schema (placeholder
 text, seeded scores) unless a ``responder`` says otherwise, after a fixed latency, and
 records each request with its start and end times so tests can see what was in flight.
+
+A responder can also script what a broken server sends: a raw 200 body (an HTML page), a
+completion envelope cut short, a connection reset in the middle of the body, a body
+trickled byte by byte, an empty ``choices`` list.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import socket
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +40,17 @@ class Reply:
     """``length`` scripts a reply cut off by ``max_tokens``."""
     refusal: str | None = None
     """Scripts a refusal (OpenAI's ``message.refusal``)."""
+    raw: str | None = None
+    """Raw body for a 200 (an HTML page, a JSON error object), sent as ``content_type``."""
+    content_type: str = "application/json"
+    cut: int | None = None
+    """Send only the first ``cut`` bytes of the body, as a complete (short) response."""
+    reset_after: int | None = None
+    """Announce the whole body, send ``reset_after`` bytes of it, then reset the connection."""
+    drip: float = 0.0
+    """Trickle the body over this many seconds, a few bytes at a time."""
+    choices: list[Any] | None = None
+    """Replaces the envelope's ``choices`` (``[]`` scripts an empty list)."""
 
 
 @dataclass
@@ -50,6 +68,95 @@ class Record:
     def user(self) -> str:
         return str(self.body["messages"][-1]["content"])
 
+    @property
+    def response_format(self) -> dict[str, Any]:
+        return dict(self.body["response_format"])
+
+    @property
+    def mode(self) -> str:
+        """``strict``, ``json_schema``, ``json_object_schema`` or ``json_object``."""
+        fmt = self.response_format
+        if fmt["type"] == "json_schema":
+            return "strict" if fmt["json_schema"].get("strict") else "json_schema"
+        return "json_object_schema" if "schema" in fmt else str(fmt["type"])
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.body["max_tokens"])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        fake = self.server.fake
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length))
+        fake.authorizations.append(self.headers.get("Authorization", ""))
+        start = time.monotonic()
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            reply = fake._reply(body)
+            if fake.latency:
+                time.sleep(fake.latency)
+            if reply.hang:
+                time.sleep(reply.hang)
+            self._send(reply, fake._payload(reply, body).encode())
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+                fake.records.append(Record(start, time.monotonic(), body, reply.status))
+
+    def _send(self, reply: Reply, data: bytes) -> None:
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self._write(reply, data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _write(self, reply: Reply, data: bytes) -> None:
+        if reply.reset_after is not None:
+            self.wfile.write(data[: reply.reset_after])
+            self.wfile.flush()
+            # SO_LINGER 0: close() sends a TCP reset instead of a clean end.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        if reply.drip:
+            step = max(1, len(data) // 40)
+            for start in range(0, len(data), step):
+                self.wfile.write(data[start : start + step])
+                self.wfile.flush()
+                time.sleep(reply.drip / 40)
+            return
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default 5 drops connections under concurrency
+    daemon_threads = True
+
+    def __init__(self, fake: FakeOpenAIServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A scripted reset, or a client that gave up (a timeout): not a test failure.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
 
 class FakeOpenAIServer:
     def __init__(
@@ -63,84 +170,36 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                server.authorizations.append(self.headers.get("Authorization", ""))
-                start = time.monotonic()
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    reply = server._reply(body)
-                    if server.latency:
-                        time.sleep(server.latency)
-                    if reply.hang:
-                        time.sleep(reply.hang)
-                    self._send(reply, body)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-                        server.records.append(Record(start, time.monotonic(), body, reply.status))
-
-            def _send(self, reply: Reply, body: dict[str, Any]) -> None:
-                if reply.status != 200:
-                    payload = reply.body or json.dumps(
-                        {"error": {"message": "injected", "type": "server_error"}}
-                    )
-                else:
-                    payload = json.dumps(
-                        {
-                            "id": "chatcmpl-test",
-                            "object": "chat.completion",
-                            "created": 0,
-                            "model": body.get("model", "test"),
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "message": {
-                                        "role": "assistant",
-                                        "content": reply.content,
-                                        "refusal": reply.refusal,
-                                    },
-                                    "finish_reason": reply.finish_reason,
-                                }
-                            ],
-                            "usage": {
-                                "prompt_tokens": sum(
-                                    len(m["content"]) // 4 for m in body["messages"]
-                                ),
-                                "completion_tokens": len(reply.content or "") // 4,
-                                "total_tokens": 0,
-                            },
-                        }
-                    )
-                data = payload.encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for key, value in reply.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 512  # the default 5 drops connections under concurrency
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(self)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _payload(self, reply: Reply, body: dict[str, Any]) -> str:
+        """The response body: an error, a raw body, or a completion envelope (maybe cut)."""
+        if reply.status != 200:
+            return reply.body or json.dumps(
+                {"error": {"message": "injected", "type": "server_error"}}
+            )
+        if reply.raw is not None:
+            return reply.raw
+        choices = reply.choices
+        if choices is None:
+            message = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
+            choices = [{"index": 0, "message": message, "finish_reason": reply.finish_reason}]
+        envelope = json.dumps(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "test"),
+                "choices": choices,
+                "usage": {
+                    "prompt_tokens": sum(len(m["content"]) // 4 for m in body["messages"]),
+                    "completion_tokens": len(reply.content or "") // 4,
+                    "total_tokens": 0,
+                },
+            }
+        )
+        return envelope if reply.cut is None else envelope[: reply.cut]
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         if self.responder is not None:
@@ -148,7 +207,7 @@ class FakeOpenAIServer:
         return Reply(content=json.dumps(self.valid(body)))
 
     def valid(self, body: dict[str, Any]) -> Any:
-        schema = body["response_format"]["json_schema"]["schema"]
+        schema = request_schema(body)
         with self._lock:
             return fill_schema(schema, self._rng)
 
@@ -165,3 +224,14 @@ class FakeOpenAIServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def request_schema(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema a request asks for, in whichever form the client sent it."""
+    fmt = body["response_format"]
+    if fmt["type"] == "json_schema":
+        return dict(fmt["json_schema"]["schema"])
+    if "schema" in fmt:
+        return dict(fmt["schema"])
+    hint = body["messages"][-1]["content"]
+    return dict(json.loads(hint.split("\n", 1)[1]))

@@ -34,6 +34,9 @@ class ModelSettings(BaseModel):
     max_tokens: int = 1024
     seed: int | None = None
     timeout: float = 120.0
+    """Seconds one call to a server may take in all (connecting, queueing, every byte of the
+    reply), not the gap allowed between two bytes: a reply trickled past it fails the call.
+    The embedded model does not use it."""
 
 
 class TokenUsage(BaseModel):

@@ -28,7 +28,7 @@ from typing import Any
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import json_schema_of
+from debate.models._schema import integer_enums, json_schema_of
 
 logger = logging.getLogger(__name__)
 
@@ -65,31 +65,9 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
-MAX_ENUM_RANGE = 100
-
-
 def grammar_schema(schema: Any) -> Any:
-    """The schema as llama.cpp's grammar converter needs it.
-
-    The converter does not enforce ``minimum``/``maximum`` on integers (a small model then
-    writes 100 for a 1-10 score, or digits until it runs out of tokens), so small integer
-    ranges become an explicit ``enum`` of the allowed values, which the grammar does force.
-    """
-    if isinstance(schema, dict):
-        out = {k: grammar_schema(v) for k, v in schema.items()}
-        low, high = out.get("minimum"), out.get("maximum")
-        if (
-            out.get("type") == "integer"
-            and isinstance(low, int)
-            and isinstance(high, int)
-            and 0 <= high - low <= MAX_ENUM_RANGE
-        ):
-            out = {k: v for k, v in out.items() if k not in ("minimum", "maximum", "type")}
-            out["enum"] = list(range(low, high + 1))
-        return out
-    if isinstance(schema, list):
-        return [grammar_schema(v) for v in schema]
-    return schema
+    """The schema as llama.cpp's grammar converter needs it: small integer ranges as enums."""
+    return integer_enums(schema)
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:

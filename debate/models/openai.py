@@ -1,34 +1,58 @@
 """OpenAI-compatible backend: OpenAI itself, vLLM, Ollama, llama.cpp's server, any ``base_url``.
 
 This is the only module that imports :mod:`openai`. Structured output goes through
-``response_format`` with the JSON schema of the requested pydantic model; servers that
-reject a strict schema are asked again without ``strict`` and, failing that, in plain JSON
-mode. The reply comes back raw (text, usage, finish reason, refusal): it is validated above
+``response_format`` with the JSON schema of the requested pydantic model. Servers differ in
+what they take, so the form is negotiated per schema: a strict ``json_schema`` first, then a
+non-strict one, then ``json_object`` with the schema beside it (llama-cpp-python's server
+turns that into a grammar), then plain ``json_object``; the schema is also given in a system
+message in the JSON modes. Only an error that is about the format (whatever its status code:
+llama-cpp-python answers ``json_schema`` with a 500) steps down; any other error (a prompt
+over the context limit, an overloaded server) is a :class:`ProviderError` and changes
+nothing for later calls.
+
+Whatever the server sends becomes a :class:`Reply` or a :class:`ProviderError` with a
+one-line reason: an HTML page, a truncated envelope, a connection reset mid-body, an empty
+``choices`` list. ``settings.timeout`` bounds the whole call (connect and every byte), not
+the gap between bytes. The client's own key is removed from any text the server echoes
+back. The reply comes back raw (text, usage, finish reason, refusal): it is validated above
 the model boundary, like every backend's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import json_schema_of
+from debate.models._schema import integer_enums, json_schema_of
 
 logger = logging.getLogger(__name__)
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+LOCAL_PLACEHOLDER_KEY = "not-needed-for-a-local-server"
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 8
+"""Shorter keys are not redacted: replacing a 3-letter string everywhere would mangle text."""
+
+Mode = Literal["strict", "json_schema", "json_object_schema", "json_object"]
+MODES: tuple[Mode, ...] = ("strict", "json_schema", "json_object_schema", "json_object")
+"""Structured-output forms, most to least constrained; a rejected form steps one down."""
+
+FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text'", re.IGNORECASE)
+"""What an error body says when the server refuses the requested format itself."""
+SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
 
 
 def is_local_url(base_url: str | None) -> bool:
@@ -45,7 +69,7 @@ def resolve_api_key(base_url: str | None, api_key_env: str = DEFAULT_API_KEY_ENV
     if key:
         return key
     if is_local_url(base_url):
-        return "not-needed-for-a-local-server"
+        return LOCAL_PLACEHOLDER_KEY
     where = f"for {base_url}" if base_url else "for OpenAI"
     raise ConfigurationError(
         f"no API key {where}: set the environment variable {api_key_env} "
@@ -119,16 +143,29 @@ class OpenAIModel:
             None if client is not None else (api_key or resolve_api_key(base_url, api_key_env))
         )
         self._owned: AsyncOpenAI | None = None
-        self._mode = "strict"
+        self._modes: dict[ReplySchema, Mode] = {}
+        """The form each schema is sent in, once a server refused a stricter one."""
 
-    def _client(self) -> AsyncOpenAI:
+    async def _client(self) -> AsyncOpenAI:
+        """The HTTP client, built on first use (and again after :meth:`aclose`).
+
+        Building one loads the CA certificates (about 0.15 s of CPU); that is done in a
+        worker thread, since ``timeout`` bounds each call's wall time and a build on the
+        event loop would be charged to every other call in flight.
+        """
         if self._given is not None:
             return self._given
         if self._owned is None:
-            # Built lazily inside the running event loop; retries are ours (debate.runtime._ask)
-            # so that every retry is counted and recorded.
-            self._owned = AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0)
+            built = await asyncio.to_thread(self._build)
+            if self._owned is None:
+                self._owned = built
+            else:  # another call built one meanwhile
+                await built.close()
         return self._owned
+
+    def _build(self) -> AsyncOpenAI:
+        # Retries are ours (debate.runtime._ask), so that every retry is counted and recorded.
+        return AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model built (a caller's own client is left alone).
@@ -147,104 +184,220 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r})"
 
-    def _response_format(self, schema: ReplySchema) -> dict[str, Any]:
-        if self._mode == "json_object":
-            return {"type": "json_object"}
-        body = json_schema_of(schema)
-        strict = self._mode == "strict"
-        if strict:
-            body = _strictify(body)
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": schema.__name__, "schema": body, "strict": strict},
-        }
+    def mode(self, schema: ReplySchema) -> Mode:
+        """The structured-output form ``schema`` is sent in now."""
+        return self._modes.get(schema, MODES[0])
+
+    def _redact(self, text: str) -> str:
+        """``text`` without this client's key (a server may echo the Authorization header)."""
+        key = self._key if self._given is None else self._given.api_key
+        if not key or key == LOCAL_PLACEHOLDER_KEY or len(key) < MIN_SECRET_LENGTH:
+            return text
+        return text.replace(key, REDACTED)
 
     async def complete(
         self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
     ) -> Reply:
-        """Send one chat completion request with ``schema`` as its response format."""
+        """Send one chat completion request with ``schema`` as its response format.
+
+        A server that refuses the form of the format is asked again in the next form down,
+        and that form is kept for later calls with the same schema.
+        """
         settings = settings or ModelSettings()
         while True:
+            mode = self.mode(schema)
             try:
-                return await self._request(messages, schema, settings)
-            except openai.BadRequestError as exc:
-                if self._mode == "json_object":
-                    raise ProviderError(
-                        f"{self._model}: request rejected ({exc.status_code})"
-                    ) from exc
-                # The server does not take this schema form; step down once and remember.
-                self._mode = "json_schema" if self._mode == "strict" else "json_object"
-                logger.info(
-                    "%s rejected the schema form; retrying with %s", self._model, self._mode
-                )
+                return await self._request(messages, schema, settings, mode)
+            except _FormatRejected as exc:
+                self._step_down(schema, mode, exc)
+
+    def _step_down(self, schema: ReplySchema, mode: Mode, exc: _FormatRejected) -> None:
+        """Remember the next form down for ``schema``; none left is a provider error."""
+        index = MODES.index(mode) + 1
+        if index == len(MODES):
+            raise ProviderError(f"{self._model}: {exc.reason}") from exc.__cause__
+        # Concurrent calls may all be refused: the form only ever moves down.
+        current = MODES.index(self.mode(schema))
+        self._modes[schema] = MODES[max(index, current)]
+        logger.info(
+            "%s refused %s for %s (%s); now using %s",
+            self._model,
+            mode,
+            schema.__name__,
+            exc.reason,
+            self._modes[schema],
+        )
 
     async def _request(
-        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings
+        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings, mode: Mode
     ) -> Reply:
-        payload = [m.model_dump() for m in messages]
-        if self._mode == "json_object":
-            hint = "Reply with one JSON object matching this JSON schema:\n"
-            payload.append({"role": "system", "content": hint + json.dumps(json_schema_of(schema))})
+        body = request_body(self._model, messages, schema, settings, mode)
         start = time.perf_counter()
+        text = await self._post(body, settings.timeout)
+        return self._reply(text, time.perf_counter() - start)
+
+    async def _post(self, body: dict[str, Any], timeout: float) -> str:
+        """The raw response body of one POST, bounded by ``timeout`` as a whole.
+
+        The plain POST of the chat-completions route: the same request and error types as
+        ``chat.completions.create``, without its per-call walk over the typed parameters
+        (milliseconds per call with a JSON schema in the request). The body is read as text
+        and parsed here, so that a body that is not a completion is reported, not raised.
+        """
+        client = await self._client()
+        post = client.post(
+            "/chat/completions", body=body, cast_to=str, options={"timeout": timeout}
+        )
         try:
-            body: dict[str, Any] = {
-                "model": self._model,
-                "messages": payload,
-                "response_format": self._response_format(schema),
-                "temperature": settings.temperature,
-                "max_tokens": settings.max_tokens,
-            }
-            if settings.seed is not None:
-                body["seed"] = settings.seed
-            # The plain POST of the chat-completions route: the same request and error types
-            # as ``chat.completions.create``, without its per-call walk over the typed
-            # parameters (milliseconds per call with a JSON schema in the request).
-            response = await self._client().post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                options={"timeout": settings.timeout},
-            )
-        except openai.BadRequestError:
-            raise
-        except openai.APITimeoutError as exc:
+            text: str = await asyncio.wait_for(post, timeout)
+        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
             raise ProviderError(
-                f"{self._model}: timed out after {settings.timeout}s", kind="timeout"
-            ) from exc
-        except openai.RateLimitError as exc:
-            raise ProviderError(
-                f"{self._model}: rate limited (429)",
-                kind="rate_limited",
-                retry_after=retry_after(exc.response.headers),
+                f"{self._model}: no complete reply within {timeout}s", kind="timeout"
             ) from exc
         except openai.APIStatusError as exc:
-            raise ProviderError(
-                f"{self._model}: server error {exc.status_code}",
-                retry_after=retry_after(exc.response.headers),
-            ) from exc
+            raise self._status_error(exc) from exc
         except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
             raise ProviderError(
-                f"{self._model}: cannot connect to {self.base_url or 'OpenAI'}"
+                f"{self._model}: connection to {self.base_url or 'OpenAI'} failed ({cause})"
             ) from exc
-        return _reply(response, time.perf_counter() - start, self._model)
+        return text
 
-
-def _reply(response: ChatCompletion, latency: float, requested: str) -> Reply:
-    """The first choice as a raw reply; a server that reports no model name gets ours."""
-    choice = response.choices[0] if response.choices else None
-    usage = TokenUsage()
-    if response.usage is not None:
-        details = getattr(response.usage, "prompt_tokens_details", None)
-        usage = TokenUsage(
-            prompt_tokens=response.usage.prompt_tokens or 0,
-            completion_tokens=response.usage.completion_tokens or 0,
-            cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        """The error to raise for an HTTP error status: a refused format, or a provider fault."""
+        reason = self._redact(_error_reason(exc))
+        if exc.status_code != 429 and _rejects_format(exc):
+            return _FormatRejected(f"{exc.status_code}: {reason}")
+        wait = retry_after(exc.response.headers)
+        if isinstance(exc, openai.RateLimitError):
+            return ProviderError(
+                f"{self._model}: rate limited (429)", kind="rate_limited", retry_after=wait
+            )
+        return ProviderError(
+            f"{self._model}: server error {exc.status_code}: {reason}", retry_after=wait
         )
-    return Reply(
-        text=(choice.message.content or "") if choice else "",
-        usage=usage,
-        finish_reason=getattr(choice, "finish_reason", None),
-        refusal=getattr(choice.message, "refusal", None) if choice else None,
-        latency=latency,
-        model=getattr(response, "model", None) or requested,
+
+    def _reply(self, text: str, latency: float) -> Reply:
+        """The first choice of a completion envelope, with this client's key redacted."""
+        envelope = _envelope(text, self._model)
+        choice = envelope["choices"][0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise ProviderError(f"{self._model}: malformed reply: a choice without a message")
+        content, refusal = message.get("content"), message.get("refusal")
+        if not isinstance(content, str | None) or not isinstance(refusal, str | None):
+            raise ProviderError(f"{self._model}: malformed reply: content that is not text")
+        reason = choice.get("finish_reason")
+        reported = envelope.get("model")
+        return Reply(
+            text=self._redact(content or ""),
+            usage=_usage(envelope.get("usage")),
+            finish_reason=reason if isinstance(reason, str) else None,
+            refusal=self._redact(refusal) if refusal is not None else None,
+            latency=latency,
+            model=self._redact(reported) if isinstance(reported, str) and reported else self._model,
+        )
+
+
+class _FormatRejected(Exception):
+    """The server refused the form of ``response_format`` (not the request as a whole)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def request_body(
+    model: str,
+    messages: list[Message],
+    schema: ReplySchema,
+    settings: ModelSettings,
+    mode: Mode,
+) -> dict[str, Any]:
+    """The JSON body of a chat-completions request for ``schema`` in form ``mode``."""
+    shape = integer_enums(json_schema_of(schema))
+    payload = [m.model_dump() for m in messages]
+    if mode.startswith("json_object"):
+        payload.append({"role": "system", "content": SCHEMA_HINT + json.dumps(shape)})
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": payload,
+        "response_format": response_format(schema.__name__, shape, mode),
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+    }
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    return body
+
+
+def response_format(name: str, shape: dict[str, Any], mode: Mode) -> dict[str, Any]:
+    """``response_format`` for a schema in one of the negotiated forms."""
+    if mode == "json_object":
+        return {"type": "json_object"}
+    if mode == "json_object_schema":
+        # llama-cpp-python's server compiles this schema into a grammar.
+        return {"type": "json_object", "schema": shape}
+    strict = mode == "strict"
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": name,
+            "schema": _strictify(shape) if strict else shape,
+            "strict": strict,
+        },
+    }
+
+
+def _error_reason(exc: openai.APIStatusError) -> str:
+    """The first line of the server's error message, short enough for one log line."""
+    body = exc.body
+    message: Any = body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message", inner) if isinstance(inner, dict) else inner
+    text = str(message if message is not None else exc.message).strip()
+    line = text.splitlines()[0] if text else "no message"
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _rejects_format(exc: openai.APIStatusError) -> bool:
+    """True when the error is about ``response_format``, not about the request's content.
+
+    Judged from the error's text, since servers disagree on the status (400, 422, or 500 for
+    llama-cpp-python's "Input should be 'text' or 'json_object'"); a prompt over the context
+    limit or an overloaded server says nothing about the format and changes no form.
+    """
+    return FORMAT_ERROR.search(f"{exc.message} {exc.body}") is not None
+
+
+def _envelope(text: str, model: str) -> dict[str, Any]:
+    """The parsed completion envelope, or a provider error saying why it is not one."""
+    try:
+        envelope = json.loads(text)
+    except ValueError as exc:
+        what = "an HTML page" if text.lstrip()[:1] == "<" else "not JSON"
+        raise ProviderError(f"{model}: malformed reply: {what} ({len(text)} bytes)") from exc
+    if not isinstance(envelope, dict):
+        raise ProviderError(f"{model}: malformed reply: not a completion object")
+    choices = envelope.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ProviderError(f"{model}: malformed reply: no choices")
+    return envelope
+
+
+def _usage(usage: Any) -> TokenUsage:
+    """Token counts as reported; anything missing or not a count is zero."""
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return TokenUsage(
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        cached_tokens=_count(cached),
     )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
