@@ -15,7 +15,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound, UndefinedError
+from jinja2 import (
+    FileSystemLoader,
+    StrictUndefined,
+    TemplateNotFound,
+    TemplateSyntaxError,
+    UndefinedError,
+)
 from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
@@ -106,6 +112,26 @@ class PromptRenderer:
         self.folders = folders
         self._env = _environment(tuple(str(f) for f in folders))
         self._digests: dict[str, str] = {}
+        if template_dir is not None:
+            self._compile_all(Path(template_dir))
+
+    def _compile_all(self, folder: Path) -> None:
+        """Compile every template of a user's folder now, before any model is called.
+
+        A syntax error or a file that is not UTF-8 is bad input: one line naming the file
+        and the line, rather than a traceback after the first calls were paid for.
+        """
+        for path in sorted(folder.glob("*.jinja")):
+            try:
+                self._env.get_template(path.name)
+            except TemplateSyntaxError as exc:
+                raise ConfigurationError(
+                    f"template {path} line {exc.lineno}: {exc.message}; fix the template"
+                ) from exc
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"template {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+                ) from exc
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""
