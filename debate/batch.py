@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._config import RunConfig, build_config
+from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
 from debate.records._result import DebateResult
-from debate.records._transcript import Frozen, Transcript
+from debate.records._transcript import Frozen, Transcript, check_topic
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool
@@ -31,7 +31,9 @@ from debate.storage._cache import ResponseCache
 from debate.storage._files import read_jsonl_records, write_json_atomic
 from debate.storage._runs import RunStore
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+"""An item id names its folder under ``--out``: one path component that cannot climb out of
+it (``..``), hide (``.name``) or mean the folder itself (``.``); matched with ``fullmatch``."""
 
 
 class BatchItem(Frozen):
@@ -43,12 +45,20 @@ class BatchItem(Frozen):
     config: dict[str, Any] = Field(default_factory=dict)
     """Overrides of the batch's run config for this item (e.g. judges, arguments)."""
 
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, value: str | None) -> str | None:
+        return None if value is None else check_topic(value)
+
     @model_validator(mode="after")
     def _one_kind(self) -> BatchItem:
         if (self.topic is None) == (self.transcript is None):
             raise ValueError("give exactly one of topic (a debate) or transcript (to judge)")
-        if self.id is not None and not SAFE_ID.match(self.id):
-            raise ValueError(f"id {self.id!r} must be letters, digits, '.', '_' or '-'")
+        if self.id is not None and not SAFE_ID.fullmatch(self.id):
+            raise ValueError(
+                f"id {self.id!r} must be 1 to 100 letters, digits, '.', '_' or '-', not "
+                "starting with '.'; it names the item's folder under --out"
+            )
         return self
 
 
@@ -166,18 +176,22 @@ async def run_batch(
 ) -> list[BatchLine]:
     """Run every item; return one line per item in input order.
 
-    ``history`` (judge track records, see :mod:`debate.quality._track`) weights every item's vote as
-    it weights a single run's; each finished result is recorded in ``store`` for the audit.
+    Every item's config and output folder is checked before the first call, so a bad item
+    on line 900 is bad input (ConfigurationError) rather than a failure found hours in.
+    ``results.jsonl`` is written however the batch ends: cancelled (Ctrl-C), it holds the
+    items that finished. ``history`` (judge track records, see :mod:`debate.quality._track`)
+    weights every item's vote as it weights a single run's; each finished result is
+    recorded in ``store`` for the audit.
     """
-    if concurrency < 1:
-        raise ConfigurationError(f"--concurrency: {concurrency} must be at least 1")
+    check_concurrency(concurrency)
+    plans = {i: (item_folder(out_dir, i), item_config(item, config, i)) for i, item in items}
     progress = progress or Progress(len(items))
     gate = asyncio.Semaphore(concurrency)
     lines: dict[str, BatchLine] = {}
 
     async def one(item_id: str, item: BatchItem) -> None:
-        target = out_dir / item_id / "result.json"
-        finished = _finished(target)
+        folder, cfg = plans[item_id]
+        finished = _finished(folder / "result.json")
         if finished is not None:
             lines[item_id] = BatchLine.of(item_id, finished)
             progress.done += 1
@@ -186,10 +200,8 @@ async def run_batch(
         async with gate:
             progress.running += 1
             try:
-                run = _run_item(
-                    item, config, shared, limiter, cache, prices, seed, progress, history
-                )
-                lines[item_id] = line = await _kept(run, item_id, target, store)
+                run = _run_item(item, cfg, shared, limiter, cache, prices, seed, progress, history)
+                lines[item_id] = line = await _kept(run, item_id, folder, store)
                 if line.status == "ok":
                     progress.done += 1
                 else:
@@ -198,25 +210,61 @@ async def run_batch(
                 progress.running -= 1
                 progress.show()
 
-    async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
-        await asyncio.gather(*(one(i, item) for i, item in items))
-    progress.show(force=True)
-    ordered = [lines[i] for i, _ in items]
-    text = "".join(line.model_dump_json() + "\n" for line in ordered)
-    write_json_atomic(out_dir / "results.jsonl", text)
+    try:
+        async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
+            await asyncio.gather(*(one(i, item) for i, item in items))
+    finally:  # also when cancelled: the finished items' lines are kept
+        progress.show(force=True)
+        ordered = [lines[i] for i, _ in items if i in lines]
+        text = "".join(line.model_dump_json() + "\n" for line in ordered)
+        write_json_atomic(out_dir / "results.jsonl", text)
     return ordered
 
 
+def check_concurrency(concurrency: int) -> None:
+    """``--concurrency``: 1 to :data:`MAX_CONCURRENCY` items at once."""
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigurationError(
+            f"--concurrency: {concurrency} must be at least 1 and at most {MAX_CONCURRENCY}"
+        )
+
+
+def item_folder(out_dir: Path, item_id: str) -> Path:
+    """Where an item's result.json goes: a folder inside ``out_dir``, whatever the id says."""
+    root = out_dir.resolve()
+    folder = (root / item_id).resolve()
+    if folder.parent != root:
+        raise ConfigurationError(
+            f"batch item id {item_id!r} would write outside --out {out_dir}; use letters, "
+            "digits, '.', '_' or '-'"
+        )
+    return out_dir / item_id
+
+
+def item_config(item: BatchItem, config: RunConfig, item_id: str) -> RunConfig:
+    """The batch's config with the item's overrides, checked (before any item runs)."""
+    if not item.config:
+        return config
+    return build_config({**config.model_dump(), **item.config}, f"batch item {item_id} config")
+
+
 async def _kept(
-    run: Awaitable[DebateResult], item_id: str, target: Path, store: RunStore | None
+    run: Awaitable[DebateResult], item_id: str, folder: Path, store: RunStore | None
 ) -> BatchLine:
-    """Await one item's run and keep its result (file, store); a failure is a failed line."""
+    """Await one item's run and keep its result (file, store); a failure is a failed line.
+
+    Bad input found while an item runs (a template with an undefined variable, a missing
+    API key) is not the item's failure but the batch's: it stops the batch with the one
+    line that names it, since every other item would fail the same way.
+    """
     try:
         result = await run
-        write_result(result, target.parent)
+        write_result(result, folder)
         if store is not None:
             store.record(result)
         return BatchLine.of(item_id, result)
+    except ConfigurationError:
+        raise
     except (DebateError, ValidationError, OSError) as exc:
         return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
 
@@ -239,11 +287,8 @@ async def _run_item(
     progress: Progress,
     history: Mapping[str, float] | None,
 ) -> DebateResult:
-    cfg = config
-    if item.config:
-        cfg = build_config({**config.model_dump(), **item.config}, "item config")
     common: dict[str, Any] = {
-        "config": cfg,
+        "config": config,
         "seed": seed,
         "pool": pool,
         "limiter": limiter,

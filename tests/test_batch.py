@@ -196,3 +196,75 @@ def test_batch_weights_votes_by_track_records_and_records_its_runs(tmp_path: Pat
     assert weights["risk"] == pytest.approx(0.7 * 0.25 + 0.3 * 10 / 40)
     assert weights["technical"] == pytest.approx(0.7 * 0.25 + 0.3)
     assert RunStore(store).count_runs() == 2
+
+
+def test_ctrl_c_in_a_batch_exits_130_and_keeps_every_finished_item(tmp_path: Path) -> None:
+    from tests.test_cli_funnel import HoldAfter, press_ctrl_c
+
+    batch = _batch(tmp_path, 3)  # d0, d1, d2 and a transcript; one item at a time
+    out = tmp_path / "out"
+    holder = HoldAfter(10)  # d0's ten calls are answered; d1's first call is held
+    with FakeOpenAIServer(responder=holder) as server:
+        argv = ["batch", str(batch), "--out", str(out), "--concurrency", "1"]
+        code, err = press_ctrl_c(argv, server, holder)
+    assert code == 130, err
+    assert len(err.splitlines()) == 1 and err.startswith("interrupted: ")
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(line["id"], line["status"]) for line in lines] == [("d0", "ok")]
+    assert lines[0]["calls"] == 10
+    assert (out / "d0" / "result.json").is_file()
+    assert not (out / "d1" / "result.json").exists()
+
+
+@pytest.mark.parametrize("item_id", ["..", ".", "../escape", "a/b", ".hidden", "x\n", ""])
+def test_an_item_id_that_could_leave_out_is_refused(
+    item_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    path = work / "b.jsonl"
+    path.write_text(json.dumps({"id": item_id, "topic": "Should we?"}) + "\n")
+    argv = ["batch", str(path), "--model", "scripted", "--quiet", "--no-store"]
+    assert main([*argv, "--out", str(work / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "line 1" in err and "id" in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["b.jsonl", "work"]
+
+
+def test_every_path_stays_inside_out_whatever_the_id(tmp_path: Path) -> None:
+    from debate.batch import item_folder
+    from debate.exceptions import ConfigurationError
+
+    assert item_folder(tmp_path, "d0") == tmp_path / "d0"
+    for bad in ("..", ".", "../x", "a/../../b"):
+        with pytest.raises(ConfigurationError, match="outside --out"):
+            item_folder(tmp_path, bad)
+
+
+def test_a_bad_item_config_is_refused_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.jsonl"
+    rows = [{"id": "a", "topic": "Should we?"}, {"id": "b", "topic": "Or?", "config": {}}]
+    rows.append({"id": "c", "topic": "Then?", "config": {"arguments": 99}})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls: list[str] = []
+    with FakeOpenAIServer(responder=lambda body: calls.append("x") or Reply(status=500)) as s:
+        argv = ["batch", str(path), "--model", "m", "--base-url", s.base_url, "--quiet"]
+        assert main([*argv, "--no-store", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: batch item c config.arguments: 99 is out of range; use 1 to 10"
+    assert calls == []  # not one call before the bad item was found
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rpm", "0"), ("--tpm", "0"), ("--rpm", "-1")])
+def test_a_zero_or_negative_rate_limit_is_refused_not_ignored(
+    flag: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"topic": "Should we?"}\n')
+    argv = ["batch", str(path), "--model", "scripted", "--quiet", "--no-store", flag, value]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {flag}: {value} is out of range") and "no limit" in err
+    assert not (tmp_path / "o").exists()

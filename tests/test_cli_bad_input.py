@@ -170,3 +170,128 @@ def test_a_bad_value_from_the_config_file_names_the_file(
     assert line == f"error: {config}.arguments: 11 is out of range; use 1 to 10"
     # a flag overrides the file, and the flag's value is the one checked
     assert main(run("--config", str(config), "--arguments", "2", "--out", str(tmp_path))) == 0
+
+
+def test_a_bad_seed_is_refused_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.openai_server import FakeOpenAIServer, Reply
+
+    calls: list[object] = []
+    with FakeOpenAIServer(responder=lambda body: calls.append(body) or Reply(status=500)) as s:
+        for seed in ("-1", str(2**32), str(2**64 + 1)):
+            argv = ["run", "Should we ship?", "--model", "m", "--base-url", s.base_url]
+            line = fails(capsys, *argv, "--seed", seed, "--no-store", "--quiet")
+            assert line.startswith("error: argument --seed: ") and "0 to 4294967295" in line
+    assert calls == []  # numpy used to refuse -1 only after every call was paid for
+
+
+def test_the_seed_bound_is_one_check_for_flags_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DEBATE_SEED", str(2**32))
+    line = fails(capsys, *run("--out", str(tmp_path / "o")))
+    assert (
+        line
+        == "error: DEBATE_SEED: 4294967296 is out of range; use a whole number from 0 to 4294967295"
+    )
+    monkeypatch.setenv("DEBATE_SEED", str(2**32 - 1))
+    assert main(run("--out", str(tmp_path / "o"), "--no-store", "--no-cache")) == 0
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400"])
+@pytest.mark.parametrize("flag", ["--timeout", "--deadline"])
+def test_non_finite_seconds_are_refused(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = fails(capsys, *run(f"{flag}={value}"))
+    assert line.startswith(f"error: argument {flag}: {value} is not a finite number")
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("timeout = inf", "timeout: Input should be a finite number"),
+        ("[thresholds]\ngap = nan", "thresholds.gap: Input should be a finite number"),
+        (
+            "max_tokens = 100000000000000000000",
+            "max_tokens: 100000000000000000000 is out of range; use 16 to 131072",
+        ),
+        ("timeout = 1e30", "timeout: Input should be less than or equal to 86400"),
+    ],
+)
+def test_a_config_number_out_of_bounds_is_refused(
+    setting: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "panel.toml"
+    config.write_text(setting + "\n")
+    line = fails(capsys, *run("--config", str(config)))
+    assert line == f"error: {config}.{expected}"
+
+
+def test_a_template_syntax_error_names_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "judge_system.md.jinja").write_text("You judge.\n\n{% if %}\n")
+    line = fails(capsys, *run("--templates", str(tmp_path)))
+    assert line.startswith(f"error: template {tmp_path / 'judge_system.md.jinja'} line 3: ")
+    assert line.endswith("; fix the template")
+
+
+def test_a_template_that_is_not_utf8_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "debater_opening.md.jinja").write_bytes(b"\xff\xfe{{ topic }}")
+    line = fails(capsys, *run("--templates", str(tmp_path)))
+    assert "debater_opening.md.jinja: not UTF-8 text" in line
+
+
+@pytest.mark.parametrize("what", ["--config", "--topics"])
+def test_a_toml_file_that_is_not_utf8_is_bad_input(
+    what: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "f.toml"
+    bad.write_bytes(b"\xff\xfe = 1\n")
+    line = fails(capsys, *run(what, str(bad)))
+    assert str(bad) in line and "not UTF-8 text" in line
+
+
+@pytest.mark.parametrize("flag", ["--cache", "--store"])
+def test_a_folder_as_a_database_path_is_bad_input(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--no-store"] if flag == "--cache" else []
+    line = fails(capsys, *run("--out", str(tmp_path / "o"), *extra, flag, str(tmp_path)))
+    assert str(tmp_path) in line and "folder" in line
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
+@pytest.mark.parametrize("command", [["audit"], ["leaderboard"]])
+def test_a_store_that_is_not_a_database_is_bad_input(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "store.sqlite"
+    bad.write_bytes(b"\xff" * 200)
+    line = fails(capsys, *command, "--store", str(bad))
+    assert line.startswith(f"error: run store {bad}: cannot open it (file is not a database)")
+
+
+def test_a_transcript_no_judge_can_read_is_refused_naming_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads(EXAMPLE.read_text())
+    data["cross_examinations"] = data["closings"] = []
+    data["arguments"] = [
+        {"id": f"{side}-{n}", "claim": "c", "reasoning": "r", "evidence": "e"}
+        for side in ("PRO", "CON")
+        for n in range(1, 2001)
+    ]
+    bad = tmp_path / "t.json"
+    bad.write_text(json.dumps(data))
+    line = fails(capsys, "judge", str(bad), "--model", "scripted", "--quiet")
+    assert "2000 PRO arguments" in line and "at most 50 a side" in line
+
+
+def test_agreement_bootstrap_is_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("1,2,3\n1,2,4\n")
+    line = fails(capsys, "agreement", str(ratings), "--bootstrap", "1000000000")
+    assert line.startswith("error: argument --bootstrap: 1000000000 is above 100000")

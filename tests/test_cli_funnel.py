@@ -304,3 +304,25 @@ def test_an_out_folder_that_cannot_be_made_is_bad_input(
     for cache in (["--no-cache"], []):
         assert main([*argv, "--no-store", *cache]) == 2
         assert one_line(capsys).startswith(f"error: --out {blocker / 'sub'}: cannot create")
+
+
+def test_ctrl_c_in_a_calibration_exits_130_and_keeps_the_completed_calls(tmp_path: Path) -> None:
+    items = tmp_path / "items.jsonl"
+    rows = [
+        {"id": str(n), "question": f"Q{n}?", "a": "yes", "b": "no", "labels": ["a"]}
+        for n in range(3)
+    ]
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    holder = HoldAfter(8)
+    with FakeOpenAIServer(responder=holder) as server:
+        argv = ["calibrate", str(items), "--concurrency", "1", "--out", str(out)]
+        code, err = press_ctrl_c(argv, server, holder)
+    assert code == 130, err
+    assert len(err.splitlines()) == 1 and err.startswith("interrupted: ")
+    with sqlite3.connect(out / "cache.sqlite") as db:
+        (kept,) = db.execute("SELECT COUNT(*) FROM responses").fetchone()
+    # the valid replies among the eight answered stay recorded for the re-run (an invalid
+    # reply is re-asked, never cached)
+    assert 1 <= kept <= holder.answered
+    assert not (out / "calibration.json").exists()

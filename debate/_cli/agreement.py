@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate._cli.common import EXIT_OK, Commands, user_file
+from debate._cli.common import EXIT_OK, Commands, at_least, seed, user_file
 from debate.exceptions import ConfigurationError
 from debate.stats._agreement import (
     LEVELS,
@@ -26,6 +26,10 @@ from debate.stats._agreement import (
     fleiss_kappa_se,
     label_counts,
 )
+
+MAX_BOOTSTRAP = 100_000
+"""Replicates beyond this narrow no interval visibly and take minutes; a typo (an extra
+three zeros) should be refused, not run for hours."""
 
 
 def add_parser(commands: Commands) -> None:
@@ -40,8 +44,14 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument("--format", choices=["alpha", "fleiss"], default="alpha")
     parser.add_argument("--names", action="store_true", help="first column holds names")
     parser.add_argument("--header", action="store_true", help="first row is a header")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--bootstrap",
+        type=at_least(0, MAX_BOOTSTRAP),
+        default=1000,
+        metavar="N",
+        help=f"bootstrap replicates, 0 to {MAX_BOOTSTRAP} (default 1000; 0: no interval)",
+    )
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap")
     parser.add_argument("--domain", help="comma-separated ordered values (ordinal labels)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=agreement_command)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
-from debate.batch import BatchLine, Progress, load_batch, run_batch
+from debate.batch import BatchLine, Progress, check_concurrency, load_batch, run_batch
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
-from debate.storage._runs import RunStore
 
 
 def add_parser(commands: Commands) -> None:
@@ -20,8 +19,12 @@ def add_parser(commands: Commands) -> None:
     batch = commands.add_parser("batch", help="run many debates or judge many transcripts")
     batch.add_argument("file", metavar="FILE.jsonl", help="one {topic} or {transcript} per line")
     batch.add_argument("--concurrency", type=int, default=8, metavar="N", help="items at once")
-    batch.add_argument("--rpm", type=int, metavar="R", help="requests per minute, all items")
-    batch.add_argument("--tpm", type=int, metavar="T", help="tokens per minute, all items")
+    batch.add_argument(
+        "--rpm", type=int, metavar="R", help="requests per minute, all items (default: no limit)"
+    )
+    batch.add_argument(
+        "--tpm", type=int, metavar="T", help="tokens per minute, all items (default: no limit)"
+    )
     batch.add_argument("--prices", metavar="FILE", help="price table TOML (USD per 1M tokens)")
     common.model_flags(batch)
     batch.set_defaults(func=batch_command)
@@ -30,15 +33,23 @@ def add_parser(commands: Commands) -> None:
 def batch_command(args: argparse.Namespace) -> int:
     """Run the batch; exit 0 even when some items failed (they are in results.jsonl).
 
-    ``--concurrency`` is checked by :func:`debate.batch.run_batch`, before any item starts.
+    ``--concurrency``, every item's config and every item's folder are checked by
+    :func:`debate.batch.run_batch`, before any item starts. ``--rpm 0`` is refused by the
+    limiter: leaving the flag out is how to ask for no limit.
     """
     config = common.run_config(args)
     with common.user_file(args.file, "batch file"):
         items = load_batch(args.file)
+    check_concurrency(args.concurrency)
+    given = args.rpm is not None or args.tpm is not None
+    limiter = RateLimiter(args.rpm, args.tpm) if given else None
+    prices = None
+    if args.prices:
+        with common.user_file(args.prices, "price table"):
+            prices = PriceTable.load(args.prices)
     out = common.out_folder(args)
-    limiter = RateLimiter(args.rpm, args.tpm) if (args.rpm or args.tpm) else None
-    prices = PriceTable.load(args.prices) if args.prices else None
     cache = common.open_cache(args, out)
+    store = common.open_store(args)
     progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
     lines = asyncio.run(
         run_batch(
@@ -53,7 +64,7 @@ def batch_command(args: argparse.Namespace) -> int:
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
             history=common.history(args),
-            store=None if args.no_store else RunStore(common.store_path(args)),
+            store=store,
         )
     )
     sys.stdout.write(_summary(lines, out))

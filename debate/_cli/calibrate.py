@@ -15,6 +15,7 @@ from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
 from debate.quality._validity import CalibrationReport, format_report, load_items
+from debate.records._config import MAX_CONCURRENCY
 from debate.storage._files import write_json_atomic
 
 
@@ -26,7 +27,9 @@ def add_parser(commands: Commands) -> None:
         "--format", choices=["debate", "pairwise", "ukpconvarg", "pandalm"], default="pairwise"
     )
     parser.add_argument("--limit", type=common.at_least(1), metavar="N", help="first N items only")
-    parser.add_argument("--concurrency", type=common.at_least(1), default=4, metavar="N")
+    parser.add_argument(
+        "--concurrency", type=common.at_least(1, MAX_CONCURRENCY), default=4, metavar="N"
+    )
     common.model_flags(parser)
     parser.set_defaults(func=calibrate_command)
 
@@ -42,6 +45,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     items = _items(args)
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
+    common.open_store(args)  # a store path that cannot hold the records fails before any call
     with tempfile.TemporaryDirectory() as scratch:
         store = Path(scratch) / "store.sqlite" if args.no_store else common.store_path(args)
         records = TrackRecords(store)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -11,11 +13,13 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from debate.exceptions import ConfigurationError
+from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
-from debate.records._config import RunConfig, default_judges, load_config
+from debate.records._config import RunConfig, check_seed, default_judges, load_config
 from debate.runtime._events import Event, StepFinished
+from debate.runtime._prompts import PromptRenderer
 from debate.storage._cache import ResponseCache
-from debate.storage._runs import default_store_path
+from debate.storage._runs import RunStore, default_store_path
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -60,17 +64,53 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
 
 
-def at_least(low: int) -> Callable[[str], int]:
-    """An argparse type for a count no function below checks (``--limit``, say)."""
+def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type for a count no function below checks (``--limit``, say).
+
+    ``high`` bounds it above: every number a user can type has a range, so a typo such as
+    ``--bootstrap 1000000000`` is refused at once instead of running for hours.
+    """
 
     def parse(text: str) -> int:
         value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} is below {low}; use {low} or more")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{value} is above {high}; use {low} to {high}")
         return value
 
     parse.__name__ = "count"  # argparse names the type in "invalid count value"
     return parse
+
+
+def seed(text: str) -> int:
+    """An argparse type for ``--seed``: a whole number in the range every backend takes."""
+    try:
+        return check_seed(int(text), "seed")
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("seed: ")) from exc
+
+
+def finite(text: str) -> float:
+    """An argparse type for a number of seconds or days: ``inf`` and ``nan`` are refused."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number; give a number")
+    return value
+
+
+def days(text: str) -> float:
+    """An argparse type for ``--since``: a finite number of days, 0 to a century."""
+    value = finite(text)
+    if not 0 <= value <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; use 0 to {MAX_DAYS} days")
+    return value
+
+
+MAX_DAYS = 36_500
+finite.__name__ = "number"
+days.__name__ = "number of days"
+seed.__name__ = "seed"
 
 
 def model_flags(parser: argparse.ArgumentParser) -> None:
@@ -93,8 +133,8 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
     _panel_flags(parser)
     calls = parser.add_argument_group("calls")
-    calls.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds")
-    calls.add_argument("--deadline", type=float, metavar="S", help="wall-clock budget of the run")
+    calls.add_argument("--timeout", type=finite, metavar="S", help="per-call timeout in seconds")
+    calls.add_argument("--deadline", type=finite, metavar="S", help="wall-clock budget of the run")
     calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
     calls.add_argument(
         "--cache",
@@ -127,7 +167,9 @@ def _panel_flags(parser: argparse.ArgumentParser) -> None:
         choices=["keywords", "model"],
         help="detect the topic type from keywords (default) or with one call to a judge's model",
     )
-    panel.add_argument("--seed", type=int, help="sampling seed (recorded in the result)")
+    panel.add_argument(
+        "--seed", type=seed, help="sampling seed, 0 to 2**32-1 (recorded in the result)"
+    )
     panel.add_argument(
         "--presentation",
         choices=["counterbalanced", "fixed"],
@@ -147,6 +189,17 @@ def store_flags(group: argparse._ArgumentGroup) -> None:
 def store_path(args: argparse.Namespace) -> Path:
     """``--store``, else the default store."""
     return Path(args.store) if args.store else default_store_path()
+
+
+def open_store(args: argparse.Namespace) -> RunStore | None:
+    """The run store, opened now; None with ``--no-store``.
+
+    A path that cannot hold it is bad input, found before any model is called rather than
+    after every call was paid for.
+    """
+    if getattr(args, "no_store", False):
+        return None
+    return RunStore(store_path(args))
 
 
 def history(args: argparse.Namespace) -> dict[str, float] | None:
@@ -180,8 +233,17 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
-    """The run's config: ``--config`` (if given) with the flags on top, checked by RunConfig."""
-    return load_config(args.config, overrides(args), flags=CONFIG_FLAGS)
+    """The run's config: ``--config`` (if given) with the flags on top, checked by RunConfig.
+
+    The files it names are read now too (every template compiled, the topic profile
+    parsed), so a broken one is bad input before any call rather than a failure found
+    after some calls were paid for, or a failed line for every item of a batch.
+    """
+    config = load_config(args.config, overrides(args), flags=CONFIG_FLAGS)
+    PromptRenderer(config.templates)
+    if config.topics is not None:
+        TopicProfiles.load(config.topics)
+    return config
 
 
 def out_folder(args: argparse.Namespace) -> Path:
@@ -201,13 +263,16 @@ def open_cache(args: argparse.Namespace, out: Path) -> ResponseCache | None:
     if args.no_cache:
         return None
     path = Path(args.cache) if args.cache else out / "cache.sqlite"
+    flag = "--cache" if args.cache else "--out"
     try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "it is a folder", str(path))
         return ResponseCache(path)
-    except OSError as exc:
-        flag = "--cache" if args.cache else "--out"
+    except (OSError, sqlite3.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigurationError(
-            f"{flag}: cannot create the response cache {path} ({exc.strerror or exc}); "
-            f"choose another path or use --no-cache"
+            f"{flag}: cannot open the response cache {path} ({reason}); "
+            f"give a file path (SQLite) or use --no-cache"
         ) from exc
 
 

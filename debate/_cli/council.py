@@ -18,7 +18,9 @@ from debate.report import write_report
 from debate.runtime._pool import ModelPool, closing_pool
 from debate.storage._files import write_json_atomic
 from debate.storage._runinfo import recording_run, resolve_seed
-from debate.storage._runs import RunStore
+
+MAX_CANDIDATES = 100
+"""Every reviewer reads every candidate in one prompt; past this no context holds them."""
 
 
 def add_parser(commands: Commands) -> None:
@@ -97,9 +99,15 @@ def council_command(args: argparse.Namespace) -> int:
     if args.candidates:
         with common.user_file(args.candidates, "candidates"):
             candidates = load_candidates(args.candidates)
+        if len(candidates) > MAX_CANDIDATES:
+            raise ConfigurationError(
+                f"candidates {args.candidates}: {len(candidates)} answers; a council ranks at "
+                f"most {MAX_CANDIDATES} (every reviewer reads them all in one prompt)"
+            )
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
+    store = common.open_store(args)
     pool = ModelPool(config, api_key_env=args.api_key_env, seed=seed, model_path=args.model_path)
     generate = _generators(args, pool)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
@@ -116,8 +124,7 @@ def council_command(args: argparse.Namespace) -> int:
         result = asyncio.run(closing_pool(pool, work))
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")
         write_report(result, out)
-        if not args.no_store:
-            store = RunStore(args.store)
+        if store is not None:
             store.record_council(result, category=args.category)
             end["store"] = str(store.path)
     if args.json:

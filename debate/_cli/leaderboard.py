@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import EXIT_OK, Commands, days
 from debate.storage._runs import RunStore
 
 
@@ -14,7 +14,7 @@ def add_parser(commands: Commands) -> None:
     """Register ``debate leaderboard``."""
     board = commands.add_parser("leaderboard", help="models ranked across council questions")
     board.add_argument("--store", metavar="PATH", help="run store to read")
-    board.add_argument("--since", type=float, metavar="DAYS", help="only the last DAYS days")
+    board.add_argument("--since", type=days, metavar="DAYS", help="only the last DAYS days")
     board.add_argument("--category", help="only this category")
     board.add_argument("--json", action="store_true", help="machine-readable output")
     board.set_defaults(func=leaderboard_command)

@@ -20,7 +20,6 @@ from debate.records._result import DebateResult
 from debate.report import write_report
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
-from debate.storage._runs import RunStore
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given the keyword arguments every debate entry point takes."""
@@ -51,12 +50,12 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
+    store = common.open_store(args)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         result = asyncio.run(work(_shared(args, config, seed, cache)))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
-        if not args.no_store:
-            store = RunStore(args.store)
+        if store is not None:
             store.record(result)
             end["store"] = str(store.path)
     if args.json:

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from debate.exceptions import ConfigurationError
 from debate.records._transcript import DIMENSIONS, Frozen
@@ -24,6 +24,24 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 
+SEED_MAX = 2**32 - 1
+"""Seeds run from 0 to 2**32 - 1: the range every backend takes (llama.cpp's seed is a
+32-bit unsigned integer; numpy and the OpenAI API accept it)."""
+
+
+MAX_CONCURRENCY = 1024
+"""Items or calls at once (``--concurrency``): far beyond any provider's limits already."""
+
+
+def check_seed(value: int, name: str = "--seed") -> int:
+    """The one check of a seed a user typed (a flag, ``DEBATE_SEED``): 0 to :data:`SEED_MAX`."""
+    if not 0 <= value <= SEED_MAX:
+        raise ConfigurationError(
+            f"{name}: {value} is out of range; use a whole number from 0 to {SEED_MAX}"
+        )
+    return value
+
+
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     """Read a TOML file, turning every failure into a one-line ConfigurationError."""
     try:
@@ -31,6 +49,10 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigurationError(
             f"{what} {path}: cannot read it ({exc.strerror}); check the path"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{what} {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
         ) from exc
     try:
         return tomllib.loads(text)
@@ -49,7 +71,17 @@ def default_role_weights() -> dict[str, dict[str, float]]:
     return {role: dict(weights) for role, weights in data_toml("roles.toml").items()}
 
 
-class JudgeSpec(Frozen):
+class Finite(Frozen):
+    """Base of the config records: ``inf`` and ``nan`` are refused wherever a number goes.
+
+    A non-finite number is never what a user meant, and JSON cannot carry it: ``timeout =
+    inf`` would be written to result.json as ``null``, which no reader then accepts.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class JudgeSpec(Finite):
     """One judge of the panel."""
 
     name: str = Field(min_length=1)
@@ -69,7 +101,7 @@ class JudgeSpec(Frozen):
         return check_weights(value, DIMENSIONS)
 
 
-class Thresholds(Frozen):
+class Thresholds(Finite):
     """Decision thresholds; echoed in every decision so that a result can be reproduced."""
 
     alpha: float = 0.50
@@ -91,7 +123,7 @@ class Thresholds(Frozen):
     calibrated exactly as before. ``0`` or ``None`` turns the floor off."""
 
 
-class CouncilSettings(Frozen):
+class CouncilSettings(Finite):
     """Council mode: how candidates are scored and ranked."""
 
     method: Literal["normalized", "borda", "rubric"] = "normalized"
@@ -110,7 +142,7 @@ class CouncilSettings(Frozen):
         return check_weights(value, tuple(RUBRIC_WEIGHTS))
 
 
-class RunConfig(Frozen):
+class RunConfig(Finite):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
     arguments: int = Field(default=3, ge=1, le=10)
@@ -133,17 +165,18 @@ class RunConfig(Frozen):
     pro_model: str | None = None
     con_model: str | None = None
     temperature: float = Field(default=0.2, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=1024, ge=16)
+    max_tokens: int = Field(default=1024, ge=16, le=131_072)
     max_retries: int = Field(default=2, ge=0, le=10)
     """Re-asks after invalid output, per call."""
-    timeout: float = Field(default=120.0, gt=0)
-    """Per-call timeout in seconds."""
+    timeout: float = Field(default=120.0, gt=0, le=86_400)
+    """Per-call timeout in seconds (at most a day)."""
     provider_retries: int = Field(default=3, ge=0, le=10)
     """Retries after a provider fault (429, 5xx, timeout, connection), per call."""
-    backoff: float = Field(default=0.5, ge=0)
+    backoff: float = Field(default=0.5, ge=0, le=600)
     """First retry delay in seconds; doubles each retry, with jitter; Retry-After wins."""
-    deadline: float | None = Field(default=None, gt=0)
-    """Wall-clock budget of one debate in seconds; judges still running then are unscored."""
+    deadline: float | None = Field(default=None, gt=0, le=604_800)
+    """Wall-clock budget of one debate in seconds (at most a week); judges still running
+    then are unscored."""
     council: CouncilSettings = Field(default_factory=CouncilSettings)
     presentation: Literal["counterbalanced", "fixed"] = "counterbalanced"
     """Per-judge reading order: counterbalanced across the panel, or PRO first for all."""

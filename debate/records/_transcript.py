@@ -42,6 +42,11 @@ def unscored(exc: ModelOutputError | ProviderError) -> dict[str, Any]:
 ARGUMENT_ID = re.compile(r"(PRO|CON)-[1-9][0-9]{0,3}")
 """Whole-string match (``fullmatch``): ``$`` would accept a trailing newline."""
 MAX_TOPIC_CHARS = 2000
+MAX_ARGUMENTS_PER_SIDE = 50
+"""A transcript written by anyone is still read whole by every judge: past this many
+arguments a side (or :data:`MAX_TRANSCRIPT_CHARS` of text) no judge's context holds it."""
+MAX_TRANSCRIPT_CHARS = 500_000
+MAX_ROUND = 100
 
 
 def side_of(argument_id: str) -> Side:
@@ -94,7 +99,7 @@ class Argument(Frozen):
 class CrossExamination(Frozen):
     """One side's answer to one argument of the other side, in one round."""
 
-    round: int = Field(ge=1)
+    round: int = Field(ge=1, le=MAX_ROUND)
     """1-based cross-examination round."""
     by: Side
     """The side that examines."""
@@ -130,6 +135,7 @@ class Transcript(Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> Transcript:
+        self._within_limits()
         seen: set[str] = set()
         for argument in self.arguments:
             if argument.id in seen:
@@ -151,6 +157,27 @@ class Transcript(Frozen):
                     f"cross_examinations: {exam.by} examines its own argument {exam.target}"
                 )
         return self
+
+    def _within_limits(self) -> None:
+        """Refuse a transcript no judge can read whole, naming the limit it passes."""
+        for side in ("PRO", "CON"):
+            count = sum(1 for a in self.arguments if a.side == side)
+            if count > MAX_ARGUMENTS_PER_SIDE:
+                raise ValueError(
+                    f"arguments has {count} {side} arguments; a transcript holds at most "
+                    f"{MAX_ARGUMENTS_PER_SIDE} a side"
+                )
+        size = sum(
+            len(text)
+            for record in (*self.arguments, *self.cross_examinations, *self.closings)
+            for text in record.model_dump().values()
+            if isinstance(text, str)
+        )
+        if size > MAX_TRANSCRIPT_CHARS:
+            raise ValueError(
+                f"the transcript holds {size} characters of text; judges read at most "
+                f"{MAX_TRANSCRIPT_CHARS}: shorten or split it"
+            )
 
     @property
     def argument_ids(self) -> list[str]:

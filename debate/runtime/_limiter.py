@@ -19,6 +19,9 @@ from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchem
 from debate.runtime._wrapper import ModelWrapper
 
 WINDOW = 60.0
+MAX_PER_MINUTE = 10**9
+"""The largest ``rpm`` or ``tpm``: a limit is a positive number; no limit is no flag (a 0
+that silently meant "no limit" hid a typo)."""
 
 
 @dataclass
@@ -39,8 +42,11 @@ class RateLimiter:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         for name, value in (("--rpm", rpm), ("--tpm", tpm)):
-            if value is not None and value < 1:
-                raise ConfigurationError(f"{name}: {value} must be at least 1 (or leave it out)")
+            if value is not None and not 1 <= value <= MAX_PER_MINUTE:
+                raise ConfigurationError(
+                    f"{name}: {value} is out of range; use 1 to {MAX_PER_MINUTE} "
+                    "(leave it out for no limit)"
+                )
         self.rpm = rpm
         self.tpm = tpm
         self.clock = clock

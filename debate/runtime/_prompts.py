@@ -23,6 +23,7 @@ from jinja2 import (
     FileSystemLoader,
     StrictUndefined,
     TemplateNotFound,
+    TemplateSyntaxError,
     UndefinedError,
     pass_context,
 )
@@ -159,6 +160,8 @@ class PromptRenderer:
         self._given = secret
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         """Keys every render's delimiters (see :func:`render_nonce`)."""
+        if template_dir is not None:
+            self._compile_all(Path(template_dir))
 
     def keyed(self, seed: int) -> PromptRenderer:
         """This renderer with delimiter keys derived from a run's seed (unless given one).
@@ -172,6 +175,24 @@ class PromptRenderer:
         twin = copy.copy(self)
         twin.secret = hashlib.sha256(f"debate-delimiters:{seed}".encode()).digest()
         return twin
+
+    def _compile_all(self, folder: Path) -> None:
+        """Compile every template of a user's folder now, before any model is called.
+
+        A syntax error or a file that is not UTF-8 is bad input: one line naming the file
+        and the line, rather than a traceback after the first calls were paid for.
+        """
+        for path in sorted(folder.glob("*.jinja")):
+            try:
+                self._env.get_template(path.name)
+            except TemplateSyntaxError as exc:
+                raise ConfigurationError(
+                    f"template {path} line {exc.lineno}: {exc.message}; fix the template"
+                ) from exc
+            except UnicodeDecodeError as exc:
+                raise ConfigurationError(
+                    f"template {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+                ) from exc
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from debate._version import __version__
 from debate.exceptions import ConfigurationError, DebateError
+from debate.records._config import check_seed
 from debate.records._result import draw_seed
 from debate.storage._cache import ResponseCache
 from debate.storage._files import write_json_atomic
@@ -58,11 +59,11 @@ class RunInfo(BaseModel):
 def resolve_seed(flag: int | None, out_dir: Path) -> tuple[int, SeedSource]:
     """``--seed``, else ``DEBATE_SEED``, else the seed of the run in ``out_dir``, else new."""
     if flag is not None:
-        return flag, "flag"
+        return check_seed(flag), "flag"
     env = os.environ.get("DEBATE_SEED")
     if env is not None:
         try:
-            return int(env), "env"
+            return check_seed(int(env), "DEBATE_SEED"), "env"
         except ValueError as exc:
             raise ConfigurationError(
                 f"DEBATE_SEED={env!r} is not an integer; set it to a whole number or unset it"

@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from debate.exceptions import ConfigurationError
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore, side_of
@@ -119,9 +120,19 @@ class RunStore:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.executescript(SCHEMA + COUNCIL_READINGS)
+        try:
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "is a folder", str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.executescript(SCHEMA + COUNCIL_READINGS)
+        except (OSError, sqlite3.Error) as exc:
+            # a store that cannot be opened is a path the user chose (--store, DEBATE_STORE)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigurationError(
+                f"run store {self.path}: cannot open it ({reason}); give a writable SQLite "
+                "file path with --store or DEBATE_STORE, or use --no-store"
+            ) from exc
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

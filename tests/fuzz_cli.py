@@ -1,0 +1,622 @@
+"""Fuzz every ``debate`` subcommand with bad input: each must end in one line and exit 2.
+
+Run it with one command from a checkout::
+
+    python tests/fuzz_cli.py            # every case, each in a subprocess with a time limit
+    python tests/fuzz_cli.py --jobs 16 --verbose
+
+Each case is a command line (plus the files it names, written fresh into the case's own
+folder) that should be refused. A case is classified as
+
+- ``clean``: exit 2 with exactly one line on stderr and no traceback;
+- ``traceback``: a Python traceback on stderr (or, in process, an exception out of ``main``);
+- ``hang``: still running at the time limit;
+- ``multi-line``: refused, but with more than one line on stderr;
+- ``accepted``: exit 0 on input that should have been refused;
+- ``wrong-exit``: one line, but an exit code other than 2 (1 says "the run failed" where the
+  input was at fault).
+
+The harness prints the counts per subcommand and in total. ``tests/test_fuzz_cli.py`` runs
+the same table in process through :func:`debate._cli.main.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "meeting_transcript.json"
+TOPIC = "Should we ship the new billing system this quarter?"
+KINDS = ("clean", "traceback", "hang", "multi-line", "accepted", "wrong-exit")
+SCRIPTED = ["--model", "scripted", "--quiet", "--no-store"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: a command line and the files it needs (paths relative to its folder)."""
+
+    command: str
+    label: str
+    argv: tuple[str, ...]
+    files: dict[str, bytes] = field(default_factory=dict, hash=False)
+    folders: tuple[str, ...] = ()
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data).encode("utf-8")
+
+
+def _jsonl(*rows: Any) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+
+
+def transcript(**changes: Any) -> dict[str, Any]:
+    """The example transcript with some fields replaced."""
+    data: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    data.update(changes)
+    return data
+
+
+def _argument(side: str, n: int) -> dict[str, str]:
+    return {"id": f"{side}-{n}", "claim": "c", "reasoning": "r", "evidence": "e"}
+
+
+NON_UTF8 = b"\xff\xfe\x00 not text \x80\n"
+BLOCKER = "blocker"  # a regular file: nothing can be created under it
+BAD_PATHS = {
+    "folder": "folder",
+    "under a file": f"{BLOCKER}/sub",
+    "in /proc": "/proc/debate-fuzz/x",
+}
+
+
+def _base_files() -> dict[str, bytes]:
+    return {
+        BLOCKER: b"a file, not a folder\n",
+        "nonutf8": NON_UTF8,
+        "badjson": b"{not json\n",
+        "empty": b"",
+        "badtoml": b"x = = 1\n",
+        "transcript.json": EXAMPLE.read_bytes(),
+        "topic.jsonl": _jsonl({"topic": TOPIC}),
+        "candidates.jsonl": _jsonl({"id": "a", "text": "Yes."}, {"id": "b", "text": "No."}),
+        "items.jsonl": _jsonl(
+            {"id": "1", "question": "Q?", "a": "yes", "b": "no", "labels": ["a", "a"]}
+        ),
+        "ratings.csv": b"1,2,3,4\n1,2,3,5\n2,2,3,4\n",
+    }
+
+
+def _flag_cases(command: str, base: list[str]) -> Iterator[Case]:
+    """Bad values of the flags every model-running command shares."""
+    values = {
+        "--timeout": ["abc", "-1", "0", "nan", "inf", "-inf", "1e400", "1e30"],
+        "--deadline": ["abc", "-5", "0", "nan", "inf", "1e30"],
+        "--max-retries": ["-1", "11", "abc", "99999999999999999999"],
+        "--seed": ["-1", "abc", "1.5", str(2**32), str(2**64 + 1), "1" + "0" * 30],
+        "--judges": ["", "technical", "technical,wizard", ",,,", "technical,technical"],
+        "--presentation": ["sideways"],
+        "--topic-classifier": ["oracle"],
+    }
+    for flag, bad in values.items():
+        for value in bad:
+            yield Case(command, f"{flag} {value!r}", (*base, flag, value))
+    yield Case(command, "--base-url without --model", (*_no_model(base), "--base-url", "x"))
+    for name, path in BAD_PATHS.items():
+        for flag in ("--out", "--cache", "--store"):
+            if (flag, name) == ("--out", "folder"):
+                continue  # an existing folder is a good --out
+            extra = ("--no-store",) if flag != "--store" else ()
+            argv = [a for a in base if flag != "--store" or a != "--no-store"]
+            yield Case(command, f"{flag} {name}", (*argv, *extra, flag, path), folders=("folder",))
+    yield Case(command, "--store non-sqlite", (*_no(base, "--no-store"), "--store", "nonutf8"))
+    for name, path in {"missing": "nope", "a file": BLOCKER, "non-UTF-8 file": "nonutf8"}.items():
+        yield Case(command, f"--templates {name}", (*base, "--templates", path))
+    yield Case(
+        command,
+        "--templates syntax error",
+        (*base, "--templates", "tpl"),
+        files={"tpl/debater_opening.md.jinja": b"{% if %}broken\n", **_judge_tpl("{% for %}")},
+    )
+    yield Case(
+        command,
+        "--templates undefined variable",
+        (*base, "--templates", "tpl"),
+        files={
+            "tpl/debater_opening.md.jinja": b"{{ no_such_variable }}\n",
+            **_judge_tpl("{{ no_such_variable }}"),
+        },
+    )
+    yield Case(
+        command,
+        "--templates non-UTF-8 template",
+        (*base, "--templates", "tpl"),
+        files={"tpl/debater_opening.md.jinja": NON_UTF8, "tpl/judge_system.md.jinja": NON_UTF8},
+    )
+    for name, path in {
+        "missing": "nope",
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "bad TOML": "badtoml",
+    }.items():
+        for flag in ("--config", "--topics"):
+            yield Case(command, f"{flag} {name}", (*base, flag, path), folders=("folder",))
+    yield from _config_cases(command, base)
+
+
+def _judge_tpl(text: str) -> dict[str, bytes]:
+    """The same text in a template of each kind of command (debate, judge, council)."""
+    names = ("judge_system", "council_review", "council_system")
+    return {f"tpl/{name}.md.jinja": text.encode("utf-8") for name in names}
+
+
+def _no_model(argv: list[str]) -> list[str]:
+    at = argv.index("--model")
+    return argv[:at] + argv[at + 2 :]
+
+
+def _no(argv: list[str], flag: str) -> list[str]:
+    return [a for a in argv if a != flag]
+
+
+CONFIG_VALUES = {
+    "arguments = 'x'": b"arguments = 'x'\n",
+    "arguments = 0": b"arguments = 0\n",
+    "rounds = 1e30": b"rounds = 1e30\n",
+    "max_tokens = 1e20": b"max_tokens = 100000000000000000000\n",
+    "max_tokens = 8": b"max_tokens = 8\n",
+    "temperature = nan": b"temperature = nan\n",
+    "timeout = inf": b"timeout = inf\n",
+    "deadline = nan": b"deadline = nan\n",
+    "backoff = inf": b"backoff = inf\n",
+    "backoff = 1e12": b"backoff = 1e12\n",
+    "provider_retries = 1e6": b"provider_retries = 1000000\n",
+    "unknown key": b"argumentz = 3\n",
+    "one judge": b'[[judges]]\nrole = "technical"\n',
+    "thresholds.gap = nan": b"[thresholds]\ngap = nan\n",
+    "thresholds.alpha = inf": b"[thresholds]\nalpha = inf\n",
+    "council.tie_z = inf": b"[council]\ntie_z = inf\n",
+    "judge weight inf": (
+        b'[[judges]]\nrole = "technical"\nweights = { logic = inf, evidence = 0.0, '
+        b'responsiveness = 0.0, honesty = 0.0 }\n[[judges]]\nrole = "risk"\n'
+    ),
+}
+
+
+def _config_cases(command: str, base: list[str]) -> Iterator[Case]:
+    for label, text in CONFIG_VALUES.items():
+        yield Case(command, f"config {label}", (*base, "--config", "c.toml"), {"c.toml": text})
+
+
+def run_cases() -> Iterator[Case]:
+    base = ["run", TOPIC, *SCRIPTED]
+    yield from _flag_cases("run", base)
+    for flag, values in {
+        "--arguments": ["0", "11", "-1", "abc", "1" + "0" * 20],
+        "--rounds": ["-1", "6", "1" + "0" * 30, "abc", "1.5"],
+    }.items():
+        for value in values:
+            yield Case("run", f"{flag} {value!r}", (*base, flag, value))
+    for label, topic in {"empty": "", "blank": "  \n\t", "too long": "x" * 2001}.items():
+        yield Case("run", f"topic {label}", ("run", topic, *SCRIPTED))
+    yield Case("run", "missing API key", ("run", TOPIC, "--model", "gpt-x", "--no-store"))
+
+
+def judge_cases() -> Iterator[Case]:
+    base = ["judge", "transcript.json", *SCRIPTED]
+    yield from _flag_cases("judge", base)
+    for name, path in {
+        "missing": "nope.json",
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "bad JSON": "badjson",
+        "empty": "empty",
+    }.items():
+        yield Case("judge", f"transcript {name}", ("judge", path, *SCRIPTED), folders=("folder",))
+    arguments = transcript()["arguments"]
+    many = [_argument(s, n) for s in ("PRO", "CON") for n in range(1, 2001)]
+    bad: dict[str, Any] = {
+        "a JSON array": [1, 2],
+        "a JSON string": "text",
+        "no arguments": transcript(arguments=[]),
+        "one side only": transcript(arguments=arguments[:2], cross_examinations=[]),
+        "id PRO-99999999999999999999": transcript(
+            arguments=[{**arguments[0], "id": "PRO-99999999999999999999"}, *arguments[1:]]
+        ),
+        "id with a newline": transcript(
+            arguments=[*arguments[:3], {**arguments[3], "id": "CON-2\n"}]
+        ),
+        "id PRO-0": transcript(arguments=[{**arguments[0], "id": "PRO-0"}, *arguments[1:]]),
+        "duplicate id": transcript(arguments=[*arguments, arguments[0]]),
+        "round 10^30": transcript(
+            cross_examinations=[{**transcript()["cross_examinations"][0], "round": 10**30}]
+        ),
+        "round 0": transcript(
+            cross_examinations=[{**transcript()["cross_examinations"][0], "round": 0}]
+        ),
+        "round 'one'": transcript(
+            cross_examinations=[{**transcript()["cross_examinations"][0], "round": "one"}]
+        ),
+        "2000 arguments a side": transcript(arguments=many, cross_examinations=[], closings=[]),
+        "unknown key": transcript(extra=1),
+        "claim a number": transcript(arguments=[{**arguments[0], "claim": 7}, *arguments[1:]]),
+        "empty topic": transcript(topic=""),
+        "topic too long": transcript(topic="x" * 2001),
+        "side 'MAYBE'": transcript(closings=[{"side": "MAYBE", "statement": "s"}]),
+        "target not an argument": transcript(
+            cross_examinations=[{**transcript()["cross_examinations"][0], "target": "CON-9"}]
+        ),
+        "argument text 10 MB": transcript(
+            arguments=[{**arguments[0], "reasoning": "x" * 10_000_000}, *arguments[1:]]
+        ),
+    }
+    for label, data in bad.items():
+        yield Case("judge", label, ("judge", "t.json", *SCRIPTED), {"t.json": _json(data)})
+
+
+def _jsonl_file_cases(command: str, argv: Callable[[str], list[str]]) -> Iterator[Case]:
+    """A JSONL input that is missing, a folder, not UTF-8, not JSON or empty."""
+    for name, path in {
+        "missing": "nope.jsonl",
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "bad JSON": "badjson",
+        "empty": "empty",
+    }.items():
+        yield Case(command, f"file {name}", tuple(argv(path)), folders=("folder",))
+    for label, rows in {
+        "a line that is a list": _jsonl([1, 2]),
+        "a line that is a number": _jsonl(7),
+    }.items():
+        yield Case(command, label, tuple(argv("f.jsonl")), {"f.jsonl": rows})
+
+
+def council_cases() -> Iterator[Case]:
+    def argv(path: str) -> list[str]:
+        return ["council", "Which is right?", "--candidates", path, *SCRIPTED]
+
+    yield from _flag_cases("council", argv("candidates.jsonl"))
+    yield from _jsonl_file_cases("council", argv)
+    a, b = {"id": "a", "text": "Yes."}, {"id": "b", "text": "No."}
+    for label, rows in {
+        "one candidate": _jsonl(a),
+        "duplicate ids": _jsonl(a, {**b, "id": "a"}),
+        "empty text": _jsonl(a, {**b, "text": ""}),
+        "text a number": _jsonl(a, {**b, "text": 5}),
+        "unknown key": _jsonl(a, {**b, "score": 1}),
+        "10,000 candidates": _jsonl(*({"id": f"c{i}", "text": "t"} for i in range(10_000))),
+    }.items():
+        yield Case("council", label, tuple(argv("c.jsonl")), {"c.jsonl": rows})
+    yield Case(
+        "council", "empty question", ("council", "", "--candidates", "candidates.jsonl", *SCRIPTED)
+    )
+    yield Case("council", "--generate one model", ("council", "Q?", "--generate", "a", *SCRIPTED))
+    yield Case("council", "--method bad", (*argv("candidates.jsonl"), "--method", "vibes"))
+
+
+def batch_cases() -> Iterator[Case]:
+    def argv(path: str) -> list[str]:
+        return ["batch", path, *SCRIPTED]
+
+    yield from _flag_cases("batch", argv("topic.jsonl"))
+    yield from _jsonl_file_cases("batch", argv)
+    topic = {"topic": TOPIC}
+    for label, rows in {
+        "id '..'": _jsonl({**topic, "id": ".."}),
+        "id '.'": _jsonl({**topic, "id": "."}),
+        "id with a slash": _jsonl({**topic, "id": "a/b"}),
+        "id '../escape'": _jsonl({**topic, "id": "../escape"}),
+        "id empty": _jsonl({**topic, "id": ""}),
+        "id with a newline": _jsonl({**topic, "id": "a\n"}),
+        "id a number": _jsonl({**topic, "id": 7}),
+        "duplicate ids": _jsonl({**topic, "id": "x"}, {**topic, "id": "x"}),
+        "topic and transcript": _jsonl({**topic, "transcript": transcript()}),
+        "neither topic nor transcript": _jsonl({"id": "x"}),
+        "empty topic": _jsonl({"topic": ""}),
+        "bad transcript": _jsonl({"transcript": {"topic": "t"}}),
+        "item config arguments 99 on line 2": _jsonl(topic, {**topic, "config": {"arguments": 99}}),
+        "item config unknown key": _jsonl(topic, {**topic, "config": {"argumentz": 1}}),
+        "item config timeout inf": _jsonl(topic, {**topic, "config": {"timeout": float("inf")}}),
+        "item config a list": _jsonl({**topic, "config": [1]}),
+        "item config one judge": _jsonl(
+            topic, {**topic, "config": {"judges": [{"role": "technical"}]}}
+        ),
+    }.items():
+        yield Case("batch", label, tuple(argv("b.jsonl")), {"b.jsonl": rows})
+    for flag, values in {
+        "--concurrency": ["0", "-3", "abc", "1" + "0" * 12],
+        "--rpm": ["0", "-1", "abc", "nan", "1.5"],
+        "--tpm": ["0", "-1", "abc"],
+    }.items():
+        for value in values:
+            yield Case("batch", f"{flag} {value!r}", (*argv("topic.jsonl"), flag, value))
+    for name, data in {
+        "missing": None,
+        "non-UTF-8": NON_UTF8,
+        "bad TOML": b"x = = 1\n",
+        "negative price": b"[scripted]\nprompt = -1.0\ncompletion = 1.0\n",
+        "price nan": b"[scripted]\nprompt = nan\ncompletion = 1.0\n",
+    }.items():
+        files = {} if data is None else {"p.toml": data}
+        yield Case("batch", f"--prices {name}", (*argv("topic.jsonl"), "--prices", "p.toml"), files)
+
+
+def calibrate_cases() -> Iterator[Case]:
+    def argv(path: str, fmt: str = "pairwise") -> list[str]:
+        return ["calibrate", path, "--format", fmt, *SCRIPTED]
+
+    yield from _flag_cases("calibrate", argv("items.jsonl"))
+    for fmt in ("pairwise", "debate"):
+        yield from _jsonl_file_cases("calibrate", lambda p, f=fmt: argv(p, f))
+    item = {"id": "1", "question": "Q?", "a": "yes", "b": "no", "labels": ["a"]}
+    for label, rows in {
+        "pairwise missing field": _jsonl({"id": "1", "question": "Q?"}),
+        "pairwise label 'c'": _jsonl({**item, "labels": ["c"]}),
+        "pairwise no labels": _jsonl({**item, "labels": []}),
+        "pairwise labels a string": _jsonl({**item, "labels": "a"}),
+    }.items():
+        yield Case("calibrate", label, tuple(argv("i.jsonl")), {"i.jsonl": rows})
+    for label, rows in {
+        "debate missing verdict": _jsonl({"id": "1", "transcript": transcript()}),
+        "debate bad verdict": _jsonl({"id": "1", "transcript": transcript(), "verdict": "X"}),
+        "debate bad transcript": _jsonl({"id": "1", "transcript": {}, "verdict": "PRO"}),
+    }.items():
+        yield Case("calibrate", label, tuple(argv("i.jsonl", "debate")), {"i.jsonl": rows})
+    for name in ("ukpconvarg", "pandalm"):
+        yield Case("calibrate", f"{name} bad JSON", tuple(argv("badjson", name)))
+        yield Case("calibrate", f"{name} non-UTF-8", tuple(argv("nonutf8", name)))
+    for flag, values in {
+        "--concurrency": ["0", "-3", "abc", "1" + "0" * 12],
+        "--limit": ["0", "-1", "abc"],
+        "--format": ["csv"],
+    }.items():
+        for value in values:
+            yield Case("calibrate", f"{flag} {value!r}", (*argv("items.jsonl"), flag, value))
+
+
+def store_cases(command: str, extra: list[str]) -> Iterator[Case]:
+    for name, path in {**BAD_PATHS, "non-sqlite file": "nonutf8"}.items():
+        yield Case(
+            command, f"--store {name}", (command, "--store", path, *extra), folders=("folder",)
+        )
+
+
+def leaderboard_cases() -> Iterator[Case]:
+    yield from store_cases("leaderboard", [])
+    for value in ["abc", "-1", "nan", "inf", "-inf", "1e400", "1e30"]:
+        yield Case("leaderboard", f"--since {value!r}", ("leaderboard", "--since", value))
+
+
+def audit_cases() -> Iterator[Case]:
+    yield from store_cases("audit", [])
+    yield Case("audit", "unknown flag", ("audit", "--bogus"))
+
+
+def report_cases() -> Iterator[Case]:
+    for name, path in {
+        "missing": "nope.json",
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "bad JSON": "badjson",
+        "empty": "empty",
+        "a transcript": "transcript.json",
+    }.items():
+        yield Case("report", f"result {name}", ("report", path), folders=("folder",))
+    for label, data in {
+        "a JSON array": [1],
+        "kind 'poem'": {"kind": "poem"},
+        "kind a number": {"kind": 3},
+        "an empty object": {},
+    }.items():
+        yield Case("report", label, ("report", "r.json"), {"r.json": _json(data)})
+
+
+def agreement_cases() -> Iterator[Case]:
+    base = ["agreement", "ratings.csv"]
+    for name, path in {
+        "missing": "nope.csv",
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "empty": "empty",
+    }.items():
+        yield Case("agreement", f"file {name}", ("agreement", path), folders=("folder",))
+    for label, text in {
+        "ragged rows": b"1,2,3\n1,2\n",
+        "a label in interval data": b"1,2,x\n1,2,3\n",
+        "header only": b"a,b,c\n",
+        "binary NUL": b"1,2\x00,3\n1,2,3\n",
+        "inf values": b"inf,1,2\n1,2,3\n",
+    }.items():
+        yield Case("agreement", label, ("agreement", "r.csv"), {"r.csv": text})
+    for flag, values in {
+        "--bootstrap": ["-1", "abc", "1000000000", "1e3"],
+        "--seed": ["-1", "abc", str(2**64 + 1)],
+        "--level": ["cardinal"],
+        "--format": ["cohen"],
+    }.items():
+        for value in values:
+            yield Case("agreement", f"{flag} {value!r}", (*base, flag, value))
+    yield Case("agreement", "no file", ("agreement",))
+    yield Case("agreement", "two files", ("agreement", "ratings.csv", "ratings.csv"))
+    yield Case(
+        "agreement", "--domain missing a value", (*base, "--level", "ordinal", "--domain", "1,2")
+    )
+
+
+def all_cases() -> list[Case]:
+    """Every case, grouped by subcommand in ``debate --help`` order."""
+    makers = (
+        run_cases,
+        judge_cases,
+        council_cases,
+        leaderboard_cases,
+        batch_cases,
+        calibrate_cases,
+        audit_cases,
+        report_cases,
+        agreement_cases,
+    )
+    return [case for make in makers for case in make()]
+
+
+def prepare(case: Case, folder: Path) -> None:
+    """Write the case's files (and the shared ones) into its own folder."""
+    for name, data in {**_base_files(), **case.files}.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for name in case.folders:
+        (folder / name).mkdir(exist_ok=True)
+
+
+def environment(folder: Path) -> dict[str, str]:
+    """No API key, the run store inside the case's folder, this checkout first on the path."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["DEBATE_STORE"] = str(folder / "store.sqlite")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def classify(code: int | None, err: str) -> str:
+    """Which of :data:`KINDS` a finished (or, with ``code`` None, timed-out) case is."""
+    if code is None:
+        return "hang"
+    if "Traceback (most recent call last)" in err or code < 0:
+        return "traceback"
+    if code == 0:
+        return "accepted"
+    if len(err.strip().splitlines()) != 1:
+        return "multi-line"
+    return "clean" if code == 2 else "wrong-exit"
+
+
+def run_in_subprocess(case: Case, timeout: float) -> tuple[str, str]:
+    """Run one case as ``python -m debate``; its kind and the last line of stderr."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as scratch:
+        folder = Path(scratch)
+        prepare(case, folder)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "debate", *case.argv],
+            cwd=folder,
+            env=environment(folder),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        try:
+            _, err = proc.communicate(timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, err = proc.communicate()
+            code = None
+    lines = err.strip().splitlines()
+    return classify(code, err), lines[-1][:200] if lines else ""
+
+
+class TimeLimit(BaseException):
+    """Raised in the main thread by SIGALRM when an in-process case runs too long.
+
+    A BaseException, like KeyboardInterrupt, so no ``except Exception`` can swallow it.
+    """
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (main thread, Unix)."""
+
+    def ring(signum: int, frame: object) -> None:
+        raise TimeLimit
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_in_process(case: Case, folder: Path, timeout: float) -> tuple[str, str]:
+    """Run one case through ``main()`` in this process; its kind and stderr."""
+    from debate._cli.main import main
+
+    prepare(case, folder)
+    err = io.StringIO()
+    here = Path.cwd()
+    saved = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(environment(folder))
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            with time_limit(timeout):
+                code: int | None = main(list(case.argv))
+    except TimeLimit:
+        code = None
+    except Exception as exc:  # noqa: BLE001 - any exception out of main() is a traceback
+        err.write(f"Traceback (most recent call last):\n{type(exc).__name__}: {exc}\n")
+        code = 1
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(saved)
+    return classify(code, err.getvalue()), err.getvalue()
+
+
+def tally(results: list[tuple[Case, str, str]]) -> str:
+    """A table of counts per subcommand and in total."""
+    by_command: dict[str, Counter[str]] = {}
+    for case, kind, _ in results:
+        by_command.setdefault(case.command, Counter())[kind] += 1
+    total: Counter[str] = sum(by_command.values(), Counter())
+    head = f"{'command':<12}{'cases':>6}" + "".join(f"{k:>12}" for k in KINDS)
+    rows = [head]
+    for command, counts in [*by_command.items(), ("total", total)]:
+        cells = "".join(f"{counts[k]:>12}" for k in KINDS)
+        rows.append(f"{command:<12}{sum(counts.values()):>6}{cells}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every case in subprocesses and print the counts; exit 1 unless all are clean."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per case")
+    parser.add_argument("--only", help="only cases of this subcommand")
+    parser.add_argument("--verbose", action="store_true", help="list every case not clean")
+    args = parser.parse_args(argv)
+    cases = [c for c in all_cases() if args.only in (None, c.command)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        outcomes = list(pool.map(lambda c: run_in_subprocess(c, args.timeout), cases))
+    results = [(c, kind, line) for c, (kind, line) in zip(cases, outcomes, strict=True)]
+    if args.verbose:
+        for case, kind, line in results:
+            if kind != "clean":
+                print(f"{kind:<11} {case.command:<10} {case.label}: {line}")
+    print(tally(results))
+    print(f"{len(cases)} cases in {time.perf_counter() - start:.0f}s")
+    return 0 if all(kind == "clean" for _, kind, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
