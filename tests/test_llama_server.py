@@ -152,7 +152,7 @@ def test_a_judge_reply_from_the_server_is_negotiated_and_scores_are_in_range(
 
 
 def test_a_default_debate_against_the_server(llama_server: str) -> None:
-    """3 arguments a side, 1 round, 4 judges: 779 s on two busy cores (load 7), 10 calls.
+    """3 arguments a side, 1 round, 4 judges, 10 calls: 502-779 s on two shared, busy cores.
 
     (A 1-argument, 0-round debate took 295 s and proved nothing more, so it is not kept.)
     """
