@@ -27,6 +27,21 @@ def json_schema_of(schema: ReplySchema) -> dict[str, Any]:
     return value
 
 
+@lru_cache(maxsize=1024)
+def _sent_text(schema: ReplySchema) -> str:
+    return json.dumps(integer_enums(json_schema_of(schema)))
+
+
+def sent_schema(schema: ReplySchema) -> dict[str, Any]:
+    """The schema a backend sends or compiles: :func:`integer_enums` of it (a fresh copy).
+
+    Built once per model class, like :func:`json_schema_of`, rather than walked again on
+    every call; a fresh copy, since a backend may change it (OpenAI's strict mode does).
+    """
+    value: dict[str, Any] = json.loads(_sent_text(schema))
+    return value
+
+
 def integer_enums(schema: Any) -> Any:
     """The schema with every small integer range spelled out as an ``enum``.
 

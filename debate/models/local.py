@@ -28,7 +28,7 @@ from typing import Any
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import integer_enums, json_schema_of
+from debate.models._schema import sent_schema
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +63,6 @@ def _import_llama() -> Any:
     except ImportError as exc:
         raise ConfigurationError(MISSING_EXTRA) from exc
     return llama_cpp
-
-
-def grammar_schema(schema: Any) -> Any:
-    """The schema as llama.cpp's grammar converter needs it: small integer ranges as enums."""
-    return integer_enums(schema)
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -197,5 +192,5 @@ class LocalModel:
     ) -> Reply:
         """Generate one reply constrained by the grammar of ``schema``."""
         settings = settings or ModelSettings()
-        grammar = grammar_schema(json_schema_of(schema))
+        grammar = sent_schema(schema)
         return await asyncio.to_thread(self._complete_blocking, messages, grammar, settings)

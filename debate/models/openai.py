@@ -35,7 +35,7 @@ from openai import AsyncOpenAI
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import integer_enums, json_schema_of
+from debate.models._schema import sent_schema
 
 logger = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ def request_body(
     mode: Mode,
 ) -> dict[str, Any]:
     """The JSON body of a chat-completions request for ``schema`` in form ``mode``."""
-    shape = integer_enums(json_schema_of(schema))
+    shape = sent_schema(schema)
     payload = [m.model_dump() for m in messages]
     if mode.startswith("json_object"):
         payload.append({"role": "system", "content": SCHEMA_HINT + json.dumps(shape)})
