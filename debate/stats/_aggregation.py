@@ -8,6 +8,7 @@ docstring of the function that applies it, so this module is its own reference.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -48,13 +49,13 @@ class SideVote(NamedTuple):
 
 
 def _side_means(calibrated: FloatArray, is_pro: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray]:
-    with np.errstate(invalid="ignore"):
-        pro = np.nanmean(np.where(is_pro, calibrated, np.nan), axis=-1) if is_pro.any() else None
-        con = (
-            np.nanmean(np.where(~is_pro, calibrated, np.nan), axis=-1) if (~is_pro).any() else None
-        )
-    if pro is None or con is None:
+    """Each judge's (row's) mean per side; NaN for a judge with no score on a side."""
+    if not is_pro.any() or is_pro.all():
         raise ValueError("side_vote needs at least one PRO and one CON argument")
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side of one judge
+        pro = np.nanmean(np.where(is_pro, calibrated, np.nan), axis=-1)
+        con = np.nanmean(np.where(~is_pro, calibrated, np.nan), axis=-1)
     return pro, con
 
 
@@ -72,11 +73,7 @@ def side_vote(calibrated: ArrayLike, is_pro: ArrayLike, weights: ArrayLike) -> S
     usable = ~np.isnan(x).all(axis=1)
     if not usable.any() or w[usable].sum() <= 0:
         raise ValueError("no judge has a score and a positive weight")
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN side of one judge
-        pro, con = _side_means(x[usable], pro_mask)
+    pro, con = _side_means(x[usable], pro_mask)
     wu = w[usable]
     ok = ~np.isnan(pro) & ~np.isnan(con)
     if not ok.any():

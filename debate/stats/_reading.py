@@ -22,14 +22,20 @@ HIGH_AGREEMENT = ALPHA_BANDS[-1][1]
 BAND_BOUNDS: tuple[float, ...] = tuple(lo for _, lo, _ in ALPHA_BANDS[1:])
 """The finite band edges, lowest first (tick marks on a scale)."""
 
-BAND_TEXT = ", ".join(
-    f"≥ {lo:.2f} {name}"
-    if math.isinf(hi)
-    else f"< {hi:.2f} {name}"
-    if math.isinf(lo)
-    else f"{lo:.2f}–{hi:.2f} {name}"
-    for name, lo, hi in reversed(ALPHA_BANDS)
-)
+
+def _legend(bands: tuple[tuple[str, float, float], ...], top: str) -> str:
+    """Bands in words, highest first; ``top`` is the sign of the open-ended top band."""
+    return ", ".join(
+        f"{top} {lo:.2f} {name}"
+        if math.isinf(hi)
+        else f"< {hi:.2f} {name}"
+        if math.isinf(lo)
+        else f"{lo:.2f}–{hi:.2f} {name}"
+        for name, lo, hi in reversed(bands)
+    )
+
+
+BAND_TEXT = _legend(ALPHA_BANDS, "≥")
 """The bands in words, highest first, for a report's legend."""
 
 KAPPA_BANDS: tuple[tuple[str, float, float], ...] = (
@@ -44,14 +50,7 @@ KAPPA_BANDS: tuple[tuple[str, float, float], ...] = (
 as they wrote them: 0.00-0.20 slight, 0.21-0.40 fair, ...). Kappa is not read on alpha's
 bands: 0.45 is moderate agreement on standings, and 0.70 substantial."""
 
-KAPPA_BAND_TEXT = ", ".join(
-    f"> {lo:.2f} {name}"
-    if math.isinf(hi)
-    else f"< {hi:.2f} {name}"
-    if math.isinf(lo)
-    else f"{lo:.2f}–{hi:.2f} {name}"
-    for name, lo, hi in reversed(KAPPA_BANDS)
-)
+KAPPA_BAND_TEXT = _legend(KAPPA_BANDS, ">")
 """Kappa's bands in words, highest first, for a report's legend."""
 
 UNDEFINED = "undefined"
