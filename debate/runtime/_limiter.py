@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
-from debate.runtime._wrapper import ModelWrapper
 
 WINDOW = 60.0
 MAX_PER_MINUTE = 10**9
@@ -94,16 +93,34 @@ class RateLimiter:
         entry.tokens = actual_tokens
 
 
-class LimitedModel(ModelWrapper):
+class LimitedModel:
     """A model whose calls pass through a shared :class:`RateLimiter`.
 
     It stays a wrapper (unlike the cache, which ``ask`` consults) because it only meters
     requests: it neither reads nor judges a reply, and a cached reply never reaches it.
+    It forwards ``name``, ``base_url`` and ``aclose`` to the wrapped model, so results,
+    track records and cache keys name the real model.
     """
 
     def __init__(self, inner: Model, limiter: RateLimiter) -> None:
-        super().__init__(inner)
+        self.inner = inner
         self.limiter = limiter
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name."""
+        return self.inner.name
+
+    @property
+    def base_url(self) -> str | None:
+        """The wrapped model's endpoint, if it has one."""
+        return getattr(self.inner, "base_url", None)
+
+    async def aclose(self) -> None:
+        """Close the wrapped model's client, if it has one."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
 
     async def complete(
         self, messages: list[Message], schema: ReplySchema, settings: ModelSettings | None = None
