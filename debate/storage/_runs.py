@@ -151,7 +151,7 @@ class RunStore:
             The run id: a digest of the result, so recording the same result twice is a no-op.
         """
         blob = result.model_dump_json()
-        run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        run_id = _run_id(blob)
         rows = list(observation_rows(result, authors if authors is not None else result.debaters))
         with self._connect() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
@@ -185,31 +185,22 @@ class RunStore:
             The run id, or None when nothing qualified (the reason is logged).
         """
         rows = council_rows(result)
-        blob = result.model_dump_json()
-        run_id = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-        # The reading positions serve the bias audit even when the leaderboard takes nothing.
-        self.record_council_readings(result, run_id)
-        if not rows:
-            return None
-        now = time.time()
+        run_id = _run_id(result.model_dump_json())
         with self._connect() as db:
+            # The reading positions serve the bias audit even when the leaderboard takes
+            # nothing (see council_reading_rows).
+            db.executemany(
+                "INSERT OR IGNORE INTO council_readings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *row) for row in council_reading_rows(result)],
+            )
+            if not rows:
+                return None
+            now = time.time()
             db.executemany(
                 "INSERT OR IGNORE INTO council_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, now, result.question, category, *row) for row in rows],
             )
         return run_id
-
-    def record_council_readings(self, result: CouncilResult, run_id: str) -> None:
-        """Store where each scored reviewer was shown each candidate and what it scored it.
-
-        The score is the reviewer's weighted rubric score before the council's accuracy
-        ceiling and safety cap, so a reviewer's reading is measured, not the council's rules.
-        """
-        with self._connect() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO council_readings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, *row) for row in council_reading_rows(result)],
-            )
 
     def council_readings(self) -> list[dict[str, object]]:
         """Every council reading row, as dicts."""
@@ -259,6 +250,11 @@ class RunStore:
         """How many runs are recorded."""
         with self._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def _run_id(blob: str) -> str:
+    """A result's id: a digest of its JSON, so the same result recorded twice is one run."""
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 def council_rows(result: CouncilResult) -> list[tuple[object, ...]]:
@@ -320,13 +316,17 @@ def observation_rows(
                     first,
                     lengths[arg_id],
                     float(raw[0, a]),
-                    float(np.asarray(calibrated)[a]),
+                    float(calibrated[a]),
                     authors.get(side),
                 )
 
 
 def council_reading_rows(result: CouncilResult) -> Iterator[tuple[object, ...]]:
-    """One row per scored reviewer x candidate: position shown, weighted score, self-vote."""
+    """One row per scored reviewer x candidate: position shown, weighted score, self-vote.
+
+    The score is the reviewer's weighted rubric score before the council's accuracy ceiling
+    and safety cap, so a reviewer's reading is measured, not the council's rules.
+    """
     weights = result.config.council.weights
     shown = len(result.candidates)
     for review in result.reviews:
