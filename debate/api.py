@@ -250,6 +250,10 @@ def load_transcript(path: str | Path) -> Transcript:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigurationError(f"transcript {path}: cannot read it ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"transcript {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
