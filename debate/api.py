@@ -13,7 +13,6 @@ from debate._version import __version__
 from debate.exceptions import ConfigurationError
 from debate.models._base import Model, ModelSettings
 from debate.panel._panel import MultiJudgePanel
-from debate.panel._topics import TopicProfiles
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
 from debate.records._result import DebateResult, PanelResult, draw_seed
@@ -144,12 +143,14 @@ def _panel(
     history: Mapping[str, float] | None,
     renderer: PromptRenderer | None = None,
 ) -> MultiJudgePanel:
-    """The run's panel, each judge's model wrapped (cache, limiter) like the debaters'."""
+    """The run's panel: judges rate-limited like the debaters, replies in the run's cache.
+
+    Topic profiles are the panel's default for ``cfg`` (``cfg.topics`` or the shipped table).
+    """
     return MultiJudgePanel(
         models={name: wrap(m) for name, m in judges.items()},
         config=cfg,
         renderer=renderer,
-        topics=TopicProfiles.load(cfg.topics),
         on_event=on_event,
         history=history,
         cache=wrap.cache,
@@ -249,6 +250,10 @@ def load_transcript(path: str | Path) -> Transcript:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigurationError(f"transcript {path}: cannot read it ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"transcript {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

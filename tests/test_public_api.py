@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import debate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,3 +57,10 @@ def test_examples_import_only_from_debate() -> None:
     assert sources, "no examples found"
     for name, source in sources.items():
         assert set(_imports(source)) <= {"debate"}, name
+
+
+def test_load_transcript_refuses_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    latin = tmp_path / "t.json"
+    latin.write_bytes(b'{"topic": "caf\xe9"}')
+    with pytest.raises(debate.ConfigurationError, match=r"t\.json: not UTF-8 text \(byte 14"):
+        debate.load_transcript(latin)

@@ -98,6 +98,29 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     return model
 
 
+def run_settings(config: RunConfig, seed: int) -> ModelSettings:
+    """The sampling settings of every council call of a run (answers and reviews)."""
+    return ModelSettings(
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=seed,
+        timeout=config.timeout,
+    )
+
+
+@dataclass(frozen=True)
+class _Sitting:
+    """What every reviewer of one question shares, built once per :meth:`Council.rank`."""
+
+    question: str
+    candidates: Sequence[Candidate]
+    seed: int
+    renderer: PromptRenderer
+    """The council's renderer keyed by the seed."""
+    settings: ModelSettings
+    call: CallContext
+
+
 class Council:
     """Reviewers plus settings; :meth:`rank` runs one question."""
 
@@ -121,12 +144,6 @@ class Council:
         self.on_event = on_event
         self.cache = cache
 
-    def _settings(self, seed: int) -> ModelSettings:
-        c = self.config
-        return ModelSettings(
-            temperature=c.temperature, max_tokens=c.max_tokens, seed=seed, timeout=c.timeout
-        )
-
     async def rank(
         self,
         question: str,
@@ -137,28 +154,35 @@ class Council:
     ) -> CouncilResult:
         """Review every candidate with every reviewer, concurrently, and aggregate."""
         check_candidates(question, candidates)
-        meter = meter or UsageMeter()
-        reviews = await asyncio.gather(
-            *(self._review(r, question, candidates, seed, meter) for r in self.reviewers)
+        sitting = _Sitting(
+            question=question,
+            candidates=candidates,
+            seed=seed,
+            renderer=self.renderer.keyed(seed),  # the same seed renders the same prompts
+            settings=run_settings(self.config, seed),
+            call=CallContext(
+                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
+            ),
         )
+        reviews = await asyncio.gather(*(self._review(r, sitting) for r in self.reviewers))
         return aggregate(
             question,
             list(candidates),
             list(reviews),
             self.config,
-            usage=meter.snapshot(),
+            usage=sitting.call.meter.snapshot(),
             seed=seed,
             version=__version__,
         )
 
     def _messages(
-        self, reviewer: Reviewer, question: str, shown: list[tuple[str, Candidate]], seed: int
+        self, reviewer: Reviewer, sitting: _Sitting, shown: list[tuple[str, Candidate]]
     ) -> list[Message]:
         """The reviewer's request: the candidates under their labels, in its own order."""
-        renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
+        renderer = sitting.renderer
         prompt = renderer.render(
             "council_review.md.jinja",
-            question=question,
+            question=sitting.question,
             candidates=[{"label": label, "text": c.text} for label, c in shown],
             labels=tuple(label for label, _ in shown),
             perspective=reviewer.perspective,
@@ -169,15 +193,9 @@ class Council:
             Message(role="user", content=prompt),
         ]
 
-    async def _review(
-        self,
-        reviewer: Reviewer,
-        question: str,
-        candidates: Sequence[Candidate],
-        seed: int,
-        meter: UsageMeter,
-    ) -> Review:
-        rng = random.Random(f"{seed}:council:{reviewer.name}")
+    async def _review(self, reviewer: Reviewer, sitting: _Sitting) -> Review:
+        candidates = sitting.candidates
+        rng = random.Random(f"{sitting.seed}:council:{reviewer.name}")
         shown = labelled_order([c.id for c in candidates], rng=rng)
         by_id = {c.id: c for c in candidates}
         labels = tuple(label for label, _, _ in shown)
@@ -193,12 +211,10 @@ class Council:
         try:
             completion, _ = await ask(
                 reviewer.model,
-                self._messages(
-                    reviewer, question, [(lb, by_id[cid]) for lb, cid, _ in shown], seed
-                ),
+                self._messages(reviewer, sitting, [(lb, by_id[cid]) for lb, cid, _ in shown]),
                 review_reply(labels, self.config.council.safety_gate),
-                self._settings(seed),
-                CallContext(CallPolicy.of(self.config), meter, self.cache, self.on_event),
+                sitting.settings,
+                sitting.call,
                 phase="council",
                 actor=reviewer.name,
             )
@@ -245,13 +261,7 @@ async def generate_candidates(
 ) -> list[Candidate]:
     """Each model answers the question first; the answers become the candidates."""
     prompt = renderer.render("council_answer.md.jinja", question=question)
-    settings = ModelSettings(
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=seed,
-        timeout=config.timeout,
-    )
-
+    settings = run_settings(config, seed)
     call = CallContext(CallPolicy.of(config), meter, cache, on_event)
 
     async def one(model: Model) -> Candidate:

@@ -48,7 +48,7 @@ class MultiJudgePanel:
         renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
         topics: Topic profiles (default: the shipped table, or ``config.topics``).
         on_event: Progress callback.
-        history: Track-record accuracy by judge identity (``debate.quality._track.identity``);
+        history: Track-record accuracy by judge identity (:meth:`identity`);
             judges without history count as 1.0.
         cache: Response cache: a judge's valid reply is replayed from it, and stored in it.
     """

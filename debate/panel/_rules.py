@@ -75,6 +75,10 @@ class Case:
     notes: list[str]
     """Notes on individual judges (unscored, swapped readings), appended to every outcome."""
     panel_size: int
+    agreement_notes: list[str]
+    """What alpha and kappa say (:func:`_agreement_checks`), read by every later rule."""
+    diverged: bool
+    """Agreement fails on both alpha and kappa."""
 
 
 Rule = Callable[[Case], "Decision | None"]
@@ -86,20 +90,19 @@ def decide(
     thresholds: Thresholds,
     evaluations: Sequence[JudgeEvaluation],
     panel_size: int,
-    diagnostics: Diagnostics | None = None,
+    diagnostics: Diagnostics,
 ) -> Decision:
     """Apply the rules in order; a winner is named only when every check passes."""
+    agreement_notes, diverged = _agreement_checks(agreement, thresholds)
     case = Case(
         agreement=agreement,
         vote=vote_,
         thresholds=thresholds,
-        diagnostics=diagnostics
-        or Diagnostics(
-            alpha_by_dimension=dict(agreement.alpha_by_dimension),
-            argument_variance=dict(agreement.argument_variance),
-        ),
+        diagnostics=diagnostics,
         notes=_judge_notes(evaluations),
         panel_size=panel_size,
+        agreement_notes=agreement_notes,
+        diverged=diverged,
     )
     rules: tuple[Rule, ...] = (_insufficient, _no_difference, _split, _too_close)
     for rule in rules:
@@ -129,11 +132,10 @@ def _no_difference(case: Case) -> Decision | None:
 
 
 def _split(case: Case) -> Decision | None:
-    agreement_notes, diverged = _agreement_checks(case.agreement, case.thresholds)
     high = _high_variance(case)
-    if not diverged and not high:
+    if not case.diverged and not high:
         return None
-    reasons = [*_split_causes(case, high), *agreement_notes]
+    reasons = [*_split_causes(case, high), *case.agreement_notes]
     return _decision(case, "irreconcilable", None, reasons, high)
 
 
@@ -151,8 +153,7 @@ def _too_close(case: Case) -> Decision | None:
         reason = f"{_interval_text(vote_)} includes 0: the lead could be chance"
     else:
         return None
-    notes, _ = _agreement_checks(case.agreement, thresholds)
-    return _decision(case, "too_close", None, [reason, *notes])
+    return _decision(case, "too_close", None, [reason, *case.agreement_notes])
 
 
 def _winner(case: Case) -> Decision:
@@ -164,7 +165,7 @@ def _winner(case: Case) -> Decision:
         f"{abs(vote_.margin_points):.2f} points ahead on the judges' 1-10 scale (calibrated "
         f"margin {abs(vote_.margin):.3f}); {_interval_text(vote_)} excludes 0; alpha "
         f"{_alpha_text(agreement.alpha)}, kappa {fmt(agreement.kappa)}",
-        *_agreement_checks(agreement, case.thresholds)[0],
+        *case.agreement_notes,
         *_contested(case),
         *_split_dimensions(case),
     ]

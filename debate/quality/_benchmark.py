@@ -39,7 +39,7 @@ from debate.records._config import RunConfig
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
-from debate.runtime._pool import CacheSpec, ModelPool
+from debate.runtime._pool import CacheSpec, ModelPool, closing_pool
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
 from debate.storage._files import read_jsonl_records
@@ -132,19 +132,16 @@ Call = tuple[str, str, str, str | None, str | None]
 
 
 async def _run_items(
-    items: Sequence[Item], run: Callable[[Item], Awaitable[R]], pool: ModelPool, concurrency: int
+    items: Sequence[Item], run: Callable[[Item], Awaitable[R]], concurrency: int
 ) -> list[R]:
-    """Run every item, at most ``concurrency`` at a time, then close the pool."""
+    """Run every item, at most ``concurrency`` at a time."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(item: Item) -> R:
         async with gate:
             return await run(item)
 
-    try:
-        return list(await asyncio.gather(*(one(i) for i in items)))
-    finally:
-        await pool.aclose()
+    return list(await asyncio.gather(*(one(i) for i in items)))
 
 
 def _record(
@@ -216,7 +213,7 @@ async def calibrate_debates(
             cache=cache,
         )
 
-    results = await _run_items(items, judge, pool, concurrency)
+    results = await closing_pool(pool, _run_items(items, judge, concurrency))
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
@@ -315,7 +312,7 @@ async def calibrate_pairwise(
             pool=pool,
         )
 
-    results = await _run_items(items, rank, pool, concurrency)
+    results = await closing_pool(pool, _run_items(items, rank, concurrency))
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
     calls = _review_calls(names, results)
