@@ -210,20 +210,9 @@ def history(args: argparse.Namespace) -> dict[str, float] | None:
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Config values set by flags (None where a flag was not given); RunConfig checks them."""
     values: dict[str, Any] = {
-        "model": args.model,
-        "base_url": args.base_url,
-        "templates": args.templates,
-        "topics": args.topics,
-        "topic_type": args.topic_type,
-        "topic_classifier": args.topic_classifier,
-        "timeout": args.timeout,
-        "deadline": args.deadline,
-        "max_retries": args.max_retries,
-        "presentation": getattr(args, "presentation", None),
-        "swap": True if getattr(args, "swap", False) else None,
-        "arguments": getattr(args, "arguments", None),
-        "rounds": getattr(args, "rounds", None),
+        field: getattr(args, field, None) for field in CONFIG_FLAGS if field != "judges"
     }
+    values["swap"] = values["swap"] or None  # an absent --swap keeps the config's
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
         values["judges"] = [j.model_dump() for j in default_judges(roles)]
