@@ -4,7 +4,7 @@ One command regenerates everything (the screenshots need Debian's ``chromium``):
 
     PYTHONPATH=$PWD python -m tests.render_samples samples/ --screenshots docs/
 
-writes ``samples/{winner,split,council}/report.{md,html}`` and, with ``--screenshots``,
+writes ``samples/{report,report-split,council}/report.{md,html}`` and, with ``--screenshots``,
 ``docs/report-1280.png``, ``docs/report-420.png``, ``docs/report-split-1280.png``,
 ``docs/report-split-420.png``, ``docs/council-1280.png`` and ``docs/council-420.png``. The judges'
 scores are planted, so the pictures show every part of the report with known numbers.
