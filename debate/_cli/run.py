@@ -18,6 +18,7 @@ from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import write_report
+from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
 
@@ -97,9 +98,6 @@ def summary(result: DebateResult, path: str) -> str:
             f"Margin PRO-CON: {v.margin:+.3f}{ci} ({v.calibration} calibration, "
             f"topic type {v.topic_type})"
         )
-
-    def fmt(x: float | None) -> str:
-        return "undefined" if x is None else f"{x:.3f}"
 
     lines.append(
         f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "
