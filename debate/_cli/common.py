@@ -202,9 +202,9 @@ def open_store(args: argparse.Namespace) -> RunStore | None:
     return RunStore(store_path(args))
 
 
-def history(args: argparse.Namespace) -> dict[str, float] | None:
-    """The judges' track-record accuracies that weight the vote; None with ``--no-store``."""
-    return None if args.no_store else TrackRecords(store_path(args)).all_accuracies()
+def history(store: RunStore | None) -> dict[str, float] | None:
+    """The judges' track-record accuracies (kept in the run store); None without a store."""
+    return None if store is None else TrackRecords(store.path).all_accuracies()
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
