@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -65,9 +66,14 @@ def _jsonl(*rows: Any) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
 
 
+@functools.cache
+def _example() -> bytes:
+    return EXAMPLE.read_bytes()
+
+
 def transcript(**changes: Any) -> dict[str, Any]:
     """The example transcript with some fields replaced."""
-    data: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(_example())
     data.update(changes)
     return data
 
@@ -85,20 +91,33 @@ BAD_PATHS = {
 }
 
 
+@functools.cache
 def _base_files() -> dict[str, bytes]:
+    """The files every case's folder holds (built once; :func:`prepare` copies them)."""
     return {
         BLOCKER: b"a file, not a folder\n",
         "nonutf8": NON_UTF8,
         "badjson": b"{not json\n",
         "empty": b"",
         "badtoml": b"x = = 1\n",
-        "transcript.json": EXAMPLE.read_bytes(),
+        "transcript.json": _example(),
         "topic.jsonl": _jsonl({"topic": TOPIC}),
         "candidates.jsonl": _jsonl({"id": "a", "text": "Yes."}, {"id": "b", "text": "No."}),
         "items.jsonl": _jsonl(
             {"id": "1", "question": "Q?", "a": "yes", "b": "no", "labels": ["a", "a"]}
         ),
         "ratings.csv": b"1,2,3,4\n1,2,3,5\n2,2,3,4\n",
+    }
+
+
+def _unreadable(missing: str) -> dict[str, str]:
+    """An input file a command cannot read, by label: absent, a folder, not text, not JSON."""
+    return {
+        "missing": missing,
+        "folder": "folder",
+        "non-UTF-8": "nonutf8",
+        "bad JSON": "badjson",
+        "empty": "empty",
     }
 
 
@@ -220,13 +239,7 @@ def run_cases() -> Iterator[Case]:
 def judge_cases() -> Iterator[Case]:
     base = ["judge", "transcript.json", *SCRIPTED]
     yield from _flag_cases("judge", base)
-    for name, path in {
-        "missing": "nope.json",
-        "folder": "folder",
-        "non-UTF-8": "nonutf8",
-        "bad JSON": "badjson",
-        "empty": "empty",
-    }.items():
+    for name, path in _unreadable("nope.json").items():
         yield Case("judge", f"transcript {name}", ("judge", path, *SCRIPTED), folders=("folder",))
     arguments = transcript()["arguments"]
     many = [_argument(s, n) for s in ("PRO", "CON") for n in range(1, 2001)]
@@ -271,13 +284,7 @@ def judge_cases() -> Iterator[Case]:
 
 def _jsonl_file_cases(command: str, argv: Callable[[str], list[str]]) -> Iterator[Case]:
     """A JSONL input that is missing, a folder, not UTF-8, not JSON or empty."""
-    for name, path in {
-        "missing": "nope.jsonl",
-        "folder": "folder",
-        "non-UTF-8": "nonutf8",
-        "bad JSON": "badjson",
-        "empty": "empty",
-    }.items():
+    for name, path in _unreadable("nope.jsonl").items():
         yield Case(command, f"file {name}", tuple(argv(path)), folders=("folder",))
     for label, rows in {
         "a line that is a list": _jsonl([1, 2]),
@@ -408,14 +415,7 @@ def audit_cases() -> Iterator[Case]:
 
 
 def report_cases() -> Iterator[Case]:
-    for name, path in {
-        "missing": "nope.json",
-        "folder": "folder",
-        "non-UTF-8": "nonutf8",
-        "bad JSON": "badjson",
-        "empty": "empty",
-        "a transcript": "transcript.json",
-    }.items():
+    for name, path in {**_unreadable("nope.json"), "a transcript": "transcript.json"}.items():
         yield Case("report", f"result {name}", ("report", path), folders=("folder",))
     for label, data in {
         "a JSON array": [1],

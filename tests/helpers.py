@@ -1,19 +1,24 @@
-"""Shared builders for tests: transcripts and judge functions with planted scores."""
+"""Shared builders for tests: transcripts, judge and reviewer replies with planted scores."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from debate.models._base import Message
+from debate.records._config import RunConfig
+from debate.records._council import COUNCIL_DIMENSIONS
+from debate.records._result import DebateResult, PanelResult
 from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
 from tests.openai_server import FakeOpenAIServer
 
 ROLE = re.compile(r"# Your role: (\w+) judge")
+RESPONSE = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
+"""A candidate in a council review request: its label and its text."""
 
 
 def transcript(pro: int = 3, con: int = 3, topic: str = "Should we adopt the plan?") -> Transcript:
@@ -50,15 +55,21 @@ def role_of(messages: list[Message]) -> str:
     return match.group(1)
 
 
-def rubric(score: int, standing: str = "UPHELD") -> dict[str, Any]:
+def rubric(score: int, standing: str = "UPHELD", note: str = "n") -> dict[str, Any]:
     return {
         "logic": score,
         "evidence": score,
         "responsiveness": score,
         "honesty": score,
         "standing": standing,
-        "note": "n",
+        "note": note,
     }
+
+
+def graded(score: int, note: str = "n") -> dict[str, Any]:
+    """A rubric whose standing follows from the score, as a consistent judge's would."""
+    standing = "UPHELD" if score >= 7 else "REFUTED" if score <= 4 else "PARTIALLY_UPHELD"
+    return rubric(score, standing, note)
 
 
 def planted_judges(
@@ -75,10 +86,7 @@ def planted_judges(
             if isinstance(value, str) and value.startswith("RAW:"):
                 return value[4:]
             if isinstance(value, int):
-                standing = (
-                    "UPHELD" if value >= 7 else "REFUTED" if value <= 4 else "PARTIALLY_UPHELD"
-                )
-                value = rubric(value, standing)
+                value = graded(value)
             scores[arg_id] = value
         return json.dumps({"scores": scores, "key_finding": f"{role} done"})
 
@@ -88,3 +96,25 @@ def planted_judges(
 def served(server: FakeOpenAIServer) -> list[str]:
     """The flags that point a command at the test server."""
     return ["--model", "m", "--base-url", server.base_url]
+
+
+def as_result(panel: PanelResult, debate: Transcript, config: RunConfig) -> DebateResult:
+    """The debate result a run would record for this panel's verdict on ``debate``."""
+    return DebateResult(
+        topic=debate.topic, transcript=debate, config=config, version="test", **dict(panel)
+    )
+
+
+def shown_candidates(messages: list[Message]) -> list[tuple[str, str]]:
+    """The (label, text) of each candidate a council review request shows, in shown order."""
+    return list(RESPONSE.findall(messages[1].content))
+
+
+def review_reply(scores: Mapping[str, int]) -> str:
+    """A council reviewer's reply: every dimension of each label at its score, ranked by
+    score (highest first)."""
+    evaluations = {
+        label: dict.fromkeys(COUNCIL_DIMENSIONS, s) | {"notes": "n"} for label, s in scores.items()
+    }
+    ranking = sorted(scores, key=lambda label: -scores[label])
+    return json.dumps({"evaluations": evaluations, "ranking": ranking})

@@ -4,7 +4,7 @@ One command regenerates everything (the screenshots need Debian's ``chromium``):
 
     PYTHONPATH=$PWD python -m tests.render_samples samples/ --screenshots docs/
 
-writes ``samples/{winner,split,council}/report.{md,html}`` and, with ``--screenshots``,
+writes ``samples/{report,report-split,council}/report.{md,html}`` and, with ``--screenshots``,
 ``docs/report-1280.png``, ``docs/report-420.png``, ``docs/report-split-1280.png``,
 ``docs/report-split-420.png``, ``docs/council-1280.png`` and ``docs/council-420.png``. The judges'
 scores are planted, so the pictures show every part of the report with known numbers.
@@ -19,7 +19,6 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -30,8 +29,7 @@ from debate.records._council import Candidate, CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
 from debate.report import write_report
-from tests.helpers import planted_judges
-from tests.test_council import RESPONSE
+from tests.helpers import planted_judges, review_reply, shown_candidates
 
 TOPIC = "Should a ten-person team adopt trunk-based development?"
 CLAIMS = {
@@ -116,18 +114,11 @@ ANSWERS = [
 
 def _reviewer(offset: float, spread: float) -> Callable[[list[Message], type[BaseModel]], str]:
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        shown = RESPONSE.findall(messages[1].content)
         scores: dict[str, int] = {}
-        for label, body in shown:
+        for label, body in shown_candidates(messages):
             quality = QUALITY[body.rsplit("(", 1)[1].rstrip(")")]
             scores[label] = int(max(1, min(10, round(offset + (quality - 6) * spread))))
-        evaluations: dict[str, Any] = {
-            label: {d: s for d in ("accuracy", "relevance", "completeness", "conciseness")}
-            | {"clarity": s, "notes": "n"}
-            for label, s in scores.items()
-        }
-        ranking = sorted(scores, key=lambda k: -scores[k])
-        return json.dumps({"evaluations": evaluations, "ranking": ranking})
+        return review_reply(scores)
 
     return reply
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +22,16 @@ from debate.models._base import Message
 from debate.quality._audit import Audit, Estimate, JudgeAudit, audit
 from debate.quality._effects import fit, identified
 from debate.records._council import Candidate
-from debate.records._result import DebateResult
 from debate.storage._runs import RunStore
-from tests.helpers import role_of, schema_ids, transcript
+from tests.helpers import (
+    as_result,
+    graded,
+    review_reply,
+    role_of,
+    schema_ids,
+    shown_candidates,
+    transcript,
+)
 
 RUNS = 16
 ROLES = ("technical", "business", "risk", "general")
@@ -57,16 +63,7 @@ def judges(
             value = quality[arg_id] + rng.gauss(0, 0.5)
             value += (favour or {}).get(role, 0.0) if arg_id.startswith("PRO") else 0.0
             value += (first or {}).get(role, 0.0) if position == 0 else 0.0
-            s = int(min(10, max(1, round(value))))
-            standing = "UPHELD" if s >= 7 else "REFUTED" if s <= 4 else "PARTIALLY_UPHELD"
-            scores[arg_id] = {
-                "logic": s,
-                "evidence": s,
-                "responsiveness": s,
-                "honesty": s,
-                "standing": standing,
-                "note": "",
-            }
+            scores[arg_id] = graded(int(min(10, max(1, round(value)))), note="")
         return json.dumps({"scores": scores, "key_finding": "k"})
 
     if models:
@@ -89,22 +86,9 @@ def record_debates(
     for seed in range(runs):
         models = judges(seed, models=authors is not None, **planted)
         panel = MultiJudgePanel(models=models, config=config)
-        judged = panel.evaluate_sync(transcript(per_side, per_side), seed=seed)
-        store.record(
-            DebateResult(
-                topic="t",
-                transcript=transcript(per_side, per_side),
-                evaluations=judged.evaluations,
-                agreement=judged.agreement,
-                vote=judged.vote,
-                decision=judged.decision,
-                usage=judged.usage,
-                config=config,
-                seed=seed,
-                version="test",
-            ),
-            authors=authors,
-        )
+        debate = transcript(per_side, per_side)
+        judged = panel.evaluate_sync(debate, seed=seed)
+        store.record(as_result(judged, debate, config), authors=authors)
 
 
 def by_role(result: Audit) -> dict[str, JudgeAudit]:
@@ -209,26 +193,18 @@ def test_estimator_recovers_a_slope_under_fixed_effects_and_refuses_an_absorbed_
     assert not identified(pair - pair.mean(axis=0), (pair**2).sum(axis=0)).all()
 
 
-CANDIDATE_TEXT = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
-
-
 def reviewer(seed: int, name: str, first: float) -> FunctionModel:
     """A council reviewer: the candidate's quality plus noise, plus ``first`` points for
     the answer shown first (Response A)."""
 
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        shown = CANDIDATE_TEXT.findall(messages[1].content)
-        evaluations, scores = {}, {}
-        for position, (label, text) in enumerate(shown):
+        scores = {}
+        for position, (label, text) in enumerate(shown_candidates(messages)):
             rng = random.Random(f"{seed}:{name}:{text}")
             quality = float(text.split()[-1])
             s = int(min(10, max(1, round(quality + rng.gauss(0, 0.5) + first * (position == 0)))))
             scores[label] = s
-            evaluations[label] = dict.fromkeys(
-                ("accuracy", "relevance", "completeness", "conciseness", "clarity"), s
-            ) | {"notes": "n"}
-        ranking = sorted(scores, key=lambda label: -scores[label])
-        return json.dumps({"evaluations": evaluations, "ranking": ranking})
+        return review_reply(scores)
 
     return FunctionModel(reply, name=name)
 

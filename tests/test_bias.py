@@ -17,9 +17,8 @@ from debate.api import write_result
 from debate.models._base import Message
 from debate.models.test import TestModel
 from debate.quality._audit import audit
-from debate.records._result import DebateResult
 from debate.storage._runs import RunStore
-from tests.helpers import role_of, schema_ids, transcript
+from tests.helpers import as_result, graded, role_of, schema_ids, transcript
 
 BOOST = 2
 
@@ -34,16 +33,7 @@ def biased_judges(quality: dict[str, float], seed: int, *, noise: float = 0.6): 
         scores = {}
         for position, arg_id in enumerate(shown):
             value = quality[arg_id] + rng.gauss(0, noise) + (BOOST if position == 0 else 0)
-            score = int(min(10, max(1, round(value))))
-            standing = "UPHELD" if score >= 7 else "REFUTED" if score <= 4 else "PARTIALLY_UPHELD"
-            scores[arg_id] = {
-                "logic": score,
-                "evidence": score,
-                "responsiveness": score,
-                "honesty": score,
-                "standing": standing,
-                "note": "",
-            }
+            scores[arg_id] = graded(int(min(10, max(1, round(value)))), note="")
         return json.dumps({"scores": scores, "key_finding": "k"})
 
     return reply
@@ -103,20 +93,8 @@ def test_audit_detects_planted_position_bias(tmp_path: Path) -> None:
         quality = close_debate(seed)
         config = RunConfig(model="f")
         panel = MultiJudgePanel(models=FunctionModel(biased_judges(quality, seed)), config=config)
-        panel_result = panel.evaluate_sync(transcript(), seed=seed)
-        result = DebateResult(
-            topic="t",
-            transcript=transcript(),
-            evaluations=panel_result.evaluations,
-            agreement=panel_result.agreement,
-            vote=panel_result.vote,
-            decision=panel_result.decision,
-            usage=panel_result.usage,
-            config=config,
-            seed=seed,
-            version="test",
-        )
-        store.record(result)
+        debate = transcript()
+        store.record(as_result(panel.evaluate_sync(debate, seed=seed), debate, config))
     rows = audit(store).judges
     assert len(rows) == 4
     for row in rows:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -15,8 +14,8 @@ from debate.council._run import load_candidates, run_council_sync
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message
 from debate.records._council import Candidate, CouncilResult
+from tests.helpers import review_reply, shown_candidates
 
-RESPONSE = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
 QUALITY = {"alpha answer": 8.0, "beta answer": 6.0, "gamma answer": 4.0}
 CANDIDATES = [
     Candidate(id="A", text="alpha answer"),
@@ -27,21 +26,9 @@ CANDIDATES = [
 
 def reviewer(score_of):  # type: ignore[no-untyped-def]
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        shown = RESPONSE.findall(messages[1].content)
-        scores = {label: score_of(QUALITY[text]) for label, text in shown}
-        evaluations = {
-            label: {
-                "accuracy": s,
-                "relevance": s,
-                "completeness": s,
-                "conciseness": s,
-                "clarity": s,
-                "notes": "n",
-            }
-            for label, s in scores.items()
-        }
-        ranking = sorted(scores, key=lambda k: -scores[k])
-        return json.dumps({"evaluations": evaluations, "ranking": ranking})
+        return review_reply(
+            {label: score_of(QUALITY[text]) for label, text in shown_candidates(messages)}
+        )
 
     return reply
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,9 @@ from debate.records._result import Usage
 from debate.report._council import render_council_html
 from debate.stats import Ranking, borda, intervals_tie, normalized_scores, rubric_overall
 from debate.storage._runs import RunStore
+from tests.helpers import shown_candidates
 
 CANDS = ["a", "b", "c"]
-RESPONSE = re.compile(r"## Response (\w+)\n<<response-\w+:\w+>>\n(.*?)\n<</", re.S)
 
 
 def answer(cid: str) -> str:
@@ -52,7 +51,7 @@ def reviewer(
     """A reviewer model (``name`` is its model name) with fixed scores and ranking by id."""
 
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        label_of = {text: label for label, text in RESPONSE.findall(messages[1].content)}
+        label_of = {text: label for label, text in shown_candidates(messages)}
         gated = 'Set "unsafe"' in messages[1].content
         evaluations = {
             label_of[answer(cid)]: {

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.panel._rules import effect_word
 from debate.records._config import default_judges
-from debate.records._result import DebateResult, PanelResult
+from debate.records._result import PanelResult
 from debate.report._view import explanation, margin_words
 from debate.stats import bootstrap_margin, calibrate, minmax, zscore
-from tests.helpers import planted_judges, transcript
+from tests.helpers import as_result, planted_judges, transcript
 
 T = transcript()
 ROLES = ("technical", "business", "risk", "general")
@@ -38,21 +38,6 @@ def uniform(pro: int, con: int) -> Any:
     return lambda role, a: pro if a.startswith("PRO") else con
 
 
-def as_result(panel: PanelResult) -> DebateResult:
-    return DebateResult(
-        topic=T.topic,
-        transcript=T,
-        evaluations=panel.evaluations,
-        agreement=panel.agreement,
-        vote=panel.vote,
-        decision=panel.decision,
-        usage=panel.usage,
-        config=RunConfig(model="function"),
-        seed=panel.seed,
-        version="test",
-    )
-
-
 # --- 1 and 2: the effect in points, and calibration that does not amplify ---------------
 
 
@@ -68,10 +53,12 @@ def test_a_one_point_gap_reads_smaller_than_a_five_point_gap() -> None:
     assert large.vote.margin == pytest.approx(1.0)
     assert "moderately higher" in small.decision.reasons[0]
     assert "clearly higher" in large.decision.reasons[0]
-    assert "moderately" in margin_words(as_result(small))
-    assert "1.00 points ahead" in margin_words(as_result(small))
-    assert "moderately higher" in explanation(as_result(small))
-    assert "clearly higher" in explanation(as_result(large))
+    config = RunConfig(model="function")
+    small_result, large_result = as_result(small, T, config), as_result(large, T, config)
+    assert "moderately" in margin_words(small_result)
+    assert "1.00 points ahead" in margin_words(small_result)
+    assert "moderately higher" in explanation(small_result)
+    assert "clearly higher" in explanation(large_result)
 
 
 def test_the_floor_holds_under_zscore_too() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from debate._cli.common import EXIT_OK, Commands, at_least, seed, user_file
 from debate.exceptions import ConfigurationError
+from debate.stats import fmt
 from debate.stats._agreement import (
     LEVELS,
     bootstrap_alpha,
@@ -151,16 +152,14 @@ def _statistic(args: argparse.Namespace) -> dict[str, Any]:
 def _line(report: dict[str, Any]) -> str:
     """The statistic in one human line."""
     if report["statistic"] == "fleiss_kappa":
-        kappa_text = "undefined" if report["kappa"] is None else f"{report['kappa']:.4f}"
         se_text = "" if report["se"] is None else f" (SE under H0 {report['se']:.4f})"
         return (
-            f"Fleiss' kappa = {kappa_text}{se_text}; {report['items']} items x "
+            f"Fleiss' kappa = {fmt(report['kappa'], 4)}{se_text}; {report['items']} items x "
             f"{report['raters']} raters"
         )
-    alpha_text = "undefined" if report["alpha"] is None else f"{report['alpha']:.4f}"
     ci = report["ci95"]
     ci_text = "" if ci is None else f", 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]"
     return (
-        f"Krippendorff's alpha ({report['level']}) = {alpha_text}{ci_text}; "
+        f"Krippendorff's alpha ({report['level']}) = {fmt(report['alpha'], 4)}{ci_text}; "
         f"{report['raters']} raters x {report['units']} units"
     )

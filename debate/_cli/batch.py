@@ -63,7 +63,7 @@ def batch_command(args: argparse.Namespace) -> int:
             api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
-            history=common.history(args),
+            history=common.history(store),
             store=store,
         )
     )

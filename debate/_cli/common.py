@@ -202,28 +202,17 @@ def open_store(args: argparse.Namespace) -> RunStore | None:
     return RunStore(store_path(args))
 
 
-def history(args: argparse.Namespace) -> dict[str, float] | None:
-    """The judges' track-record accuracies that weight the vote; None with ``--no-store``."""
-    return None if args.no_store else TrackRecords(store_path(args)).all_accuracies()
+def history(store: RunStore | None) -> dict[str, float] | None:
+    """The judges' track-record accuracies (kept in the run store); None without a store."""
+    return None if store is None else TrackRecords(store.path).all_accuracies()
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Config values set by flags (None where a flag was not given); RunConfig checks them."""
     values: dict[str, Any] = {
-        "model": args.model,
-        "base_url": args.base_url,
-        "templates": args.templates,
-        "topics": args.topics,
-        "topic_type": args.topic_type,
-        "topic_classifier": args.topic_classifier,
-        "timeout": args.timeout,
-        "deadline": args.deadline,
-        "max_retries": args.max_retries,
-        "presentation": getattr(args, "presentation", None),
-        "swap": True if getattr(args, "swap", False) else None,
-        "arguments": getattr(args, "arguments", None),
-        "rounds": getattr(args, "rounds", None),
+        field: getattr(args, field, None) for field in CONFIG_FLAGS if field != "judges"
     }
+    values["swap"] = values["swap"] or None  # an absent --swap keeps the config's
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
         values["judges"] = [j.model_dump() for j in default_judges(roles)]

@@ -16,6 +16,7 @@ from debate.records._config import RunConfig
 from debate.records._council import CouncilResult
 from debate.report import write_report
 from debate.runtime._pool import ModelPool, closing_pool
+from debate.stats import fmt
 from debate.storage._files import write_json_atomic
 from debate.storage._runinfo import recording_run, resolve_seed
 
@@ -64,10 +65,9 @@ def _generators(args: argparse.Namespace, pool: ModelPool) -> list[Model] | None
 def council_summary(result: CouncilResult, path: str) -> str:
     """Ranking table, interpretation and exclusions, in a few lines."""
     a = result.agreement
-    alpha = "undefined" if a.alpha is None else f"{a.alpha:.3f}"
     lines = [
         f"Council ranking ({result.method}; {a.reviewers_scored} reviewers scored, "
-        f"{a.reviewers_unscored} unscored; reviewer alpha {alpha})"
+        f"{a.reviewers_unscored} unscored; reviewer alpha {fmt(a.alpha)})"
     ]
     for e in result.rankings:
         mean = "-" if e.mean_score is None else f"{e.mean_score:+.2f}"

@@ -18,8 +18,10 @@ from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import write_report
+from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
+from debate.storage._runs import RunStore
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given the keyword arguments every debate entry point takes."""
@@ -52,7 +54,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work(_shared(args, config, seed, cache)))
+        result = asyncio.run(work(_shared(args, config, seed, cache, store)))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -66,7 +68,11 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
 
 
 def _shared(
-    args: argparse.Namespace, config: RunConfig, seed: int, cache: ResponseCache | None
+    args: argparse.Namespace,
+    config: RunConfig,
+    seed: int,
+    cache: ResponseCache | None,
+    store: RunStore | None,
 ) -> dict[str, Any]:
     return {
         "config": config,
@@ -75,7 +81,7 @@ def _shared(
         "model_path": args.model_path,
         "on_event": common.progress(args),
         "cache": cache,
-        "history": common.history(args),
+        "history": common.history(store),
     }
 
 
@@ -97,9 +103,6 @@ def summary(result: DebateResult, path: str) -> str:
             f"Margin PRO-CON: {v.margin:+.3f}{ci} ({v.calibration} calibration, "
             f"topic type {v.topic_type})"
         )
-
-    def fmt(x: float | None) -> str:
-        return "undefined" if x is None else f"{x:.3f}"
 
     lines.append(
         f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "

@@ -19,6 +19,7 @@ from debate.report._view import (
     headline,
     heatmap,
     margin_words,
+    points,
 )
 from debate.stats import (
     BAND_TEXT,
@@ -181,18 +182,13 @@ def _with_band(value: float | None, name_of: Callable[[float | None], str] = ban
     return name if name == UNDEFINED else f"{fmt(value)} · {name}"
 
 
-def _points(value: float | None, *, signed: bool = False) -> str:
-    """A score in points of the judges' 1-10 scale."""
-    return UNDEFINED if value is None else f"{fmt(value, 2, signed=signed)} points"
-
-
 def _facts(result: DebateResult) -> str:
     agreement, vote = result.agreement, result.vote
     total = agreement.judges_scored + agreement.judges_unscored
     facts = [
-        ("PRO mean", _points(vote.pro_points)),
-        ("CON mean", _points(vote.con_points)),
-        ("PRO − CON", _points(vote.margin_points, signed=True)),
+        ("PRO mean", points(vote.pro_points)),
+        ("CON mean", points(vote.con_points)),
+        ("PRO − CON", points(vote.margin_points, signed=True)),
         ("calibrated margin", fmt(vote.margin, signed=True)),
         ("alpha (scores)", _with_band(agreement.alpha)),
         ("kappa (standings)", _with_band(agreement.kappa, kappa_band)),
@@ -267,9 +263,9 @@ def _margin(result: DebateResult, figures: dict[str, str]) -> str:
     vote, gap = result.vote, result.decision.thresholds.gap
     level = f"{vote.confidence:.0%}"
     rows = [
-        ("PRO mean, points (1–10)", _points(vote.pro_points)),
-        ("CON mean, points (1–10)", _points(vote.con_points)),
-        ("PRO − CON, points", _points(vote.margin_points, signed=True)),
+        ("PRO mean, points (1–10)", points(vote.pro_points)),
+        ("CON mean, points (1–10)", points(vote.con_points)),
+        ("PRO − CON, points", points(vote.margin_points, signed=True)),
         (f"{level} interval, points", fmt_interval(vote.margin_points_ci, digits=2)),
         ("PRO mean (calibrated)", fmt(vote.pro)),
         ("CON mean (calibrated)", fmt(vote.con)),

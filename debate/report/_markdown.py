@@ -19,6 +19,7 @@ from debate.report._view import (
     headline,
     heatmap,
     margin_words,
+    points,
     standing_cells,
     unscored_label,
 )
@@ -43,10 +44,6 @@ def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         *("| " + " | ".join(row) + " |" for row in rows),
     ]
     return "\n".join(lines)
-
-
-def _points(value: float | None, *, signed: bool = False) -> str:
-    return fmt(value, 2, signed=signed) + ("" if value is None else " points")
 
 
 def _why_lines(result: DebateResult) -> list[str]:
@@ -85,8 +82,8 @@ def _verdict(result: DebateResult) -> list[str]:
         "",
         explanation(result),
         "",
-        f"PRO {_points(v.pro_points)} · CON {_points(v.con_points)} · PRO − CON "
-        f"{_points(v.margin_points, signed=True)} (calibrated margin "
+        f"PRO {points(v.pro_points)} · CON {points(v.con_points)} · PRO − CON "
+        f"{points(v.margin_points, signed=True)} (calibrated margin "
         f"{fmt(v.margin, signed=True)}) · alpha {fmt(a.alpha)} ({band(a.alpha)}) · kappa "
         f"{fmt(a.kappa)} ({kappa_band(a.kappa)}) · {a.judges_scored} of "
         f"{a.judges_scored + a.judges_unscored} judges scored",

@@ -14,7 +14,7 @@ from debate.panel._decision import score_matrices
 from debate.panel._rules import effect_word
 from debate.records._result import DebateResult, Vote
 from debate.records._transcript import JudgeEvaluation
-from debate.stats import calibrate
+from debate.stats import calibrate, fmt
 
 HEADLINES = {
     "too_close": "Too close to call",
@@ -63,6 +63,11 @@ def explanation(result: DebateResult) -> str:
             "standings disagree: there is no verdict to trust."
         )
     return EXPLANATIONS[decision.outcome]
+
+
+def points(value: float | None, *, signed: bool = False) -> str:
+    """A score in points of the judges' 1-10 scale (``undefined`` when there is none)."""
+    return fmt(value, 2, signed=signed) + ("" if value is None else " points")
 
 
 CAVEATS = {

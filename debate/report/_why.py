@@ -141,7 +141,7 @@ def _weakest_judge(result: DebateResult) -> str | None:
     judge, best = max(without.items(), key=lambda kv: (kv[1], kv[0]))
     if alpha is not None and best <= alpha:
         return None
-    before = "undefined" if alpha is None else fmt(alpha)
+    before = fmt(alpha)  # "undefined" without one
     return (
         f"Without {judge}, alpha would be {fmt(best)} (with every judge: {before}): "
         f"{judge} is the judge the others disagree with most."
