@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from debate import FunctionModel, MultiJudgePanel, RunConfig
+from debate import FunctionModel, MultiJudgePanel, RunConfig, judge_transcript_sync
 from debate._cli.main import main
 from debate.council._run import run_council_sync
 from debate.models._base import Message
@@ -26,6 +26,7 @@ from debate.storage._runs import RunStore
 from tests.helpers import (
     as_result,
     graded,
+    planted_judges,
     review_reply,
     role_of,
     schema_ids,
@@ -258,3 +259,14 @@ def test_audit_cli_prints_verdicts_and_json(
     assert {j.role for j in parsed.judges} == set(ROLES)
     assert parsed.council.runs == 8
     assert {r.reviewer for r in parsed.council.reviewers} == {"primed", "fair"}
+
+
+def test_stored_calibrated_scores_are_the_ones_the_panel_voted_with(tmp_path: Path) -> None:
+    """A judge separating the sides by one point is stored on the panel's floored scale."""
+    judge = FunctionModel(planted_judges(lambda role, arg_id: 6 if arg_id[:3] == "PRO" else 5))
+    result = judge_transcript_sync(transcript(), model=judge, seed=1)
+    assert result.vote.calibration == "minmax" and result.decision.thresholds.min_spread == 3.0
+    store = RunStore(tmp_path / "s.sqlite")
+    store.record(result)
+    stored = {round(float(str(r["calibrated_score"])), 6) for r in store.observations()}
+    assert stored == {round(1 / 3, 6), round(2 / 3, 6)}  # 5 and 6 within a 3-point floor

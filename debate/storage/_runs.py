@@ -301,7 +301,9 @@ def observation_rows(
     for e in result.evaluations:
         for reading, (scores, positions) in enumerate(_readings(e)):
             raw = np.array([[scores[arg_id].weighted(weights[e.judge]) for arg_id in ids]])
-            calibrated = calibrate(raw, result.vote.calibration)[0]
+            calibrated = calibrate(
+                raw, result.vote.calibration, result.decision.thresholds.min_spread
+            )[0]
             first = side_of(min(positions, key=positions.__getitem__))
             for a, (arg_id, side) in enumerate(zip(ids, transcript.sides, strict=True)):
                 yield (
