@@ -18,6 +18,7 @@ from typing import Any, Literal, TextIO
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from debate._checks import repeated
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
@@ -106,7 +107,7 @@ def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
         for number, item in read_jsonl_records(path, "batch file", BatchItem)
     ]
     ids = [i for i, _ in items]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    dupes = repeated(ids)
     if dupes:
         raise ConfigurationError(f"batch file {path}: id {dupes[0]} is used twice")
     if not items:

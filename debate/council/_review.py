@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from debate._checks import repeated
 from debate._version import __version__
 from debate.council._aggregate import aggregate
 from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError, ProviderError
@@ -243,7 +244,7 @@ def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
             f"candidates: {len(candidates)} given; the council ranks at least two answers"
         )
     ids = [c.id for c in candidates]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    dupes = repeated(ids)
     if dupes:
         raise ConfigurationError(f"candidates: id {dupes[0]} appears twice; give each its own id")
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from debate._checks import repeated
 from debate.exceptions import ConfigurationError
 from debate.records._transcript import DIMENSIONS, Frozen
 from debate.stats import RUBRIC_WEIGHTS, check_weights
@@ -195,7 +196,7 @@ class RunConfig(Finite):
                 f"the panel has {len(value)} judge(s); a panel needs at least two judges"
             )
         names = [j.name for j in value]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
         return value

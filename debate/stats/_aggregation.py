@@ -16,6 +16,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from debate._checks import repeated
+
 FloatArray = NDArray[np.float64]
 Confidence = Literal["high", "medium", "low"]
 WEIGHT_TOLERANCE = 1e-6
@@ -271,10 +273,10 @@ class Ranking:
         where = f"Ranking({self.reviewer!r})"
         if self.order is not None:
             order = _names(self.order, f"{where}.order")
-            repeated = sorted({c for c in order if order.count(c) > 1})
-            if repeated:
+            twice = repeated(order)
+            if twice:
                 raise ValueError(
-                    f"{where}.order lists {repeated[0]!r} twice; list each candidate once"
+                    f"{where}.order lists {twice[0]!r} twice; list each candidate once"
                 )
         if self.scores is not None:
             for candidate, value in self.scores.items():
