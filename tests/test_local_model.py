@@ -70,6 +70,21 @@ def test_tiny_schema_and_prefix_reuse() -> None:
     assert fresh.prompt_tokens_evaluated == c.usage.prompt_tokens + d.usage.prompt_tokens
 
 
+def test_the_repetition_guard_reaches_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    llm = MODEL._load()
+    real = llm.create_chat_completion
+
+    def spy(**kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(llm, "create_chat_completion", spy)
+    messages = [Message(role="user", content="Give a verdict from 1 to 10.")]
+    asyncio.run(MODEL.complete(messages, Tiny, ModelSettings(max_tokens=40, seed=1)))
+    assert MODEL.repeat_penalty == 1.15 and seen[-1]["repeat_penalty"] == 1.15
+
+
 def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     real_import = builtins.__import__
 
