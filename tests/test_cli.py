@@ -159,3 +159,25 @@ def test_wall_time_of_a_debate_is_four_round_trips(
         wall = time.perf_counter() - start
     assert code == 0, err
     print(f"default debate against a 200 ms server: {wall:.2f} s, {len(server.records)} calls")
+
+
+def test_summary_states_the_interval_level_and_the_margin_in_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "panel.toml"
+    config.write_text("[thresholds]\nconfidence = 0.9\n")
+    code, out, err = run_cli(
+        capsys, "run", TOPIC, "--model", "scripted", "--config", str(config),
+        "--out", str(tmp_path), "--seed", "5", "--no-store",
+    )  # fmt: skip
+    assert code == 0, err
+    vote = DebateResult.model_validate_json((tmp_path / "result.json").read_text()).vote
+    assert vote.confidence == 0.9 and vote.margin_ci is not None
+    assert vote.margin_points is not None and vote.margin_points_ci is not None
+    low, high = vote.margin_points_ci
+    assert f"90% CI [{vote.margin_ci[0]:+.3f}, {vote.margin_ci[1]:+.3f}]" in out
+    assert (
+        f"points of the 1-10 scale: {vote.margin_points:+.2f}, 90% CI [{low:+.2f}, {high:+.2f}]"
+        in out
+    )
+    assert "95%" not in out

@@ -97,12 +97,17 @@ def summary(result: DebateResult, path: str) -> str:
             "insufficient": "Decision: none - too few judges could score (insufficient)",
         }[d.outcome]
     lines = [head]
+    level = f"{v.confidence:.0%} CI"
     if v.margin is not None:
-        ci = f", 95% CI [{v.margin_ci[0]:+.3f}, {v.margin_ci[1]:+.3f}]" if v.margin_ci else ""
+        ci = f", {level} [{v.margin_ci[0]:+.3f}, {v.margin_ci[1]:+.3f}]" if v.margin_ci else ""
         lines.append(
             f"Margin PRO-CON: {v.margin:+.3f}{ci} ({v.calibration} calibration, "
             f"topic type {v.topic_type})"
         )
+    if v.margin_points is not None:
+        pts = v.margin_points_ci
+        ci = f", {level} [{pts[0]:+.2f}, {pts[1]:+.2f}]" if pts else ""
+        lines.append(f"Margin in points of the 1-10 scale: {v.margin_points:+.2f}{ci}")
 
     lines.append(
         f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "
