@@ -64,3 +64,15 @@ def test_load_transcript_refuses_a_file_that_is_not_utf8(tmp_path: Path) -> None
     latin.write_bytes(b'{"topic": "caf\xe9"}')
     with pytest.raises(debate.ConfigurationError, match=r"t\.json: not UTF-8 text \(byte 14"):
         debate.load_transcript(latin)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_out_of_range_is_refused_before_any_call(seed: int) -> None:
+    calls: list[object] = []
+    model = debate.FunctionModel(lambda messages, schema: calls.append(schema) or "{}")
+    with pytest.raises(debate.ConfigurationError, match=rf"^seed: {seed} is out of range"):
+        debate.run_debate_sync("Should we adopt four-day weeks?", model=model, seed=seed)
+    candidates = [debate.Candidate(id="a", text="A."), debate.Candidate(id="b", text="B.")]
+    with pytest.raises(debate.ConfigurationError, match=rf"^seed: {seed} is out of range"):
+        debate.run_council_sync("Which plan?", candidates, model=model, seed=seed)
+    assert calls == []

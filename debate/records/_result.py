@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from debate.records._config import RunConfig, Thresholds
+from debate.records._config import RunConfig, Thresholds, check_seed
 from debate.records._transcript import Frozen, JudgeEvaluation, Outcome, Side, Transcript
 
 
@@ -134,8 +134,11 @@ def draw_seed(seed: int | None = None) -> int:
 
     The one place a seed is drawn, so that the API, the panel, the council and ``run.json``
     draw from the same range and a recorded seed always replays.
+
+    A given seed is checked here too, so that ``run_debate(seed=-1)`` is refused with the
+    range rather than failing inside a backend (llama.cpp takes a 32-bit unsigned seed).
     """
-    return secrets.randbelow(2**31) if seed is None else seed
+    return secrets.randbelow(2**31) if seed is None else check_seed(seed, "seed")
 
 
 class PanelResult(Frozen):
