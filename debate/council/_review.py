@@ -23,7 +23,13 @@ from pydantic.json_schema import SkipJsonSchema
 from debate._checks import repeated
 from debate._version import __version__
 from debate.council._aggregate import aggregate
-from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError, ProviderError
+from debate.exceptions import (
+    BudgetExceeded,
+    ConfigurationError,
+    DebaterError,
+    ModelOutputError,
+    ProviderError,
+)
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
@@ -219,7 +225,7 @@ class Council:
                 phase="council",
                 actor=reviewer.name,
             )
-        except (ModelOutputError, ProviderError) as exc:
+        except (ModelOutputError, ProviderError, BudgetExceeded) as exc:
             return Review(**common, status="unscored", **unscored(exc))
         return _scored_review(common, labels, completion.parsed)
 
