@@ -18,6 +18,7 @@ from debate.records._config import RunConfig, validation_message
 from debate.records._result import DebateResult, PanelResult, draw_seed
 from debate.records._transcript import SIDES, Transcript, check_topic
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
+from debate.runtime._budget import Budget
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import RateLimiter
@@ -68,6 +69,7 @@ async def run_debate(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
@@ -87,7 +89,11 @@ async def run_debate(
             from it, so re-running an interrupted debate re-sends only unfinished calls.
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
-        prices: Price table for the cost in ``usage``.
+        prices: Price table for the cost in ``usage`` (default: the shipped table).
+        budget: Caps on cost and tokens (:class:`~debate.runtime._budget.Budget`); share
+            one between runs to cap them together. A call that could pass a cap is not
+            made: a judge's is unscored (reason ``budget``), a debater's stops the debate
+            with :class:`~debate.exceptions.BudgetExceeded`. ``usage.skipped`` lists them.
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
 
@@ -99,13 +105,14 @@ async def run_debate(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    meter = UsageMeter(prices=prices)
     deadline = Deadline(cfg.deadline)
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
         judged = _judge_models(cfg, models, model, judges)
+        used = [debaters.pro, debaters.con, *judged.values()]
+        meter = UsageMeter.for_run(prices, budget, (m.name for m in used))
         panel = _panel(cfg, judged, wrap, on_event, history, renderer)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
         transcript = await protocol.run(topic, deadline=deadline)
@@ -192,6 +199,7 @@ async def judge_transcript(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
@@ -205,9 +213,23 @@ async def judge_transcript(
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
-        panel = _panel(cfg, _judge_models(cfg, models, model, judges), wrap, on_event, history)
-        panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))
+        judged = _judge_models(cfg, models, model, judges)
+        meter = UsageMeter.for_run(prices, budget, (m.name for m in judged.values()))
+        panel = _panel(cfg, judged, wrap, on_event, history)
+        panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)
+
+
+def planned_models(cfg: RunConfig, pool: ModelPool) -> list[Model]:
+    """The models a debate run with ``cfg`` calls (debaters, then judges), from ``pool``.
+
+    For checks made before any run starts (a batch's cost cap over every item's models).
+    """
+    return [
+        pool.get(cfg.pro_model),
+        pool.get(cfg.con_model),
+        *_judge_models(cfg, pool, None, None).values(),
+    ]
 
 
 def _result(

@@ -11,6 +11,7 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
+from debate._cli.run import cost_and_limits
 from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
@@ -42,6 +43,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
     config = common.run_config(args)
+    money = cost_and_limits(args)
     items = _items(args)
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
@@ -55,6 +57,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "seed": args.seed if args.seed is not None else 0,
             "concurrency": args.concurrency,
             "cache": cache,
+            **money,
         }
         if args.format == "debate":
             report = asyncio.run(calibrate_debates(items, **shared))

@@ -49,12 +49,13 @@ def run_command(args: argparse.Namespace) -> int:
 def debate_command(args: argparse.Namespace, work: Work) -> int:
     """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
     config = common.run_config(args)
+    money = cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work(_shared(args, config, seed, cache, store)))
+        result = asyncio.run(work({**_shared(args, config, seed, cache, store), **money}))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -65,6 +66,15 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
     return EXIT_OK
+
+
+def cost_and_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``prices``, ``budget`` and ``limiter`` from the flags, read before any work."""
+    return {
+        "prices": common.prices(args),
+        "budget": common.budget(args),
+        "limiter": common.limiter(args),
+    }
 
 
 def _shared(
