@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from debate._version import __version__
-from debate.exceptions import ConfigurationError
+from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Model, ModelSettings
 from debate.panel._panel import MultiJudgePanel
 from debate.protocol._debate import DebateProtocol, Debaters
@@ -115,9 +115,25 @@ async def run_debate(
         meter = UsageMeter.for_run(prices, budget, (m.name for m in used))
         panel = _panel(cfg, judged, wrap, on_event, history, renderer)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
-        transcript = await protocol.run(topic, deadline=deadline)
+        transcript = await _debated(protocol, topic, deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     return _result(transcript, panel_result, cfg, {s: debaters.of(s).name for s in SIDES})
+
+
+async def _debated(protocol: DebateProtocol, topic: str, deadline: Deadline) -> Transcript:
+    """The debate's transcript; a debater's call refused by the budget stops the debate.
+
+    As with the deadline, there is no transcript to judge without every move, and the
+    completed calls are in the response cache, so a re-run with a larger cap continues
+    (replayed calls cost nothing).
+    """
+    try:
+        return await protocol.run(topic, deadline=deadline)
+    except BudgetExceeded as exc:
+        raise BudgetExceeded(
+            f"the debate stopped before its end, {exc}; completed calls are kept in the "
+            "response cache: run the same command with a larger cap to continue"
+        ) from exc
 
 
 def _debaters(

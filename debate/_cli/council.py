@@ -9,7 +9,7 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
-from debate._cli.run import cost_and_limits
+from debate._cli.run import budget_lines, cost_and_limits
 from debate.council._run import load_candidates, run_council
 from debate.exceptions import ConfigurationError
 from debate.models import Model
@@ -89,6 +89,7 @@ def council_summary(result: CouncilResult, path: str) -> str:
             )
         if review.status == "unscored":
             lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
+    lines += budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)
 
