@@ -171,6 +171,18 @@ def test_max_tokens_flag_caps_a_judged_transcript(
     assert made.isdisjoint(refused) and len(made | refused) == 4
 
 
+def test_a_topic_classifier_refused_by_the_budget_falls_back_on_keywords() -> None:
+    config = RunConfig(topic_classifier="model")
+    budget = Budget(max_tokens=10)
+    result = asyncio.run(
+        judge_transcript(transcript(), config=config, model=TestModel(), budget=budget)
+    )
+    assert result.vote.topic_source == "keywords_fallback"
+    assert {s.phase for s in result.usage.skipped} == {"topic", "judge"}
+    assert result.usage.calls == 0 and budget.spent_tokens == 0
+    assert all(e.reason == "budget" for e in result.evaluations)
+
+
 def test_a_debater_refused_by_the_budget_stops_the_debate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -182,6 +194,16 @@ def test_a_debater_refused_by_the_budget_stops_the_debate(
     assert "the debate stopped before its end, budget:" in err and "--max-cost" in err
     assert "larger cap to continue" in err
     assert not (out_dir / "result.json").exists()
+
+
+def test_a_generator_refused_by_the_budget_stops_the_council(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["council", "Which?", "--generate", "scripted-a,scripted-b", "--max-tokens", "10"]
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path))
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "the council stopped before its reviews, budget:" in err and "--max-tokens" in err
+    assert not (tmp_path / "result.json").exists()
 
 
 def test_replayed_calls_cost_nothing_so_a_rerun_continues(
@@ -300,12 +322,17 @@ class CountingLimiter(RateLimiter):
         return await super().acquire(tokens)
 
 
-@pytest.mark.parametrize("command", ["council", "calibrate"])
-def test_council_and_calibrate_calls_go_through_the_rate_limiter(
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [("council", "--rpm"), ("calibrate", "--rpm"), ("run", "--rpm"), ("judge", "--rpm")]
+    + [("council", "--tpm"), ("calibrate", "--tpm")],
+)
+def test_every_command_sends_its_calls_through_the_rate_limiter(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     command: str,
+    limit: str,
 ) -> None:
     monkeypatch.setattr(common, "RateLimiter", CountingLimiter)
     CountingLimiter.made.clear()
@@ -313,15 +340,22 @@ def test_council_and_calibrate_calls_go_through_the_rate_limiter(
         source = tmp_path / "c.jsonl"
         source.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n')
         argv = ["council", "Which?", "--candidates", str(source)]
-    else:
+    elif command == "calibrate":
         source = tmp_path / "v.jsonl"
         item = {"id": "d", "transcript": transcript().model_dump(), "verdict": "PRO"}
         source.write_text(json.dumps(item) + "\n")
         argv = ["calibrate", str(source), "--format", "debate"]
-    code, _, err = run(capsys, *argv, "--rpm", "2", "--out", str(tmp_path / "o"))
+    elif command == "judge":
+        source = tmp_path / "t.json"
+        source.write_text(transcript().model_dump_json())
+        argv = ["judge", str(source)]
+    else:
+        argv = ["run", "Should we?"]
+    value = "2" if limit == "--rpm" else "3000"  # two calls a minute either way
+    code, _, err = run(capsys, *argv, limit, value, "--out", str(tmp_path / "o"))
     assert code == 0, err
     (limiter,) = CountingLimiter.made
-    name = "result.json" if command == "council" else "calibration.json"
+    name = "calibration.json" if command == "calibrate" else "result.json"
     usage = json.loads((tmp_path / "o" / name).read_text())["usage"]
     assert limiter.acquired == usage["calls"] >= 4  # every request went through the limiter
-    assert limiter.waits and limiter.now >= 60.0  # the third call waited for the window
+    assert limiter.waits and limiter.now >= 60.0  # a later call waited for the window

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
-from debate.exceptions import ConfigurationError
+from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Model
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
@@ -91,16 +91,22 @@ async def run_council(
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
         meter = UsageMeter.for_run(prices, budget, used)
         if generate:
-            candidates = await generate_candidates(
-                question,
-                [wrap(m) for m in generate],
-                config=cfg,
-                seed=seed,
-                meter=meter,
-                renderer=renderer,
-                on_event=on_event,
-                cache=wrap.cache,
-            )
+            try:
+                candidates = await generate_candidates(
+                    question,
+                    [wrap(m) for m in generate],
+                    config=cfg,
+                    seed=seed,
+                    meter=meter,
+                    renderer=renderer,
+                    on_event=on_event,
+                    cache=wrap.cache,
+                )
+            except BudgetExceeded as exc:  # no candidates to rank without every answer
+                raise BudgetExceeded(
+                    f"the council stopped before its reviews, {exc}; completed calls are kept "
+                    "in the response cache: run the same command with a larger cap to continue"
+                ) from exc
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
