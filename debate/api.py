@@ -90,10 +90,8 @@ async def run_debate(
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
         prices: Price table for the cost in ``usage`` (default: the shipped table).
-        budget: Caps on cost and tokens (:class:`~debate.runtime._budget.Budget`); share
-            one between runs to cap them together. A call that could pass a cap is not
-            made: a judge's is unscored (reason ``budget``), a debater's stops the debate
-            with :class:`~debate.exceptions.BudgetExceeded`. ``usage.skipped`` lists them.
+        budget: Caps on cost and tokens (share one to cap several runs); a judge's call it
+            refuses leaves the judge unscored, a debater's raises BudgetExceeded.
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
 
@@ -111,13 +109,18 @@ async def run_debate(
     ) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
         judged = _judge_models(cfg, models, model, judges)
-        used = [debaters.pro, debaters.con, *judged.values()]
-        meter = UsageMeter.for_run(prices, budget, (m.name for m in used))
+        meter = UsageMeter.for_run(prices, budget, _names(debaters.pro, debaters.con, judged))
         panel = _panel(cfg, judged, wrap, on_event, history, renderer)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
         transcript = await _debated(protocol, topic, deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     return _result(transcript, panel_result, cfg, {s: debaters.of(s).name for s in SIDES})
+
+
+def _names(*models: Model | Mapping[str, Model]) -> list[str]:
+    """The names of a run's models, given one by one or by name."""
+    flat = [m for x in models for m in (x.values() if isinstance(x, Mapping) else [x])]
+    return [m.name for m in flat]
 
 
 async def _debated(protocol: DebateProtocol, topic: str, deadline: Deadline) -> Transcript:
@@ -230,7 +233,7 @@ async def judge_transcript(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
         judged = _judge_models(cfg, models, model, judges)
-        meter = UsageMeter.for_run(prices, budget, (m.name for m in judged.values()))
+        meter = UsageMeter.for_run(prices, budget, _names(judged))
         panel = _panel(cfg, judged, wrap, on_event, history)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)

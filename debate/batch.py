@@ -184,9 +184,7 @@ async def run_batch(
     ``results.jsonl`` is written however the batch ends: cancelled (Ctrl-C), it holds the
     items that finished. ``history`` (judge track records, see :mod:`debate.quality._track`)
     weights every item's vote as it weights a single run's; each finished result is
-    recorded in ``store`` for the audit. ``budget`` caps the whole batch: every item's
-    calls are checked against the one budget, and a cost cap over a model the price table
-    cannot price is refused before the first item starts.
+    recorded in ``store`` for the audit. ``budget`` is one cap over every item.
     """
     check_concurrency(concurrency)
     plans = {i: (item_folder(out_dir, i), item_config(item, config, i)) for i, item in items}
@@ -218,9 +216,7 @@ async def run_batch(
     money = {"prices": prices, "budget": budget}
     try:
         async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
-            if budget is not None:
-                used = (m.name for _, cfg in plans.values() for m in planned_models(cfg, shared))
-                budget.check_priced(used, prices or PriceTable.default())
+            _check_priced(budget, prices, [cfg for _, cfg in plans.values()], shared)
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
@@ -228,6 +224,15 @@ async def run_batch(
         text = "".join(line.model_dump_json() + "\n" for line in ordered)
         write_json_atomic(out_dir / "results.jsonl", text)
     return ordered
+
+
+def _check_priced(
+    budget: Budget | None, prices: PriceTable | None, configs: list[RunConfig], pool: ModelPool
+) -> None:
+    """A cost cap over a model the table cannot price is refused before the first item."""
+    if budget is not None:
+        used = (m.name for cfg in configs for m in planned_models(cfg, pool))
+        budget.check_priced(used, prices or PriceTable.default())
 
 
 def check_concurrency(concurrency: int) -> None:

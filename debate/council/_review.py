@@ -284,6 +284,11 @@ async def generate_candidates(
             )
         except (ModelOutputError, ProviderError) as exc:
             raise DebaterError(f"model {model.name} could not answer the question: {exc}") from exc
+        except BudgetExceeded as exc:  # no ranking without every answer, as for a debate
+            raise BudgetExceeded(
+                f"the council stopped before its reviews, {exc}; completed calls are kept in "
+                "the response cache: run the same command with a larger cap to continue"
+            ) from exc
         return Candidate(id=model.name, text=completion.parsed.answer, author_model=model.name)
 
     return list(await asyncio.gather(*(one(m) for m in models)))

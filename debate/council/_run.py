@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
-from debate.exceptions import BudgetExceeded, ConfigurationError
+from debate.exceptions import ConfigurationError
 from debate.models._base import Model
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
@@ -73,11 +73,10 @@ async def run_council(
         pool: Models shared with other runs (a calibration, a batch); they are not closed
             here. Models passed in ``generate``, ``reviewers`` or ``model`` belong to the
             caller and are not closed either, so concurrent runs can share them.
-        limiter: Requests/tokens-per-minute limiter (share one to limit several runs).
-        prices: Price table for the cost in ``usage`` (default: the shipped table).
-        budget: Caps on cost and tokens, as for :func:`debate.api.run_debate`: a
-            reviewer whose call is not made is unscored (reason ``budget``); a generator
-            whose call is not made stops the council.
+        limiter: Requests/tokens-per-minute limiter (as for :func:`debate.api.run_debate`).
+        prices: Price table (default: the shipped one).
+        budget: Caps on cost and tokens; a reviewer's call it refuses leaves the reviewer
+            unscored, a generator's stops the council.
         on_event: Progress callback.
     """
     cfg = config or RunConfig()
@@ -91,22 +90,16 @@ async def run_council(
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
         meter = UsageMeter.for_run(prices, budget, used)
         if generate:
-            try:
-                candidates = await generate_candidates(
-                    question,
-                    [wrap(m) for m in generate],
-                    config=cfg,
-                    seed=seed,
-                    meter=meter,
-                    renderer=renderer,
-                    on_event=on_event,
-                    cache=wrap.cache,
-                )
-            except BudgetExceeded as exc:  # no candidates to rank without every answer
-                raise BudgetExceeded(
-                    f"the council stopped before its reviews, {exc}; completed calls are kept "
-                    "in the response cache: run the same command with a larger cap to continue"
-                ) from exc
+            candidates = await generate_candidates(
+                question,
+                [wrap(m) for m in generate],
+                config=cfg,
+                seed=seed,
+                meter=meter,
+                renderer=renderer,
+                on_event=on_event,
+                cache=wrap.cache,
+            )
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)

@@ -208,8 +208,7 @@ async def calibrate_debates(
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict.
 
-    ``limiter`` and ``budget`` are shared by every item: the budget caps the whole
-    calibration. The report's ``usage`` is every item's usage together.
+    ``limiter`` and ``budget`` are shared by every item (one cap over the calibration).
     """
     pool = ModelPool(config, seed=seed)
 
@@ -314,10 +313,7 @@ async def calibrate_pairwise(
     prices: PriceTable | None = None,
     budget: Budget | None = None,
 ) -> CalibrationReport:
-    """Rank each pair with the council; compare each reviewer's call with the majority.
-
-    ``limiter``, ``prices`` and ``budget`` as for :func:`calibrate_debates`.
-    """
+    """Rank each pair with the council; compare each reviewer's call with the majority."""
     _check_pairs(items)
     pool = ModelPool(config, seed=seed)
     shared = model or pool.get(None)
