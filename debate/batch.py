@@ -79,6 +79,8 @@ class BatchLine(Frozen):
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     cost_usd: float | None = None
+    skipped: int | None = None
+    """Calls the batch's budget did not let start (listed in the item's result.json)."""
     error: str | None = None
 
     @classmethod
@@ -98,6 +100,7 @@ class BatchLine(Frozen):
             completion_tokens=u.completion_tokens,
             cached_tokens=u.cached_tokens,
             cost_usd=u.cost_usd,
+            skipped=len(u.skipped),
         )
 
 

@@ -257,7 +257,10 @@ def test_a_batch_cap_is_one_cap_over_all_items(
     assert skipped and all(s["phase"] == "judge" for s in skipped)
     spent = max(r["usage"]["budget"]["spent_usd"] for r in results)
     assert spent == pytest.approx(sum(costs), abs=1e-6)
-    assert "cost $" in out
+    assert "cost $" in out and f"{len(skipped)} calls not made (budget)" in out
+    text = (tmp_path / "o" / "results.jsonl").read_text()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert sum(line["skipped"] for line in lines) == len(skipped)
 
 
 def cost_of_rows(rows: list[dict[str, Any]]) -> float:

@@ -70,6 +70,8 @@ def _summary(lines: list[BatchLine], out: Path) -> str:
         if costs and all(c is not None for c in costs)
         else ""
     )
+    skipped = sum(line.skipped or 0 for line in lines)
+    cost += f", {skipped} calls not made (budget)" if skipped else ""
     text = (
         f"{len(lines) - len(failed)} of {len(lines)} items ok, {len(failed)} failed; "
         f"{calls} calls, {prompt} prompt + {completion} completion tokens "
