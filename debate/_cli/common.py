@@ -179,13 +179,14 @@ def cost_flags(parser: argparse.ArgumentParser) -> None:
         "--max-cost",
         type=usd,
         metavar="USD",
-        help="no call starts once its worst case could take the spend past this cap",
+        help="no call starts once its worst case could take the spend of the run (batch, "
+        "calibration: all items) past this many US dollars",
     )
     group.add_argument(
         "--max-tokens",
         type=at_least(1, MAX_BUDGET_TOKENS),
         metavar="N",
-        help="the same for prompt + completion tokens of the whole run (or batch)",
+        help="the same for prompt + completion tokens (not the per-call max_tokens)",
     )
     group.add_argument(
         "--rpm", type=int, metavar="R", help="requests per minute, all calls (default: no limit)"
