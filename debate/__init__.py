@@ -26,6 +26,7 @@ from debate.api import (
 from debate.batch import BatchItem, load_batch, run_batch
 from debate.council._run import load_candidates, run_council, run_council_sync
 from debate.exceptions import (
+    BudgetExceeded,
     ConfigurationError,
     DeadlineExceeded,
     DebateError,
@@ -57,6 +58,7 @@ from debate.records._transcript import (
     Transcript,
 )
 from debate.report import charts, render_html, render_markdown, write_report
+from debate.runtime._budget import Budget
 from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
@@ -85,6 +87,8 @@ __all__ = [
     "Agreement",
     "Argument",
     "BatchItem",
+    "Budget",
+    "BudgetExceeded",
     "Candidate",
     "Closing",
     "ConfigurationError",

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from debate._version import __version__
-from debate.exceptions import ConfigurationError
+from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Model, ModelSettings
 from debate.panel._panel import MultiJudgePanel
 from debate.protocol._debate import DebateProtocol, Debaters
@@ -18,6 +18,7 @@ from debate.records._config import RunConfig, validation_message
 from debate.records._result import DebateResult, PanelResult, draw_seed
 from debate.records._transcript import SIDES, Transcript, check_topic
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
+from debate.runtime._budget import Budget
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import RateLimiter
@@ -68,6 +69,7 @@ async def run_debate(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
@@ -87,7 +89,9 @@ async def run_debate(
             from it, so re-running an interrupted debate re-sends only unfinished calls.
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
-        prices: Price table for the cost in ``usage``.
+        prices: Price table for the cost in ``usage`` (default: the shipped table).
+        budget: Caps on cost and tokens (share one to cap several runs); a judge's call it
+            refuses leaves the judge unscored, a debater's raises BudgetExceeded.
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
 
@@ -99,18 +103,40 @@ async def run_debate(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    meter = UsageMeter(prices=prices)
     deadline = Deadline(cfg.deadline)
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
         judged = _judge_models(cfg, models, model, judges)
+        meter = UsageMeter.for_run(prices, budget, _names(debaters.pro, debaters.con, judged))
         panel = _panel(cfg, judged, wrap, on_event, history, renderer)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
-        transcript = await protocol.run(topic, deadline=deadline)
+        transcript = await _debated(protocol, topic, deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     return _result(transcript, panel_result, cfg, {s: debaters.of(s).name for s in SIDES})
+
+
+def _names(*models: Model | Mapping[str, Model]) -> list[str]:
+    """The names of a run's models, given one by one or by name."""
+    flat = [m for x in models for m in (x.values() if isinstance(x, Mapping) else [x])]
+    return [m.name for m in flat]
+
+
+async def _debated(protocol: DebateProtocol, topic: str, deadline: Deadline) -> Transcript:
+    """The debate's transcript; a debater's call refused by the budget stops the debate.
+
+    As with the deadline, there is no transcript to judge without every move, and the
+    completed calls are in the response cache, so a re-run with a larger cap continues
+    (replayed calls cost nothing).
+    """
+    try:
+        return await protocol.run(topic, deadline=deadline)
+    except BudgetExceeded as exc:
+        raise BudgetExceeded(
+            f"the debate stopped before its end, {exc}; completed calls are kept in the "
+            "response cache: run the same command with a larger cap to continue"
+        ) from exc
 
 
 def _debaters(
@@ -192,6 +218,7 @@ async def judge_transcript(
     pool: ModelPool | None = None,
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
+    budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
 ) -> DebateResult:
@@ -205,9 +232,23 @@ async def judge_transcript(
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
-        panel = _panel(cfg, _judge_models(cfg, models, model, judges), wrap, on_event, history)
-        panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))
+        judged = _judge_models(cfg, models, model, judges)
+        meter = UsageMeter.for_run(prices, budget, _names(judged))
+        panel = _panel(cfg, judged, wrap, on_event, history)
+        panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)
+
+
+def planned_models(cfg: RunConfig, pool: ModelPool) -> list[Model]:
+    """The models a debate run with ``cfg`` calls (debaters, then judges), from ``pool``.
+
+    For checks made before any run starts (a batch's cost cap over every item's models).
+    """
+    return [
+        pool.get(cfg.pro_model),
+        pool.get(cfg.con_model),
+        *_judge_models(cfg, pool, None, None).values(),
+    ]
 
 
 def _result(

@@ -19,11 +19,12 @@ from typing import Any, Literal, TextIO
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from debate._checks import repeated
-from debate.api import judge_transcript, run_debate, write_result
+from debate.api import judge_transcript, planned_models, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
+from debate.runtime._budget import Budget
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool
@@ -78,6 +79,8 @@ class BatchLine(Frozen):
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     cost_usd: float | None = None
+    skipped: int | None = None
+    """Calls the batch's budget did not let start (listed in the item's result.json)."""
     error: str | None = None
 
     @classmethod
@@ -97,6 +100,7 @@ class BatchLine(Frozen):
             completion_tokens=u.completion_tokens,
             cached_tokens=u.cached_tokens,
             cost_usd=u.cost_usd,
+            skipped=len(u.skipped),
         )
 
 
@@ -168,6 +172,7 @@ async def run_batch(
     limiter: RateLimiter | None = None,
     cache: ResponseCache | None = None,
     prices: PriceTable | None = None,
+    budget: Budget | None = None,
     pool: ModelPool | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     seed: int = 0,
@@ -182,7 +187,7 @@ async def run_batch(
     ``results.jsonl`` is written however the batch ends: cancelled (Ctrl-C), it holds the
     items that finished. ``history`` (judge track records, see :mod:`debate.quality._track`)
     weights every item's vote as it weights a single run's; each finished result is
-    recorded in ``store`` for the audit.
+    recorded in ``store`` for the audit. ``budget`` is one cap over every item.
     """
     check_concurrency(concurrency)
     plans = {i: (item_folder(out_dir, i), item_config(item, config, i)) for i, item in items}
@@ -201,7 +206,7 @@ async def run_batch(
         async with gate:
             progress.running += 1
             try:
-                run = _run_item(item, cfg, shared, limiter, cache, prices, seed, progress, history)
+                run = _run_item(item, cfg, shared, limiter, cache, seed, progress, history, money)
                 lines[item_id] = line = await _kept(run, item_id, folder, store)
                 if line.status == "ok":
                     progress.done += 1
@@ -211,8 +216,10 @@ async def run_batch(
                 progress.running -= 1
                 progress.show()
 
+    money = {"prices": prices, "budget": budget}
     try:
         async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
+            _check_priced(budget, prices, [cfg for _, cfg in plans.values()], shared)
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
@@ -220,6 +227,15 @@ async def run_batch(
         text = "".join(line.model_dump_json() + "\n" for line in ordered)
         write_json_atomic(out_dir / "results.jsonl", text)
     return ordered
+
+
+def _check_priced(
+    budget: Budget | None, prices: PriceTable | None, configs: list[RunConfig], pool: ModelPool
+) -> None:
+    """A cost cap over a model the table cannot price is refused before the first item."""
+    if budget is not None:
+        used = (m.name for cfg in configs for m in planned_models(cfg, pool))
+        budget.check_priced(used, prices or PriceTable.default())
 
 
 def check_concurrency(concurrency: int) -> None:
@@ -283,20 +299,21 @@ async def _run_item(
     pool: ModelPool,
     limiter: RateLimiter | None,
     cache: ResponseCache | None,
-    prices: PriceTable | None,
     seed: int,
     progress: Progress,
     history: Mapping[str, float] | None,
+    money: Mapping[str, Any],
 ) -> DebateResult:
+    """One item's run; ``money`` is the batch's ``prices`` and ``budget``, shared by all."""
     common: dict[str, Any] = {
         "config": config,
         "seed": seed,
         "pool": pool,
         "limiter": limiter,
         "cache": cache,
-        "prices": prices,
         "on_event": progress.on_event,
         "history": history,
+        **money,
     }
     if item.transcript is not None:
         return await judge_transcript(item.transcript, **common)

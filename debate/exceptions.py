@@ -65,5 +65,19 @@ class DeadlineExceeded(DebateError):
     """The run passed its deadline before the debaters finished (completed calls are cached)."""
 
 
+class BudgetExceeded(DebateError):
+    """A call was not made: its worst case could take the run past its budget.
+
+    The budget is ``--max-cost`` and ``--max-tokens`` (a :class:`debate.Budget`).
+    Not a provider fault (it is never retried) and not bad input (the budget was valid, it
+    ran out). A judge or reviewer whose call was not made is unscored with reason
+    ``budget``; a debater whose call was not made stops the debate, as a deadline does,
+    with its completed calls kept in the response cache.
+    """
+
+    attempts: int = 0
+    """Requests of the call that were sent before the one refused (0: none was sent)."""
+
+
 class DebaterError(DebateError):
     """A debater could not produce its move after its retries; the debate cannot go on."""

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
+from debate._cli.run import cost_and_limits
 from debate.batch import BatchLine, Progress, check_concurrency, load_batch, run_batch
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pricing import PriceTable
 
 
 def add_parser(commands: Commands) -> None:
@@ -19,13 +18,6 @@ def add_parser(commands: Commands) -> None:
     batch = commands.add_parser("batch", help="run many debates or judge many transcripts")
     batch.add_argument("file", metavar="FILE.jsonl", help="one {topic} or {transcript} per line")
     batch.add_argument("--concurrency", type=int, default=8, metavar="N", help="items at once")
-    batch.add_argument(
-        "--rpm", type=int, metavar="R", help="requests per minute, all items (default: no limit)"
-    )
-    batch.add_argument(
-        "--tpm", type=int, metavar="T", help="tokens per minute, all items (default: no limit)"
-    )
-    batch.add_argument("--prices", metavar="FILE", help="price table TOML (USD per 1M tokens)")
     common.model_flags(batch)
     batch.set_defaults(func=batch_command)
 
@@ -34,19 +26,14 @@ def batch_command(args: argparse.Namespace) -> int:
     """Run the batch; exit 0 even when some items failed (they are in results.jsonl).
 
     ``--concurrency``, every item's config and every item's folder are checked by
-    :func:`debate.batch.run_batch`, before any item starts. ``--rpm 0`` is refused by the
-    limiter: leaving the flag out is how to ask for no limit.
+    :func:`debate.batch.run_batch`, before any item starts; so is a cost cap over a model
+    without a price.
     """
     config = common.run_config(args)
     with common.user_file(args.file, "batch file"):
         items = load_batch(args.file)
     check_concurrency(args.concurrency)
-    given = args.rpm is not None or args.tpm is not None
-    limiter = RateLimiter(args.rpm, args.tpm) if given else None
-    prices = None
-    if args.prices:
-        with common.user_file(args.prices, "price table"):
-            prices = PriceTable.load(args.prices)
+    money = cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
@@ -57,9 +44,8 @@ def batch_command(args: argparse.Namespace) -> int:
             config=config,
             out_dir=out,
             concurrency=args.concurrency,
-            limiter=limiter,
             cache=cache,
-            prices=prices,
+            **money,
             api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
@@ -84,6 +70,8 @@ def _summary(lines: list[BatchLine], out: Path) -> str:
         if costs and all(c is not None for c in costs)
         else ""
     )
+    skipped = sum(line.skipped or 0 for line in lines)
+    cost += f", {skipped} calls not made (budget)" if skipped else ""
     text = (
         f"{len(lines) - len(failed)} of {len(lines)} items ok, {len(failed)} failed; "
         f"{calls} calls, {prompt} prompt + {completion} completion tokens "

@@ -11,6 +11,7 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
+from debate._cli.run import budget_lines, cost_and_limits
 from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
@@ -42,6 +43,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
     config = common.run_config(args)
+    money = cost_and_limits(args)
     items = _items(args)
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
@@ -55,6 +57,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "seed": args.seed if args.seed is not None else 0,
             "concurrency": args.concurrency,
             "cache": cache,
+            **money,
         }
         if args.format == "debate":
             report = asyncio.run(calibrate_debates(items, **shared))
@@ -84,4 +87,10 @@ def _items(args: argparse.Namespace) -> Any:
 def _summary(report: CalibrationReport, where: str) -> str:
     table = format_report(report, f"{report.dataset}: {report.items} items")
     accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
-    return f"{table}\ntrack-record accuracy now: {accuracy} ({where})\n"
+    text = f"{table}\ntrack-record accuracy now: {accuracy} ({where})\n"
+    if report.usage is not None:
+        u = report.usage
+        cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+        text += f"Usage: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens, "
+        text += f"cost {cost}\n" + "".join(f"{line}\n" for line in budget_lines(u))
+    return text

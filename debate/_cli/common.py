@@ -16,7 +16,10 @@ from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
+from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, StepFinished
+from debate.runtime._limiter import RateLimiter
+from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore, default_store_path
@@ -107,7 +110,16 @@ def days(text: str) -> float:
     return value
 
 
+def usd(text: str) -> float:
+    """An argparse type for ``--max-cost``: a positive, finite number of US dollars."""
+    value = finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0; give US dollars, e.g. 0.50")
+    return value
+
+
 MAX_DAYS = 36_500
+usd.__name__ = "amount"
 finite.__name__ = "number"
 days.__name__ = "number of days"
 seed.__name__ = "seed"
@@ -142,11 +154,71 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
         help="response cache (SQLite; default OUT/cache.sqlite): re-running resumes",
     )
     calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
+    cost_flags(parser)
     out = parser.add_argument_group("output")
     out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
     out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
     out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     store_flags(out)
+
+
+def cost_flags(parser: argparse.ArgumentParser) -> None:
+    """``--prices``, ``--max-cost``, ``--max-tokens``, ``--rpm`` and ``--tpm``.
+
+    Every command that calls models has them; with ``batch`` (and ``calibrate``) the caps and
+    limits are over all items together.
+    """
+    group = parser.add_argument_group("cost and limits")
+    group.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table TOML, USD per 1M tokens (default: the shipped table of well-known "
+        "models; a model missing from the table is reported as not priced)",
+    )
+    group.add_argument(
+        "--max-cost",
+        type=usd,
+        metavar="USD",
+        help="no call starts once its worst case could take the spend of the run (batch, "
+        "calibration: all items) past this many US dollars",
+    )
+    group.add_argument(
+        "--max-tokens",
+        type=at_least(1, MAX_BUDGET_TOKENS),
+        metavar="N",
+        help="the same for prompt + completion tokens (not the per-call max_tokens)",
+    )
+    group.add_argument(
+        "--rpm", type=int, metavar="R", help="requests per minute, all calls (default: no limit)"
+    )
+    group.add_argument(
+        "--tpm", type=int, metavar="T", help="tokens per minute, all calls (default: no limit)"
+    )
+
+
+def prices(args: argparse.Namespace) -> PriceTable:
+    """``--prices``, else the shipped table; a bad file is bad input before any work."""
+    if not args.prices:
+        return PriceTable.default()
+    with user_file(args.prices, "price table"):
+        return PriceTable.load(args.prices)
+
+
+def budget(args: argparse.Namespace) -> Budget | None:
+    """``--max-cost`` and ``--max-tokens`` as one budget for the command; None without them."""
+    if args.max_cost is None and args.max_tokens is None:
+        return None
+    return Budget(max_cost_usd=args.max_cost, max_tokens=args.max_tokens)
+
+
+def limiter(args: argparse.Namespace) -> RateLimiter | None:
+    """``--rpm``/``--tpm`` as one limiter shared by every call of the command.
+
+    ``--rpm 0`` is refused by the limiter: leaving the flag out is how to ask for no limit.
+    """
+    if args.rpm is None and args.tpm is None:
+        return None
+    return RateLimiter(args.rpm, args.tpm)
 
 
 def _panel_flags(parser: argparse.ArgumentParser) -> None:

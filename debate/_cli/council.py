@@ -9,6 +9,7 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
+from debate._cli.run import budget_lines, cost_and_limits
 from debate.council._run import load_candidates, run_council
 from debate.exceptions import ConfigurationError
 from debate.models import Model
@@ -88,6 +89,7 @@ def council_summary(result: CouncilResult, path: str) -> str:
             )
         if review.status == "unscored":
             lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
+    lines += budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)
 
@@ -104,6 +106,7 @@ def council_command(args: argparse.Namespace) -> int:
                 f"candidates {args.candidates}: {len(candidates)} answers; a council ranks at "
                 f"most {MAX_CANDIDATES} (every reviewer reads them all in one prompt)"
             )
+    money = cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
@@ -120,6 +123,7 @@ def council_command(args: argparse.Namespace) -> int:
             cache=cache,
             pool=pool,
             on_event=common.progress(args),
+            **money,
         )
         result = asyncio.run(closing_pool(pool, work))
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")

@@ -16,7 +16,7 @@ from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
-from debate.records._result import DebateResult
+from debate.records._result import DebateResult, Usage
 from debate.report import write_report
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
@@ -49,12 +49,13 @@ def run_command(args: argparse.Namespace) -> int:
 def debate_command(args: argparse.Namespace, work: Work) -> int:
     """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
     config = common.run_config(args)
+    money = cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work(_shared(args, config, seed, cache, store)))
+        result = asyncio.run(work({**_shared(args, config, seed, cache, store), **money}))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -65,6 +66,15 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
     return EXIT_OK
+
+
+def cost_and_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``prices``, ``budget`` and ``limiter`` from the flags, read before any work."""
+    return {
+        "prices": common.prices(args),
+        "budget": common.budget(args),
+        "limiter": common.limiter(args),
+    }
 
 
 def _shared(
@@ -83,6 +93,22 @@ def _shared(
         "cache": cache,
         "history": common.history(store),
     }
+
+
+def budget_lines(usage: Usage) -> list[str]:
+    """What the budget stopped, one line per call not made (none without a budget)."""
+    if usage.budget is None:
+        return []
+    b = usage.budget
+    caps = [f"${b.max_cost_usd:g}" if b.max_cost_usd is not None else None]
+    caps.append(f"{b.max_tokens} tokens" if b.max_tokens is not None else None)
+    head = (
+        f"Budget: {' and '.join(c for c in caps if c)}; spent ${b.spent_usd:.4f}, "
+        f"{b.spent_tokens} tokens; {len(usage.skipped)} calls not made"
+    )
+    return [head] + [
+        f"  - not made: {s.phase} {s.actor} ({s.model}): {s.reason}" for s in usage.skipped
+    ]
 
 
 def summary(result: DebateResult, path: str) -> str:
@@ -116,9 +142,11 @@ def summary(result: DebateResult, path: str) -> str:
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
     u = result.usage
+    cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     lines.append(
         f"Usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
-        f"tokens, {u.retries} retries"
+        f"tokens, {u.retries} retries, cost {cost}"
     )
+    lines += budget_lines(u)
     lines.append(f"Result: {path}")
     return "\n".join(lines)

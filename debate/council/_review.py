@@ -23,7 +23,13 @@ from pydantic.json_schema import SkipJsonSchema
 from debate._checks import repeated
 from debate._version import __version__
 from debate.council._aggregate import aggregate
-from debate.exceptions import ConfigurationError, DebaterError, ModelOutputError, ProviderError
+from debate.exceptions import (
+    BudgetExceeded,
+    ConfigurationError,
+    DebaterError,
+    ModelOutputError,
+    ProviderError,
+)
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import labelled_order
 from debate.records._config import RunConfig
@@ -219,7 +225,7 @@ class Council:
                 phase="council",
                 actor=reviewer.name,
             )
-        except (ModelOutputError, ProviderError) as exc:
+        except (ModelOutputError, ProviderError, BudgetExceeded) as exc:
             return Review(**common, status="unscored", **unscored(exc))
         return _scored_review(common, labels, completion.parsed)
 
@@ -278,6 +284,11 @@ async def generate_candidates(
             )
         except (ModelOutputError, ProviderError) as exc:
             raise DebaterError(f"model {model.name} could not answer the question: {exc}") from exc
+        except BudgetExceeded as exc:  # no ranking without every answer, as for a debate
+            raise BudgetExceeded(
+                f"the council stopped before its reviews, {exc}; completed calls are kept in "
+                "the response cache: run the same command with a larger cap to continue"
+            ) from exc
         return Candidate(id=model.name, text=completion.parsed.answer, author_model=model.name)
 
     return list(await asyncio.gather(*(one(m) for m in models)))

@@ -13,7 +13,9 @@ from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
 from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
+from debate.runtime._budget import Budget
 from debate.runtime._events import EventHandler
+from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import (
     CacheSpec,
     ModelPool,
@@ -22,6 +24,7 @@ from debate.runtime._pool import (
     no_running_loop,
     owned_pool,
 )
+from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._files import read_jsonl_records
 
@@ -48,6 +51,9 @@ async def run_council(
     model_path: str | None = None,
     cache: CacheSpec = None,
     pool: ModelPool | None = None,
+    limiter: RateLimiter | None = None,
+    prices: PriceTable | None = None,
+    budget: Budget | None = None,
     on_event: EventHandler | None = None,
 ) -> CouncilResult:
     """Rank candidate answers to ``question``.
@@ -67,16 +73,22 @@ async def run_council(
         pool: Models shared with other runs (a calibration, a batch); they are not closed
             here. Models passed in ``generate``, ``reviewers`` or ``model`` belong to the
             caller and are not closed either, so concurrent runs can share them.
+        limiter: Requests/tokens-per-minute limiter (as for :func:`debate.api.run_debate`).
+        prices: Price table (default: the shipped one).
+        budget: Caps on cost and tokens; a reviewer's call it refuses leaves the reviewer
+            unscored, a generator's stops the council.
         on_event: Progress callback.
     """
     cfg = config or RunConfig()
     seed = draw_seed(seed)
-    wrap = _Wrapper(cache)
+    wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    meter = UsageMeter()
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
+        council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
+        used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
+        meter = UsageMeter.for_run(prices, budget, used)
         if generate:
             candidates = await generate_candidates(
                 question,
@@ -91,7 +103,6 @@ async def run_council(
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
-        council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
         council = Council(
             council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
         )

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from debate.exceptions import ModelOutputError, ProviderError
+from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
 from debate.records._config import JudgeSpec
@@ -114,10 +114,10 @@ async def read_transcript(
             phase="judge",
             actor=actor,
         )
-    except (ModelOutputError, ProviderError) as exc:
+    except (ModelOutputError, ProviderError, BudgetExceeded) as exc:
         why = unscored(exc)
         logger.warning("judge %s unscored: %s", actor, why["reason"])
-        spent = exc.attempts if isinstance(exc, ModelOutputError) else 1
+        spent = exc.attempts if isinstance(exc, ModelOutputError | BudgetExceeded) else 1
         return Reading(scores=None, attempts=spent, **why)
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]

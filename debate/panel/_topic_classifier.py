@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, create_model
 
-from debate.exceptions import ModelOutputError, ProviderError
+from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._topics import TopicProfiles
 from debate.records._result import TopicSource
@@ -65,7 +65,8 @@ async def classify_topic(
             phase="topic",
             actor="classifier",
         )
-    except (ModelOutputError, ProviderError) as exc:
+    except (ModelOutputError, ProviderError, BudgetExceeded) as exc:
+        # a call the budget refused is recorded in usage.skipped; the keywords still decide
         logger.warning("topic classifier failed (%s); using the keyword type", exc)
         return profiles.detect(topic), "keywords_fallback"
     parsed: Any = completion.parsed

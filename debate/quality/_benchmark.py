@@ -39,7 +39,11 @@ from debate.records._config import RunConfig
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
+from debate.runtime._ask import total_usage
+from debate.runtime._budget import Budget
+from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import CacheSpec, ModelPool, closing_pool
+from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
 from debate.storage._files import read_jsonl_records
@@ -198,8 +202,14 @@ async def calibrate_debates(
     seed: int = 0,
     concurrency: int = 4,
     cache: CacheSpec = None,
+    limiter: RateLimiter | None = None,
+    prices: PriceTable | None = None,
+    budget: Budget | None = None,
 ) -> CalibrationReport:
-    """Judge every transcript; compare each judge's call with the known verdict."""
+    """Judge every transcript; compare each judge's call with the known verdict.
+
+    ``limiter`` and ``budget`` are shared by every item (one cap over the calibration).
+    """
     pool = ModelPool(config, seed=seed)
 
     def judge(item: DebateItem) -> Awaitable[DebateResult]:
@@ -211,6 +221,9 @@ async def calibrate_debates(
             seed=seed,
             pool=pool,
             cache=cache,
+            limiter=limiter,
+            prices=prices,
+            budget=budget,
         )
 
     results = await closing_pool(pool, _run_items(items, judge, concurrency))
@@ -242,6 +255,7 @@ async def calibrate_debates(
         alpha_people=None,
         accuracy_after=_accuracy_after(records, key_of, models[0]) if results else {},
         dimensions=dimensions,
+        usage=total_usage([r.usage for r in results], prices, budget),
     )
 
 
@@ -295,6 +309,9 @@ async def calibrate_pairwise(
     seed: int = 0,
     concurrency: int = 4,
     cache: CacheSpec = None,
+    limiter: RateLimiter | None = None,
+    prices: PriceTable | None = None,
+    budget: Budget | None = None,
 ) -> CalibrationReport:
     """Rank each pair with the council; compare each reviewer's call with the majority."""
     _check_pairs(items)
@@ -310,6 +327,9 @@ async def calibrate_pairwise(
             seed=seed,
             cache=cache,
             pool=pool,
+            limiter=limiter,
+            prices=prices,
+            budget=budget,
         )
 
     results = await closing_pool(pool, _run_items(items, rank, concurrency))
@@ -344,4 +364,5 @@ async def calibrate_pairwise(
         alpha_people=nominal_alpha(people),
         accuracy_after=_accuracy_after(records, key_of, {n: shared.name for n in names}),
         dimensions=dimensions,
+        usage=total_usage([r.usage for r in results], prices, budget),
     )

@@ -23,6 +23,7 @@ from debate.exceptions import ConfigurationError
 from debate.quality._audit import Estimate, wilson
 from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
+from debate.records._result import Usage
 from debate.records._transcript import Frozen
 from debate.stats import krippendorff_alpha
 from debate.storage._files import read_jsonl, read_jsonl_records
@@ -258,6 +259,8 @@ class CalibrationReport(Frozen):
     dimensions: dict[str, dict[str, DimensionAgreement]] = Field(default_factory=dict)
     """Per judge, per rubric dimension: agreement with people's scores on this run's items
     (only where the items carry people's scores)."""
+    usage: Usage | None = None
+    """Every item's model usage together, with its cost from the price table."""
 
 
 def format_report(report: CalibrationReport, label: str) -> str:

@@ -119,6 +119,31 @@ class CallUsage(Frozen):
     cached_tokens: int
 
 
+class SkippedCall(Frozen):
+    """A call that was not made: its worst case could have taken the run past its budget."""
+
+    phase: str
+    actor: str
+    round: int | None = None
+    model: str
+    attempt: int
+    """1 for a call never sent; more for a re-ask or retry of a call already under way."""
+    reason: str
+    """``budget: ...``, with the worst case and what was spent when it was refused."""
+
+
+class BudgetCaps(Frozen):
+    """The budget a run was given, and what had been spent under it when the run ended."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    spent_usd: float
+    """Cost of the requests sent under this budget (replies replayed from the cache are free);
+    across every run sharing it (a whole batch or calibration), when the result was made."""
+    spent_tokens: int
+    """Prompt + completion tokens of the same requests."""
+
+
 class Usage(TokenCounts):
     """Model usage of a run, from the providers' usage fields."""
 
@@ -126,7 +151,12 @@ class Usage(TokenCounts):
     by_model: dict[str, TokenCounts] = Field(default_factory=dict)
     per_call: list[CallUsage] = Field(default_factory=list)
     cost_usd: float | None = None
-    """From the price table, when one is configured; None otherwise (never a guess)."""
+    """From the price table (the shipped one unless another is given); None when a model
+    used is not in it (never a guess)."""
+    skipped: list[SkippedCall] = Field(default_factory=list)
+    """Calls not made because of the budget (nothing is filled in for them)."""
+    budget: BudgetCaps | None = None
+    """The budget in force, if any."""
 
 
 def draw_seed(seed: int | None = None) -> int:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from debate.exceptions import ModelOutputError, ProviderError
+from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 
 Side = Literal["PRO", "CON"]
 Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
@@ -24,11 +24,17 @@ Score = Annotated[int, Field(ge=1, le=10, strict=True)]
 """A rubric score: an integer 1-10 as given. Strict, because a score a model did not write
 is a fabricated score: lax validation would read ``true`` as 1 and ``"7"`` as 7."""
 UnscoredReason = Literal[
-    "parse_failure", "schema_violation", "timeout", "provider_error", "refused", "cancelled"
+    "parse_failure",
+    "schema_violation",
+    "timeout",
+    "provider_error",
+    "refused",
+    "cancelled",
+    "budget",
 ]
 
 
-def unscored(exc: ModelOutputError | ProviderError) -> dict[str, Any]:
+def unscored(exc: ModelOutputError | ProviderError | BudgetExceeded) -> dict[str, Any]:
     """Why a call left its judge or reviewer unscored: ``reason``, ``detail``, ``raw``.
 
     The one mapping from a failed call to the unscored fields, so a judge and a council
@@ -36,6 +42,8 @@ def unscored(exc: ModelOutputError | ProviderError) -> dict[str, Any]:
     """
     if isinstance(exc, ModelOutputError):
         return {"reason": exc.reason, "detail": str(exc), "raw": exc.raw}
+    if isinstance(exc, BudgetExceeded):
+        return {"reason": "budget", "detail": str(exc)}
     return {"reason": "timeout" if exc.kind == "timeout" else "provider_error", "detail": str(exc)}
 
 

@@ -20,12 +20,14 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from debate.exceptions import ModelOutputError, ProviderError
+from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings, Reply
 from debate.records._config import RunConfig
-from debate.records._result import CallUsage, TokenCounts, Usage
+from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
+from debate.runtime._budget import Budget, Hold, prompt_bound
 from debate.runtime._cached import CacheSlot, cache_slot
 from debate.runtime._events import EventHandler, Phase, StepFinished, StepStarted
 from debate.runtime._parse import Completion, T, check_reply, is_truncated
@@ -62,6 +64,29 @@ class UsageMeter:
     by_model: dict[str, list[int]] = field(default_factory=dict)
     per_call: list[CallUsage] = field(default_factory=list)
     prices: PriceTable | None = None
+    """The run's price table; None for the shipped one."""
+    budget: Budget | None = None
+    """The cap every request of the run is checked against (shared by a batch's items)."""
+    skipped: list[SkippedCall] = field(default_factory=list)
+
+    @classmethod
+    def for_run(
+        cls, prices: PriceTable | None, budget: Budget | None, models: Iterable[str]
+    ) -> UsageMeter:
+        """A run's meter; a cost cap over a model the table cannot price is refused here.
+
+        Called once the run's models are known and before its first call, so the refusal
+        comes before any work (and any spend).
+        """
+        meter = cls(prices=prices, budget=budget)
+        if budget is not None:
+            budget.check_priced(models, meter.table)
+        return meter
+
+    @property
+    def table(self) -> PriceTable:
+        """The price table costs are worked out with."""
+        return self.prices if self.prices is not None else PriceTable.default()
 
     def add_tokens(self, model: str, prompt: int, completion: int, cached: int) -> None:
         """Count one attempt's tokens."""
@@ -82,10 +107,7 @@ class UsageMeter:
             )
             for name, r in sorted(self.by_model.items())
         }
-        per_call = sorted(
-            self.per_call,
-            key=lambda c: (PHASE_ORDER.get(c.phase, 9), c.round or 0, c.actor, c.model),
-        )
+        per_call = sorted(self.per_call, key=_call_order)
         return Usage(
             calls=self.calls,
             prompt_tokens=self.prompt_tokens,
@@ -94,8 +116,43 @@ class UsageMeter:
             retries=self.retries,
             by_model=by_model,
             per_call=per_call,
-            cost_usd=None if self.prices is None else self.prices.cost(by_model),
+            cost_usd=self.table.cost(by_model),
+            skipped=sorted(self.skipped, key=_call_order),
+            budget=None if self.budget is None else self.budget.caps(),
         )
+
+
+def _call_order(c: CallUsage | SkippedCall) -> tuple[int, int, str, str]:
+    return (PHASE_ORDER.get(c.phase, 9), c.round or 0, c.actor, c.model)
+
+
+def total_usage(
+    usages: Sequence[Usage], prices: PriceTable | None = None, budget: Budget | None = None
+) -> Usage:
+    """The usage of several runs (a calibration's items) as one, priced with ``prices``.
+
+    Per-call rows and skipped calls are kept in the runs' order; the cost is the table
+    applied to the summed tokens per model (None when a model is not priced).
+    """
+    meter = UsageMeter(prices=prices, budget=budget)
+    for usage in usages:
+        meter.calls += usage.calls
+        meter.retries += usage.retries
+        meter.prompt_tokens += usage.prompt_tokens
+        meter.completion_tokens += usage.completion_tokens
+        meter.cached_tokens += usage.cached_tokens
+        for name, c in usage.by_model.items():
+            row = meter.by_model.setdefault(name, [0, 0, 0, 0])
+            counts = (c.calls, c.prompt_tokens, c.completion_tokens, c.cached_tokens)
+            for i, value in enumerate(counts):
+                row[i] += value
+    total = meter.snapshot()
+    return total.model_copy(
+        update={
+            "per_call": [c for u in usages for c in u.per_call],
+            "skipped": [c for u in usages for c in u.skipped],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -168,6 +225,42 @@ class _Step:
         if self.attempts > 1:
             self.call.meter.retries += 1
 
+    def hold(
+        self, messages: list[Message], schema: type[T], settings: ModelSettings
+    ) -> Hold | None:
+        """Hold the worst case of the request about to be sent; refuse it past the budget.
+
+        A refused request is recorded in ``usage.skipped``; if it was a re-ask or a retry,
+        the call's attempts so far get their usage row (not ok), as any failed call does.
+        """
+        meter = self.call.meter
+        if meter.budget is None:
+            return None
+        prompt = prompt_bound(messages, schema)
+        try:
+            return meter.budget.hold(self.model, prompt, settings.max_tokens, meter.table)
+        except BudgetExceeded as exc:
+            logger.warning("%s %s: not sent, %s", self.phase, self.actor, exc)
+            meter.skipped.append(
+                SkippedCall(
+                    phase=self.phase,
+                    actor=self.actor,
+                    round=self.round,
+                    model=self.model,
+                    attempt=self.attempts + 1,
+                    reason=str(exc),
+                )
+            )
+            self.finish(False, "budget", record=self.attempts > 0)
+            exc.attempts = self.attempts
+            raise
+
+    def settle(self, hold: Hold | None, reply: Reply | None) -> None:
+        """Charge the budget what a sent request really used (nothing if it failed)."""
+        meter = self.call.meter
+        if hold is not None and meter.budget is not None:
+            meter.budget.settle(hold, None if reply is None else reply.usage, meter.table)
+
     def count(self, reply: Reply) -> None:
         """Count an attempt's tokens, whether its reply turns out valid or not."""
         usage = reply.usage
@@ -223,24 +316,25 @@ class _Step:
         if self.call.on_event:
             self.call.on_event(StepStarted(phase=self.phase, actor=self.actor, round=self.round))
 
-    def finish(self, ok: bool, detail: str | None = None) -> None:
-        """Record the step's usage row and report its end."""
+    def finish(self, ok: bool, detail: str | None = None, *, record: bool = True) -> None:
+        """Record the step's usage row (unless no request was made) and report its end."""
         tokens = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
         }
-        self.call.meter.per_call.append(
-            CallUsage(
-                phase=self.phase,
-                actor=self.actor,
-                round=self.round,
-                model=self.model,
-                attempts=self.attempts,
-                ok=ok,
-                **tokens,
+        if record:
+            self.call.meter.per_call.append(
+                CallUsage(
+                    phase=self.phase,
+                    actor=self.actor,
+                    round=self.round,
+                    model=self.model,
+                    attempts=self.attempts,
+                    ok=ok,
+                    **tokens,
+                )
             )
-        )
         if self.call.on_event:
             self.call.on_event(
                 StepFinished(
@@ -277,15 +371,15 @@ async def ask(
         ModelOutputError: still invalid after ``policy.max_retries`` re-asks; it carries the
             last raw reply, the attempts and the total usage of all of them.
         ProviderError: the provider kept failing after ``policy.provider_retries`` retries.
+        BudgetExceeded: the next request could pass the run's budget, so it was not sent.
     """
     step = _Step(call, model.name, phase, actor, round)
     step.started()
     request = _Request(list(messages), settings)
     while True:
-        step.begin()
         slot = cache_slot(call.cache, model, request.messages, schema, request.settings)
         try:
-            reply, replayed = await _fetch(model, request, schema, slot)
+            reply, replayed = await _fetch(model, request, schema, slot, step)
         except ProviderError as exc:
             await step.back_off(exc)
             continue
@@ -310,12 +404,25 @@ async def ask(
 
 
 async def _fetch(
-    model: Model, request: _Request, schema: type[T], slot: CacheSlot | None
+    model: Model, request: _Request, schema: type[T], slot: CacheSlot | None, step: _Step
 ) -> tuple[Reply, bool]:
-    """The cached reply of this request if there is one, else the model's; and which."""
+    """The cached reply of this request if there is one, else the model's; and which.
+
+    Each is one attempt. Only a request that goes to the model is held against the budget
+    (a replay is free), and it is held before it is counted, so a refused one is no attempt.
+    """
     if slot is not None and (stored := await slot.replay()) is not None:
+        step.begin()
         return stored, True
-    return await model.complete(request.messages, schema, request.settings), False
+    hold = step.hold(request.messages, schema, request.settings)
+    step.begin()
+    try:
+        reply = await model.complete(request.messages, schema, request.settings)
+    except BaseException:
+        step.settle(hold, None)
+        raise
+    step.settle(hold, reply)
+    return reply, False
 
 
 def _next_request(

@@ -1,0 +1,149 @@
+"""A cap on what a run (or a whole batch) may spend: no call starts once it could exceed it.
+
+Before a request is sent its worst case is worked out: the prompt's tokens bounded from the
+rendered messages and the reply schema, plus the request's ``max_tokens``, priced with the
+run's table. If what is spent, plus what calls in flight may still spend, plus this worst
+case would pass a cap, the request is not sent and :class:`~debate.exceptions.BudgetExceeded`
+says why. A request that is sent holds its worst case until its reply's real usage replaces
+it, so concurrent calls can never together pass the cap. Replies replayed from the response
+cache cost nothing and are not charged, so a stopped run re-run with a larger cap continues
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from debate.exceptions import BudgetExceeded, ConfigurationError
+from debate.models._base import Message, ReplySchema, TokenUsage
+from debate.models._schema import json_schema_of
+from debate.records._result import BudgetCaps
+from debate.runtime._pricing import PriceTable
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_OVERHEAD = 16
+"""Tokens a chat template may add around one message (role markers, separators)."""
+MAX_BUDGET_TOKENS = 10**12
+
+
+def prompt_bound(messages: list[Message], schema: ReplySchema) -> int:
+    """An upper bound of a request's prompt tokens, from its text alone.
+
+    Every token of a byte-level tokenizer (BPE, or sentencepiece with byte fallback) covers
+    at least one byte, so the UTF-8 length bounds the count; the reply schema is counted as
+    if it were sent as prompt, and each message gets room for its template markers. A
+    bound, not an estimate: it is what lets "could exceed" be a promise.
+    """
+    text = sum(len(m.content.encode("utf-8")) for m in messages)
+    schema_bytes = len(json.dumps(json_schema_of(schema)).encode("utf-8"))
+    return text + schema_bytes + MESSAGE_OVERHEAD * (len(messages) + 1)
+
+
+@dataclass
+class Hold:
+    """The worst case of one request in flight, held against the budget until it returns."""
+
+    model: str
+    tokens: int
+    usd: float
+
+
+class Budget:
+    """At most ``max_cost_usd`` dollars and ``max_tokens`` tokens, over every run given it.
+
+    Give the same ``Budget`` to several runs (the items of a batch, a calibration) to cap
+    them together; give each run its own to cap it alone. Tokens are prompt + completion
+    tokens of the requests sent. asyncio is single-threaded and a check and its hold happen
+    without an ``await`` between them, so no lock is needed.
+    """
+
+    def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None) -> None:
+        if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd > 0):
+            raise ConfigurationError(
+                f"max_cost_usd: {max_cost_usd} is not a positive finite number of US dollars; "
+                "give one such as 0.50, or leave it out for no cap"
+            )
+        if max_tokens is not None and not 1 <= max_tokens <= MAX_BUDGET_TOKENS:
+            raise ConfigurationError(
+                f"max_tokens: {max_tokens} is out of range; use 1 to {MAX_BUDGET_TOKENS} "
+                "(leave it out for no cap)"
+            )
+        self.max_cost_usd = max_cost_usd
+        self.max_tokens = max_tokens
+        self.spent_usd = 0.0
+        self.spent_tokens = 0
+        self._held_usd = 0.0
+        self._held_tokens = 0
+
+    def check_priced(self, names: Iterable[str], prices: PriceTable) -> None:
+        """Refuse a cost cap over a model the table cannot price, before any work starts."""
+        if self.max_cost_usd is None:
+            return
+        missing = prices.unpriced(names)
+        if missing:
+            raise ConfigurationError(
+                f"--max-cost: model {missing[0]!r} has no price in {prices.where()}; give a "
+                f"price table that lists it (--prices FILE) or leave out --max-cost"
+            )
+
+    def hold(self, model: str, prompt: int, max_tokens: int, prices: PriceTable) -> Hold:
+        """Hold a request's worst case, or raise BudgetExceeded if it could pass a cap."""
+        tokens = prompt + max_tokens
+        usd = 0.0
+        if self.max_cost_usd is not None:
+            price = prices.models.get(model)
+            if price is None:  # the run checked its models; this is a model it did not name
+                self.check_priced([model], prices)
+            else:
+                usd = price.worst(prompt, max_tokens)
+            if self.spent_usd + self._held_usd + usd > self.max_cost_usd:
+                raise BudgetExceeded(
+                    f"budget: this call could cost up to ${usd:.6f} ({tokens} tokens); "
+                    f"${self.spent_usd:.6f} spent and ${self._held_usd:.6f} held by calls in "
+                    f"flight of the ${self.max_cost_usd:g} cap (--max-cost)"
+                )
+        if self.max_tokens is not None and (
+            self.spent_tokens + self._held_tokens + tokens > self.max_tokens
+        ):
+            raise BudgetExceeded(
+                f"budget: this call could use up to {tokens} tokens; {self.spent_tokens} "
+                f"spent and {self._held_tokens} held by calls in flight of the "
+                f"{self.max_tokens} token cap (--max-tokens)"
+            )
+        self._held_usd += usd
+        self._held_tokens += tokens
+        return Hold(model, tokens, usd)
+
+    def settle(self, hold: Hold, usage: TokenUsage | None, prices: PriceTable) -> None:
+        """Replace a request's hold with what it really used (None: nothing came back)."""
+        self._held_usd = max(0.0, self._held_usd - hold.usd)
+        self._held_tokens -= hold.tokens
+        if usage is None:
+            return
+        self.spent_tokens += usage.prompt_tokens + usage.completion_tokens
+        price = prices.models.get(hold.model)
+        if price is not None:
+            self.spent_usd += price.cost(
+                usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
+            )
+        if usage.prompt_tokens + usage.completion_tokens > hold.tokens:
+            logger.warning(
+                "%s used %d tokens, more than the bound of %d held for it",
+                hold.model,
+                usage.prompt_tokens + usage.completion_tokens,
+                hold.tokens,
+            )
+
+    def caps(self) -> BudgetCaps:
+        """The record of this budget for a result."""
+        return BudgetCaps(
+            max_cost_usd=self.max_cost_usd,
+            max_tokens=self.max_tokens,
+            spent_usd=round(self.spent_usd, 6),
+            spent_tokens=self.spent_tokens,
+        )
