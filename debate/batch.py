@@ -169,7 +169,6 @@ async def run_batch(
     cache: ResponseCache | None = None,
     prices: PriceTable | None = None,
     pool: ModelPool | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     seed: int = 0,
     progress: Progress | None = None,
     history: Mapping[str, float] | None = None,
@@ -212,7 +211,9 @@ async def run_batch(
                 progress.show()
 
     try:
-        async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
+        async with owned_pool(pool, config, seed=seed) as shared:
+            for item_id, item in items:  # every item's models and keys, before any call
+                _prepare(shared, item, item_id, plans[item_id][1])
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
@@ -243,10 +244,23 @@ def item_folder(out_dir: Path, item_id: str) -> Path:
 
 
 def item_config(item: BatchItem, config: RunConfig, item_id: str) -> RunConfig:
-    """The batch's config with the item's overrides, checked (before any item runs)."""
+    """The batch's config with the item's overrides, checked (before any item runs).
+
+    The overrides apply to the item's calls, not only to its record: ``model``,
+    ``base_url``/``api_key_env``, ``endpoints`` and each judge's or side's endpoint choose
+    the models the item is run with (a top-level key replaces the batch's value whole).
+    """
     if not item.config:
         return config
     return build_config({**config.model_dump(), **item.config}, f"batch item {item_id} config")
+
+
+def _prepare(pool: ModelPool, item: BatchItem, item_id: str, config: RunConfig) -> None:
+    """Build the item's models now: a missing key fails the batch before any call."""
+    try:
+        pool.prepare(config, debaters=item.topic is not None)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"batch item {item_id}: {exc}") from exc
 
 
 async def _kept(

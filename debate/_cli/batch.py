@@ -60,7 +60,6 @@ def batch_command(args: argparse.Namespace) -> int:
             limiter=limiter,
             cache=cache,
             prices=prices,
-            api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
             history=common.history(store),
