@@ -76,8 +76,8 @@ def resolve_api_key(
         if base_url is not None:
             raise ConfigurationError(
                 f"api_key_env: {where} ({host}) names no key variable, and "
-                f"{DEFAULT_API_KEY_ENV} is sent only to OpenAI's API; name the variable, or "
-                'give "" for a server without a key'
+                f"{DEFAULT_API_KEY_ENV} is sent only to OpenAI's API; name the variable "
+                '(api_key_env, --api-key-env NAME), or give "" for a server without a key'
             )
         api_key_env = DEFAULT_API_KEY_ENV
     if api_key_env == "":

@@ -281,8 +281,8 @@ class RunConfig(Finite):
     def _endpoints(cls, value: dict[str, Endpoint]) -> dict[str, Endpoint]:
         if DEFAULT_ENDPOINT in value:
             raise ValueError(
-                f"the name {DEFAULT_ENDPOINT!r} is the endpoint of base_url and api_key_env "
-                "(--base-url/--api-key-env); give this endpoint another name"
+                f"{DEFAULT_ENDPOINT!r} names the endpoint of base_url and api_key_env "
+                f"(--base-url/--api-key-env); rename [endpoints.{DEFAULT_ENDPOINT}]"
             )
         return value
 
