@@ -28,6 +28,7 @@ from debate.runtime._pool import (
     closing_given,
     no_running_loop,
     owned_pool,
+    run_prices,
 )
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
@@ -92,7 +93,7 @@ async def run_debate(
             from it, so re-running an interrupted debate re-sends only unfinished calls.
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
-        prices: Price table for the cost in ``usage``.
+        prices: Price table for the cost in ``usage`` (joined with the endpoints' own).
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
 
@@ -104,7 +105,7 @@ async def run_debate(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    meter = UsageMeter(prices=prices)
+    meter = UsageMeter(prices=run_prices(cfg, prices))
     deadline = Deadline(cfg.deadline)
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
@@ -206,7 +207,9 @@ async def judge_transcript(
     wrap = _Wrapper(cache, limiter)
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         panel = _panel(cfg, _judge_models(cfg, models, model, judges), wrap, on_event, history)
-        panel_result = await panel.evaluate(transcript, seed=seed, meter=UsageMeter(prices=prices))
+        panel_result = await panel.evaluate(
+            transcript, seed=seed, meter=UsageMeter(prices=run_prices(cfg, prices))
+        )
     return _result(transcript, panel_result, cfg)
 
 

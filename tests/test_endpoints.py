@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from debate import RunConfig
+from debate import RunConfig, run_debate_sync
 from debate._cli.main import main
 from debate.council._run import run_council_sync
 from debate.exceptions import ConfigurationError
+from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
 from debate.records._config import build_config
 from debate.records._council import Candidate
@@ -346,3 +347,57 @@ def test_models_on_one_endpoint_share_its_rate_limiter(servers: dict[str, Loggin
     assert first.limiter is second.limiter and first.limiter.rpm == 30
     assert second.name == "another" and second.endpoint == "a"
     assert not isinstance(pool.get("m1", "b"), LimitedModel)  # b has no limits
+
+
+PRICED = """
+[endpoints.a.prices]
+shared-model = { prompt = 1.0, completion = 2.0 }
+judge-a = { prompt = 3.0, completion = 4.0 }
+
+[endpoints.b.prices]
+con-model = { prompt = 5.0, completion = 6.0 }
+judge-b = { prompt = 7.0, completion = 8.0, cached = 1.0 }
+"""
+
+
+def test_endpoint_prices_cost_the_calls_made_there(servers: dict[str, LoggingServer]) -> None:
+    data = _toml(MIXED_PANEL + endpoints_toml(servers) + PRICED)
+    data["endpoints"]["c"]["prices"] = {"judge-c": {"prompt": 9.0, "completion": 10.0}}
+    result = run_debate_sync(TOPIC, config=build_config(data), seed=2)
+    tables = {m: p for e in data["endpoints"].values() for m, p in e["prices"].items()}
+    expected = 0.0
+    for server in servers.values():
+        for _, model in server.log:  # the server counts 10 prompt and 5 completion tokens
+            expected += (10 * tables[model]["prompt"] + 5 * tables[model]["completion"]) / 1e6
+    assert result.usage.cost_usd == pytest.approx(expected)
+    assert expected > 0
+
+
+def test_a_model_priced_twice_or_a_bad_price_table_is_refused_before_any_call(
+    servers: dict[str, LoggingServer],
+) -> None:
+    data = _toml(MIXED_PANEL + endpoints_toml(servers) + PRICED)
+    data["endpoints"]["c"]["prices"] = {"judge-a": {"prompt": 0.5, "completion": 4.0}}
+    with pytest.raises(ConfigurationError, match="endpoints.c.prices: judge-a is priced"):
+        run_debate_sync(TOPIC, config=build_config(data), seed=2)
+    data["endpoints"]["c"]["prices"] = {"judge-c": {"prompt": -1.0, "completion": 4.0}}
+    with pytest.raises(ConfigurationError, match=r"endpoints\.c\.prices\.judge-c\.prompt"):
+        run_debate_sync(TOPIC, config=build_config(data), seed=2)
+    data["endpoints"]["c"]["prices"] = "no-such-prices.toml"
+    with pytest.raises(ConfigurationError, match="no-such-prices.toml: cannot read it"):
+        run_debate_sync(TOPIC, config=build_config(data), seed=2)
+    assert all(not s.log for s in servers.values())
+
+
+def test_a_callers_own_model_sits_beside_configured_endpoints(
+    servers: dict[str, LoggingServer],
+) -> None:
+    """Python API: a judge's model built by the caller, the rest from the config's endpoints."""
+    mine = OpenAIModel("mine", base_url=servers["c"].url, api_key_env="KEY_B")
+    cfg = build_config(_toml(MIXED_PANEL + endpoints_toml(servers)))
+    result = run_debate_sync(TOPIC, config=cfg, judges={"risk": mine}, seed=3)
+    assert servers["c"].models == {"mine"} and servers["c"].headers == {"Bearer keyForServerB"}
+    assert servers["a"].headers == {"Bearer keyForServerA"}
+    risk = [r for r in result.usage.per_call if r.actor == "risk"]
+    assert risk and all(r.endpoint is None and r.model == "mine" for r in risk)
+    assert all(r.answered_by == "served-snapshot-0613" for r in risk)

@@ -21,6 +21,7 @@ from debate.runtime._pool import (
     closing_given,
     no_running_loop,
     owned_pool,
+    run_prices,
 )
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._files import read_jsonl_records
@@ -72,7 +73,7 @@ async def run_council(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    meter = UsageMeter()
+    meter = UsageMeter(prices=run_prices(cfg))
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         if generate:
             candidates = await generate_candidates(

@@ -114,6 +114,10 @@ class Endpoint(Finite):
     """Requests per minute, shared by every model on this endpoint (a batch's items too)."""
     tpm: int | None = Field(default=None, ge=1, le=MAX_PER_MINUTE)
     """Tokens per minute, shared like ``rpm``."""
+    prices: str | dict[str, dict[str, float]] | None = None
+    """Prices of this endpoint's models: the path of a price table TOML, or the table inline
+    (``{"gpt-4o-mini" = {prompt = 0.15, completion = 0.6}}``, USD per million tokens). They
+    join the run's table (``--prices``); a model two tables price differently is refused."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -8,11 +8,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from pydantic import ValidationError
+
 from debate.exceptions import ConfigurationError
 from debate.models import resolve_model
 from debate.models._base import Model
-from debate.records._config import DEFAULT_ENDPOINT, Endpoint, RunConfig
+from debate.records._config import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
 from debate.runtime._limiter import LimitedModel, RateLimiter
+from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
 
 CacheSpec = ResponseCache | str | Path | None
@@ -117,6 +120,7 @@ class ModelPool:
         if debaters:
             self.get(config.pro_model, config.pro_endpoint, config=config)
             self.get(config.con_model, config.con_endpoint, config=config)
+        run_prices(config)
 
     def _limiter(self, label: str, spec: Endpoint | None) -> RateLimiter | None:
         """The one limiter of an endpoint with ``rpm``/``tpm`` (None without limits)."""
@@ -126,6 +130,50 @@ class ModelPool:
         if key not in self._limiters:
             self._limiters[key] = RateLimiter(spec.rpm, spec.tpm)
         return self._limiters[key]
+
+
+def run_prices(config: RunConfig, prices: PriceTable | None = None) -> PriceTable | None:
+    """The run's price table: ``prices`` (``--prices``) joined with its endpoints' tables.
+
+    Usage is counted by model name, so a model that two tables price differently could not
+    be costed truthfully: that is refused (bad input, before any call).
+
+    Raises:
+        ConfigurationError: an endpoint's table cannot be read or is not a price table, or
+            two tables disagree on a model's price.
+    """
+    tables = [
+        (name, table)
+        for name, endpoint in config.endpoints.items()
+        if (table := _endpoint_prices(name, endpoint)) is not None
+    ]
+    if not tables:
+        return prices
+    merged = dict(prices.models) if prices is not None else {}
+    where = dict.fromkeys(merged, "--prices")
+    for name, table in tables:
+        for model, price in table.models.items():
+            if model in merged and merged[model] != price:
+                raise ConfigurationError(
+                    f"endpoints.{name}.prices: {model} is priced differently by "
+                    f"{where[model]}; give each model one price"
+                )
+            merged[model], where[model] = price, f"endpoints.{name}.prices"
+    return PriceTable(models=merged)
+
+
+def _endpoint_prices(name: str, endpoint: Endpoint) -> PriceTable | None:
+    """An endpoint's own price table (read from its file, or given inline), if it has one."""
+    if endpoint.prices is None:
+        return None
+    if isinstance(endpoint.prices, str):
+        return PriceTable.load(endpoint.prices)
+    try:
+        return PriceTable.model_validate({"models": endpoint.prices})
+    except ValidationError as exc:
+        raise ConfigurationError(
+            validation_message(exc, f"endpoints.{name}.prices").replace(".models", "", 1)
+        ) from exc
 
 
 @asynccontextmanager
