@@ -401,3 +401,22 @@ def test_a_callers_own_model_sits_beside_configured_endpoints(
     risk = [r for r in result.usage.per_call if r.actor == "risk"]
     assert risk and all(r.endpoint is None and r.model == "mine" for r in risk)
     assert all(r.answered_by == "served-snapshot-0613" for r in risk)
+
+
+def test_a_replayed_call_records_the_model_that_first_answered(
+    servers: dict[str, LoggingServer], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", TOPIC, "--model", "m", "--base-url", servers["c"].url, "--api-key-env", ""]
+    argv += ["--cache", str(tmp_path / "cache.sqlite"), "--quiet", "--no-store", "--seed", "4"]
+    results = []
+    for out in ("first", "again"):
+        assert main([*argv, "--out", str(tmp_path / out)]) == 0, capsys.readouterr().err
+        text = (tmp_path / out / "result.json").read_text()
+        results.append(DebateResult.model_validate_json(text))
+    calls = len(servers["c"].log)
+    assert calls == results[0].usage.calls  # the second run sent nothing: all replayed
+    for result in results:
+        rows = result.usage.per_call
+        assert rows and {(r.endpoint, r.answered_by) for r in rows} == {
+            ("default", "served-snapshot-0613")
+        }
