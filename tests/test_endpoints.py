@@ -420,3 +420,18 @@ def test_a_replayed_call_records_the_model_that_first_answered(
         assert rows and {(r.endpoint, r.answered_by) for r in rows} == {
             ("default", "served-snapshot-0613")
         }
+
+
+def test_a_key_given_where_its_variable_goes_is_refused_without_repeating_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    with pytest.raises(ConfigurationError) as caught:
+        build_config({"endpoints": {"a": {"api_key_env": secret}}}, "panel.toml")
+    assert str(caught.value).startswith("panel.toml.endpoints.a.api_key_env: not an env")
+    assert secret not in str(caught.value)
+    argv = ["run", TOPIC, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*argv, "--api-key-env", secret, "--quiet", "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --api-key-env: not an environment variable name")
+    assert secret not in err

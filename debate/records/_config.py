@@ -97,6 +97,19 @@ class Finite(Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+def check_key_env(value: str) -> str:
+    """A key variable's name as given (``""``: no key); a key pasted in its place is refused.
+
+    The message never repeats the value: what was typed may be the key itself.
+    """
+    if value != value.strip() or any(c in value for c in "= -/:"):
+        raise ValueError(
+            "not an environment variable name; give the variable's name (e.g. "
+            'OPENAI_API_KEY), never the key itself, or "" for a server without a key'
+        )
+    return value
+
+
 class Endpoint(Finite):
     """An OpenAI-compatible endpoint, named once under ``[endpoints.<name>]``.
 
@@ -122,12 +135,7 @@ class Endpoint(Finite):
     @field_validator("api_key_env")
     @classmethod
     def _key_env(cls, value: str) -> str:
-        if value != value.strip() or "=" in value:
-            raise ValueError(
-                f"{value!r} is not an environment variable name; give the name (e.g. "
-                '"OPENAI_API_KEY"), or "" for a server without a key'
-            )
-        return value
+        return check_key_env(value)
 
 
 class JudgeSpec(Finite):
@@ -279,6 +287,11 @@ class RunConfig(Finite):
         if dupes:
             raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
         return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, value: str | None) -> str | None:
+        return None if value is None else check_key_env(value)
 
     @field_validator("endpoints")
     @classmethod
