@@ -57,9 +57,9 @@ class Sequential:
 
 
 async def debates(n: int, concurrency: int, base_url: str, sequential: bool = False) -> int:
-    config = RunConfig(model="bench", base_url=base_url, max_tokens=256)
+    config = RunConfig(model="bench", base_url=base_url, api_key_env="", max_tokens=256)
     pool = ModelPool(config)
-    model: Model = pool.get("bench", base_url)
+    model: Model = pool.get("bench")
     if sequential:
         model = Sequential(model)
     gate = asyncio.Semaphore(concurrency)

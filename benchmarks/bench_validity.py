@@ -4,7 +4,7 @@ Run (embedded model):
     python benchmarks/bench_validity.py --data ../shared/datasets --limit 64
 Any OpenAI-compatible model:
     python benchmarks/bench_validity.py --data ../shared/datasets --limit 64 \\
-        --model gpt-4o-mini [--base-url URL]
+        --model gpt-4o-mini [--base-url URL --api-key-env NAME]
 
 Prints, per dataset, each judge's and the panel's accuracy against the people's majority
 with a Wilson interval, Cohen's kappa, how often it says "tie" when people split vs when
@@ -38,13 +38,16 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=64)
     parser.add_argument("--model", default="local")
     parser.add_argument("--base-url")
+    parser.add_argument("--api-key-env", help='the key variable of --base-url ("" for none)')
     parser.add_argument("--store")
     parser.add_argument("--cache", help="response cache (SQLite): a re-run resumes from it")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--only", choices=["ukpconvarg", "pandalm"])
     args = parser.parse_args()
     data = Path(args.data)
-    config = RunConfig(model=args.model, base_url=args.base_url, max_tokens=400)
+    config = RunConfig(
+        model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=400
+    )
     store = Path(args.store) if args.store else Path(tempfile.mkdtemp()) / "store.sqlite"
     records = TrackRecords(store)
     sets = {

@@ -29,6 +29,7 @@ from debate.runtime._pool import (
     closing_given,
     no_running_loop,
     owned_pool,
+    run_prices,
 )
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
@@ -43,14 +44,19 @@ def _config(config: RunConfig | None) -> RunConfig:
 def _judge_models(
     config: RunConfig, pool: ModelPool, model: Model | None, judges: Mapping[str, Model] | None
 ) -> dict[str, Model]:
+    """Each judge's model: the caller's, the caller's shared one, or the config's.
+
+    The caller's shared ``model`` stands in only for a judge that names neither a model nor
+    an endpoint; any other is built at the endpoint it names.
+    """
     chosen: dict[str, Model] = {}
     for spec in config.judges:
         if judges is not None and spec.name in judges:
             chosen[spec.name] = judges[spec.name]
-        elif model is not None and spec.model is None:
+        elif model is not None and spec.model is None and spec.endpoint is None:
             chosen[spec.name] = model
         else:
-            chosen[spec.name] = pool.get(spec.model, spec.base_url)
+            chosen[spec.name] = pool.get(spec.model, spec.endpoint, config=config)
     return chosen
 
 
@@ -63,7 +69,6 @@ async def run_debate(
     con: Model | None = None,
     judges: Mapping[str, Model] | None = None,
     seed: int | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
     pool: ModelPool | None = None,
@@ -77,19 +82,21 @@ async def run_debate(
 
     Args:
         topic: The proposition, e.g. "Should we migrate to Kubernetes this year?".
-        config: Panel and debate settings (defaults: 3 arguments a side, 4 judges).
+        config: Panel and debate settings (defaults: 3 arguments a side, 4 judges),
+            including the endpoints (``endpoints``, ``base_url``/``api_key_env``) that the
+            debaters' and judges' models are served by, each with its own key.
         model: One model for every debater and judge (overrides ``config.model``).
         pro: Model of the PRO side (overrides ``model``).
         con: Model of the CON side (overrides ``model``).
         judges: Model per judge name.
         seed: Sampling seed, recorded in the result.
-        api_key_env: Environment variable with the API key of a remote endpoint.
         model_path: A GGUF file for the embedded backend.
         cache: Response cache (a path or a ResponseCache): completed calls are replayed
             from it, so re-running an interrupted debate re-sends only unfinished calls.
         pool: Models shared with other runs (a batch); they are not closed here.
         limiter: Requests/tokens-per-minute limiter shared with other runs.
-        prices: Price table for the cost in ``usage`` (default: the shipped table).
+        prices: Price table for the cost in ``usage`` (default: the shipped table), joined
+            with the endpoints' own tables.
         budget: Caps on cost and tokens (share one to cap several runs); a judge's call it
             refuses leaves the judge unscored, a debater's raises BudgetExceeded.
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
@@ -104,12 +111,12 @@ async def run_debate(
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
     deadline = Deadline(cfg.deadline)
-    async with owned_pool(
-        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
-    ) as models:
+    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
         judged = _judge_models(cfg, models, model, judges)
-        meter = UsageMeter.for_run(prices, budget, _names(debaters.pro, debaters.con, judged))
+        meter = UsageMeter.for_run(
+            run_prices(cfg, prices), budget, _names(debaters.pro, debaters.con, judged)
+        )
         panel = _panel(cfg, judged, wrap, on_event, history, renderer)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
         transcript = await _debated(protocol, topic, deadline)
@@ -149,8 +156,8 @@ def _debaters(
 ) -> Debaters:
     """Each side's model: its own, else the shared one, else the config's (wrapped)."""
     return Debaters(
-        pro=wrap(pro or model or models.get(cfg.pro_model)),
-        con=wrap(con or model or models.get(cfg.con_model)),
+        pro=wrap(pro or model or models.get(cfg.pro_model, cfg.pro_endpoint, config=cfg)),
+        con=wrap(con or model or models.get(cfg.con_model, cfg.con_endpoint, config=cfg)),
     )
 
 
@@ -212,7 +219,6 @@ async def judge_transcript(
     model: Model | None = None,
     judges: Mapping[str, Model] | None = None,
     seed: int | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
     pool: ModelPool | None = None,
@@ -229,26 +235,12 @@ async def judge_transcript(
     cfg = _config(config)
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
-    async with owned_pool(
-        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
-    ) as models:
+    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         judged = _judge_models(cfg, models, model, judges)
-        meter = UsageMeter.for_run(prices, budget, _names(judged))
+        meter = UsageMeter.for_run(run_prices(cfg, prices), budget, _names(judged))
         panel = _panel(cfg, judged, wrap, on_event, history)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)
-
-
-def planned_models(cfg: RunConfig, pool: ModelPool) -> list[Model]:
-    """The models a debate run with ``cfg`` calls (debaters, then judges), from ``pool``.
-
-    For checks made before any run starts (a batch's cost cap over every item's models).
-    """
-    return [
-        pool.get(cfg.pro_model),
-        pool.get(cfg.con_model),
-        *_judge_models(cfg, pool, None, None).values(),
-    ]
 
 
 def _result(

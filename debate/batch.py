@@ -19,7 +19,7 @@ from typing import Any, Literal, TextIO
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from debate._checks import repeated
-from debate.api import judge_transcript, planned_models, run_debate, write_result
+from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
 from debate.records._result import DebateResult
@@ -27,7 +27,7 @@ from debate.records._transcript import Frozen, Transcript, check_topic
 from debate.runtime._budget import Budget
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import ModelPool, owned_pool
+from debate.runtime._pool import ModelPool, owned_pool, run_prices
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
 from debate.storage._files import read_jsonl_records, write_json_atomic
@@ -174,7 +174,6 @@ async def run_batch(
     prices: PriceTable | None = None,
     budget: Budget | None = None,
     pool: ModelPool | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     seed: int = 0,
     progress: Progress | None = None,
     history: Mapping[str, float] | None = None,
@@ -218,8 +217,9 @@ async def run_batch(
 
     money = {"prices": prices, "budget": budget}
     try:
-        async with owned_pool(pool, config, api_key_env=api_key_env, seed=seed) as shared:
-            _check_priced(budget, prices, [cfg for _, cfg in plans.values()], shared)
+        async with owned_pool(pool, config, seed=seed) as shared:
+            for item_id, item in items:  # every item's models, keys and prices, before any call
+                _prepare(shared, item, item_id, plans[item_id][1], budget, prices)
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
@@ -227,15 +227,6 @@ async def run_batch(
         text = "".join(line.model_dump_json() + "\n" for line in ordered)
         write_json_atomic(out_dir / "results.jsonl", text)
     return ordered
-
-
-def _check_priced(
-    budget: Budget | None, prices: PriceTable | None, configs: list[RunConfig], pool: ModelPool
-) -> None:
-    """A cost cap over a model the table cannot price is refused before the first item."""
-    if budget is not None:
-        used = (m.name for cfg in configs for m in planned_models(cfg, pool))
-        budget.check_priced(used, prices or PriceTable.default())
 
 
 def check_concurrency(concurrency: int) -> None:
@@ -259,10 +250,36 @@ def item_folder(out_dir: Path, item_id: str) -> Path:
 
 
 def item_config(item: BatchItem, config: RunConfig, item_id: str) -> RunConfig:
-    """The batch's config with the item's overrides, checked (before any item runs)."""
+    """The batch's config with the item's overrides, checked (before any item runs).
+
+    The overrides apply to the item's calls, not only to its record: ``model``,
+    ``base_url``/``api_key_env``, ``endpoints`` and each judge's or side's endpoint choose
+    the models the item is run with (a top-level key replaces the batch's value whole).
+    """
     if not item.config:
         return config
     return build_config({**config.model_dump(), **item.config}, f"batch item {item_id} config")
+
+
+def _prepare(
+    pool: ModelPool,
+    item: BatchItem,
+    item_id: str,
+    config: RunConfig,
+    budget: Budget | None,
+    prices: PriceTable | None,
+) -> None:
+    """Build the item's models now, so bad input fails the batch before any call.
+
+    Bad input here: a missing key, or a cost cap over a model that no table prices.
+    """
+    try:
+        models = pool.prepare(config, debaters=item.topic is not None)
+        if budget is not None:
+            table = run_prices(config, prices) or PriceTable.default()
+            budget.check_priced((m.name for m in models), table)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"batch item {item_id}: {exc}") from exc
 
 
 async def _kept(

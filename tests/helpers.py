@@ -95,7 +95,7 @@ def planted_judges(
 
 def served(server: FakeOpenAIServer) -> list[str]:
     """The flags that point a command at the test server."""
-    return ["--model", "m", "--base-url", server.base_url]
+    return ["--model", "m", "--base-url", server.base_url, "--api-key-env", ""]
 
 
 def as_result(panel: PanelResult, debate: Transcript, config: RunConfig) -> DebateResult:

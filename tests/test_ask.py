@@ -229,7 +229,7 @@ def test_a_truncated_reply_from_an_openai_server_is_asked_again_with_twice_the_b
         return ServerReply(content=text)
 
     with FakeOpenAIServer(responder=responder) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         result = judge_transcript_sync(transcript(), config=config, model=model, seed=1)
         budgets = sorted(r.body["max_tokens"] for r in server.records)
     assert budgets == [300, 300, 600, 600]
@@ -249,7 +249,7 @@ def test_a_refusal_from_an_openai_server_leaves_the_judge_unscored_with_the_refu
         return ServerReply(content=_valid(body), refusal="I cannot judge this debate.")
 
     with FakeOpenAIServer(responder=responder) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         result = judge_transcript_sync(transcript(), config=config, model=model, seed=1)
         calls = len(server.records)
     assert calls == 4  # each judge was asked again once
@@ -294,7 +294,7 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
     responder = CutOffClosing(config.max_tokens)
 
     async def once(server: FakeOpenAIServer) -> DebateResult:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         try:
             return await run_debate(
                 "Should we adopt the plan?", config=config, model=model, seed=3, cache=cache

@@ -110,6 +110,8 @@ def test_batch_resume_skips_finished_items_and_isolates_failures(
             "m",
             "--base-url",
             server.base_url,
+            "--api-key-env",
+            "",
             "--out",
             str(out),
             "--concurrency",
@@ -251,6 +253,7 @@ def test_a_bad_item_config_is_refused_before_any_call(
     calls: list[str] = []
     with FakeOpenAIServer(responder=lambda body: calls.append("x") or Reply(status=500)) as s:
         argv = ["batch", str(path), "--model", "m", "--base-url", s.base_url, "--quiet"]
+        argv += ["--api-key-env", ""]
         assert main([*argv, "--no-store", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: batch item c config.arguments: 99 is out of range; use 1 to 10"

@@ -59,7 +59,7 @@ def test_calibrate_pairwise_file_reports_and_updates_track_records(
     out_dir = tmp_path / "out"
     with FakeOpenAIServer(responder=prefers_the_good_answer) as server:
         argv = ["calibrate", str(items), "--format", "pairwise", "--model", "m"]
-        argv += ["--base-url", server.base_url, "--out", str(out_dir)]
+        argv += ["--base-url", server.base_url, "--api-key-env", "", "--out", str(out_dir)]
         code = main([*argv, "--store", str(store), "--json"])
         out, err = capsys.readouterr()
         assert code == 0, err

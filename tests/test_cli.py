@@ -33,6 +33,8 @@ def test_run_against_openai_compatible_server_writes_valid_result(
             "test-model",
             "--base-url",
             server.base_url,
+            "--api-key-env",
+            "",
             "--out",
             str(tmp_path),
             "--seed",

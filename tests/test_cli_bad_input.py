@@ -179,6 +179,7 @@ def test_a_bad_seed_is_refused_before_any_call(capsys: pytest.CaptureFixture[str
     with FakeOpenAIServer(responder=lambda body: calls.append(body) or Reply(status=500)) as s:
         for seed in ("-1", str(2**32), str(2**64 + 1)):
             argv = ["run", "Should we ship?", "--model", "m", "--base-url", s.base_url]
+            argv += ["--api-key-env", ""]
             line = fails(capsys, *argv, "--seed", seed, "--no-store", "--quiet")
             assert line.startswith("error: argument --seed: ") and "0 to 4294967295" in line
     assert calls == []  # numpy used to refuse -1 only after every call was paid for

@@ -222,7 +222,7 @@ def press_ctrl_c(argv: list[str], server: FakeOpenAIServer, holder: HoldAfter) -
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     command = [sys.executable, "-m", "debate", *argv, "--model", "m", "--base-url"]
     proc = subprocess.Popen(
-        [*command, server.base_url, "--quiet", "--no-store"],
+        [*command, server.base_url, "--api-key-env", "", "--quiet", "--no-store"],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
@@ -259,6 +259,7 @@ def test_ctrl_c_during_a_run_exits_130_marks_run_json_and_keeps_the_cache(
         # the next attempt resumes: same seed, and the two cached calls are not sent again
         holder.n = 1000
         argv = ["run", TOPIC, "--model", "m", "--base-url", server.base_url, "--quiet"]
+        argv += ["--api-key-env", ""]
         assert main([*argv, "--out", str(out), "--no-store"]) == 0
         assert holder.answered == 2 + (10 - 2)
     capsys.readouterr()
@@ -287,6 +288,7 @@ def test_a_failed_run_exits_1_and_says_so_in_run_json(
     out = tmp_path / "out"
     with FakeOpenAIServer(responder=lambda body: Reply(content="not json")) as server:
         argv = ["run", TOPIC, "--model", "m", "--base-url", server.base_url, "--quiet"]
+        argv += ["--api-key-env", ""]
         code = main([*argv, "--out", str(out), "--no-store", "--max-retries", "0"])
     line = one_line(capsys)
     assert code == 1 and line.startswith("failed: ")

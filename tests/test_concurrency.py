@@ -18,7 +18,7 @@ def max_overlap(records: list[Record]) -> int:
 
 def test_judges_and_sides_are_in_flight_together() -> None:
     with FakeOpenAIServer(latency=0.3) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         result = run_debate_sync("Should we adopt the plan?", config=RunConfig(), model=model)
         records = list(server.records)
     assert result.usage.calls == 10
@@ -42,7 +42,7 @@ def test_judges_and_sides_are_in_flight_together() -> None:
 def test_judge_requests_share_a_byte_identical_prefix_in_fixed_order() -> None:
     """With one presentation order for all judges, everything up to the role is shared."""
     with FakeOpenAIServer() as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         config = RunConfig(model="m", presentation="fixed")
         run_debate_sync("Should we adopt the plan?", model=model, config=config)
         judges = [r for r in server.records if r.system.startswith("You are one judge")]
@@ -56,7 +56,7 @@ def test_judge_requests_share_a_byte_identical_prefix_in_fixed_order() -> None:
 
 def test_counterbalanced_judges_read_in_their_own_order() -> None:
     with FakeOpenAIServer() as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         result = run_debate_sync("Should we adopt the plan?", model=model, seed=4)
         judges = [r for r in server.records if r.system.startswith("You are one judge")]
     firsts = [e.positions for e in result.evaluations]

@@ -34,6 +34,8 @@ def test_openai_compatible_example_against_a_local_server(tmp_path: Path) -> Non
             "m",
             "--base-url",
             server.base_url,
+            "--api-key-env",
+            "",
         )
         assert len(server.records) == 10
     assert "written to" in out

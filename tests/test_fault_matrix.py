@@ -60,6 +60,8 @@ def _argv(server: FaultServer, out: Path, topic: str, *extra: str) -> list[str]:
         "m",
         "--base-url",
         server.base_url,
+        "--api-key-env",
+        "",
         "--out",
         str(out),
         "--config",

@@ -114,7 +114,7 @@ def test_fault_injection_suite() -> None:
     topics = [f"Debate {i}: should team {i} adopt the plan?" for i in range(40)]
 
     async def one(server: FakeOpenAIServer, topic: str) -> DebateResult | DebaterError:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         try:
             return await run_debate(topic, config=config, model=model, seed=1)
         except DebaterError as exc:
@@ -196,7 +196,7 @@ def test_retry_after_is_honoured() -> None:
     from tests.helpers import transcript
 
     with FakeOpenAIServer(responder=responder) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         config = RunConfig(model="m", judges=RunConfig().judges[:2], backoff=0.01)
         result = judge_transcript_sync(transcript(), config=config, model=model)
     assert len(calls) == 2
@@ -215,7 +215,7 @@ def test_deadline_leaves_slow_judges_unscored() -> None:
         return Reply(content=json.dumps(valid), hang=6.0 if slow else 0.0)
 
     with FakeOpenAIServer(responder=responder) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         config = RunConfig(model="m", deadline=1.0, timeout=10)
         start = time.monotonic()
         result = judge_transcript_sync(transcript(), config=config, model=model)
@@ -268,6 +268,8 @@ def _command(base_url: str, out: Path) -> list[str]:
         "m",
         "--base-url",
         base_url,
+        "--api-key-env",
+        "",
         "--out",
         str(out),
         "--seed",

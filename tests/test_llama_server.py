@@ -115,7 +115,7 @@ def _check(result: DebateResult, arguments: int) -> None:
 
 
 def _debate(url: str, config: RunConfig) -> tuple[DebateResult, float]:
-    model = OpenAIModel("smollm2", base_url=url)
+    model = OpenAIModel("smollm2", base_url=url, api_key_env="")
     start = time.perf_counter()
     result = run_debate_sync(TOPIC, config=config, model=model, seed=7)
     return result, time.perf_counter() - start
@@ -126,7 +126,7 @@ def test_a_judge_reply_from_the_server_is_negotiated_and_scores_are_in_range(
 ) -> None:
     """One judge call: json_schema is refused (500), json_object with the schema works."""
     schema = judge_reply(("PRO-1", "CON-1"))
-    model = OpenAIModel("smollm2", base_url=llama_server)
+    model = OpenAIModel("smollm2", base_url=llama_server, api_key_env="")
     prompt = (
         "Score two arguments on logic, evidence, responsiveness and honesty from 1 to 10.\n"
         "PRO-1: Microservices let teams deploy independently.\n"

@@ -100,7 +100,7 @@ def complete(
     timeout: float = 30.0,
 ) -> Reply:
     """One call through a fresh (or the given) model, closed afterwards."""
-    model = model or OpenAIModel("m", base_url=server.base_url)
+    model = model or OpenAIModel("m", base_url=server.base_url, api_key_env="")
 
     async def go() -> Reply:
         try:
@@ -131,7 +131,7 @@ def test_a_500_refusing_json_schema_steps_down_to_json_object_and_is_remembered(
         return valid(body, server)
 
     with FakeOpenAIServer(responder=llama) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         first = complete(server, JUDGE, model=model)
         second = complete(server, JUDGE, model=model)
     JUDGE.model_validate_json(first.text)
@@ -158,7 +158,7 @@ def test_a_refused_strict_schema_steps_down_one_form_whatever_the_status(
         return valid(request, server)
 
     with FakeOpenAIServer(responder=strictless) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         complete(server, model=model)
         complete(server, model=model)
     assert modes(server) == ["strict", "json_schema", "json_schema"]
@@ -183,7 +183,7 @@ def test_an_unrelated_error_never_changes_the_form(status: int, body: str) -> No
         return valid(request, server)
 
     with FakeOpenAIServer(responder=responder) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         with pytest.raises(ProviderError) as caught:
             complete(server, model=model)
         broken["on"] = False
@@ -202,7 +202,7 @@ def test_the_form_is_remembered_per_schema() -> None:
         return valid(request, server)
 
     with FakeOpenAIServer(responder=strictless) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         complete(server, ClosingDraft, model=model)
         complete(server, JUDGE, model=model)
     assert modes(server) == ["strict", "json_schema", "strict", "json_schema"]
@@ -216,7 +216,7 @@ def test_concurrent_refusals_step_down_in_order_and_never_back_up() -> None:
         return valid(body, server)
 
     with FakeOpenAIServer(responder=llama, latency=0.05) as server:
-        model = OpenAIModel("m", base_url=server.base_url)
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
 
         async def many() -> list[Reply]:
             try:
@@ -403,7 +403,18 @@ def test_an_echoed_key_reaches_no_file_and_no_output(
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
     with FakeOpenAIServer() as server:
         server.responder = _echo_key(server)
-        code = main(["run", "Adopt it?", *served(server), "--out", str(tmp_path), "--json"])
+        code = main(
+            [
+                "run",
+                "Adopt it?",
+                *served(server),
+                "--api-key-env",
+                "OPENAI_API_KEY",
+                "--out",
+                str(tmp_path),
+                "--json",
+            ]
+        )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert server.authorizations and set(server.authorizations) == {f"Bearer {SENTINEL}"}

@@ -141,7 +141,16 @@ def test_shipped_table_prices_a_run_when_no_table_is_given(
     with FakeOpenAIServer() as server:
         out = cli(
             capsys,
-            *("judge", str(path), "--model", "gpt-4o-mini", "--base-url", server.base_url),
+            *(
+                "judge",
+                str(path),
+                "--model",
+                "gpt-4o-mini",
+                "--base-url",
+                server.base_url,
+                "--api-key-env",
+                "",
+            ),
             *("--quiet", "--no-store", "--json", "--out", str(tmp_path)),
         )
     usage = json.loads(out)["usage"]

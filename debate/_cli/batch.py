@@ -46,7 +46,6 @@ def batch_command(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             cache=cache,
             **money,
-            api_key_env=args.api_key_env,
             seed=args.seed if args.seed is not None else 0,
             progress=progress,
             history=common.history(store),

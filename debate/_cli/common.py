@@ -41,6 +41,7 @@ CONFIG_FLAGS = {
     for field in (
         "model",
         "base_url",
+        "api_key_env",
         "templates",
         "topics",
         "topic_type",
@@ -138,9 +139,9 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
         metavar="NAME",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
+        help="environment variable holding the key of --base-url's server ('' for a server "
+        "without a key); default OPENAI_API_KEY, for OpenAI's API only",
     )
     group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
     _panel_flags(parser)

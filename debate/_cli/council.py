@@ -111,7 +111,7 @@ def council_command(args: argparse.Namespace) -> int:
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
-    pool = ModelPool(config, api_key_env=args.api_key_env, seed=seed, model_path=args.model_path)
+    pool = ModelPool(config, seed=seed, model_path=args.model_path)
     generate = _generators(args, pool)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         work = run_council(

@@ -87,7 +87,6 @@ def _shared(
     return {
         "config": config,
         "seed": seed,
-        "api_key_env": args.api_key_env,
         "model_path": args.model_path,
         "on_event": common.progress(args),
         "cache": cache,

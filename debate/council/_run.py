@@ -23,6 +23,7 @@ from debate.runtime._pool import (
     closing_given,
     no_running_loop,
     owned_pool,
+    run_prices,
 )
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
@@ -47,7 +48,6 @@ async def run_council(
     model: Model | None = None,
     config: RunConfig | None = None,
     seed: int | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     model_path: str | None = None,
     cache: CacheSpec = None,
     pool: ModelPool | None = None,
@@ -65,9 +65,9 @@ async def run_council(
             reviews of their own answers are excluded.
         reviewers: Reviewer name -> model (default: the panel's judges, or the generators).
         model: One model for every reviewer (default: the config's model).
-        config: Settings, including ``config.council`` (method, rubric weights, safety gate).
+        config: Settings, including ``config.council`` (method, rubric weights, safety gate)
+            and the endpoints each judge's reviewer is served by (``JudgeSpec.endpoint``).
         seed: Seed of the reviewers' shuffles and of sampling; drawn when not given.
-        api_key_env: Environment variable with the API key of a remote endpoint.
         model_path: A GGUF file for the embedded backend.
         cache: Response cache path or object.
         pool: Models shared with other runs (a calibration, a batch); they are not closed
@@ -83,12 +83,10 @@ async def run_council(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
-    async with owned_pool(
-        pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
-    ) as models:
+    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
-        meter = UsageMeter.for_run(prices, budget, used)
+        meter = UsageMeter.for_run(run_prices(cfg, prices), budget, used)
         if generate:
             candidates = await generate_candidates(
                 question,
@@ -124,7 +122,12 @@ def _reviewers(
         return [Reviewer(m.name, wrap(m)) for m in generate]
     result = []
     for spec in cfg.judges:
-        chosen = model if model is not None and spec.model is None else pool.get(spec.model)
+        own = spec.model is not None or spec.endpoint is not None
+        chosen = (
+            model
+            if model is not None and not own
+            else pool.get(spec.model, spec.endpoint, config=cfg)
+        )
         perspective = (
             f"You review as the {spec.role} judge. "
             + renderer.render(f"judge_role_{spec.role}.md.jinja").strip()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from debate.models._base import Message, Model, ModelSettings, Reply, TokenUsage
 from debate.models.test import FunctionModel, ScriptedModel, TestModel
+from debate.records._config import DEFAULT_ENDPOINT
 
 __all__ = [
     "FunctionModel",
@@ -29,24 +30,29 @@ def resolve_model(
     name: str,
     *,
     base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str | None = None,
+    endpoint: str | None = None,
     model_path: str | None = None,
     seed: int = 0,
 ) -> Model:
-    """Build the model a name stands for.
+    """Build the model a name stands for at an endpoint.
 
-    ``local`` is the embedded llama.cpp model (``model_path`` for another GGUF file);
-    ``scripted`` (or ``scripted-<anything>``) is the offline placeholder model; any other
-    name is a model served by an OpenAI-compatible endpoint (``base_url``, or OpenAI).
+    On the ``default`` endpoint without a ``base_url``, ``local`` is the embedded llama.cpp
+    model (``model_path`` for another GGUF file) and ``scripted`` (or ``scripted-<anything>``)
+    the offline placeholder model. Any other name, and every name on a named endpoint, is a
+    model served by an OpenAI-compatible endpoint (``base_url``, or OpenAI), which receives
+    the key of ``api_key_env`` and no other (``""``: no key; ``None``: ``OPENAI_API_KEY``,
+    for OpenAI's API only).
     """
-    if base_url is None and model_path is not None:
-        name = LOCAL
-    if name.startswith(SCRIPTED) and base_url is None:
-        return TestModel(seed=seed, name=name)
-    if name == LOCAL and base_url is None:
-        from debate.models.local import LocalModel
+    if endpoint in (None, DEFAULT_ENDPOINT) and base_url is None:
+        if model_path is not None:
+            name = LOCAL
+        if name.startswith(SCRIPTED):
+            return TestModel(seed=seed, name=name)
+        if name == LOCAL:
+            from debate.models.local import LocalModel
 
-        return LocalModel(model_path, seed=seed)
+            return LocalModel(model_path, seed=seed)
     from debate.models.openai import OpenAIModel
 
-    return OpenAIModel(name, base_url=base_url, api_key_env=api_key_env)
+    return OpenAIModel(name, base_url=base_url, api_key_env=api_key_env, endpoint=endpoint)

@@ -39,9 +39,11 @@ from debate.models._schema import sent_schema
 
 logger = logging.getLogger(__name__)
 
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-LOCAL_PLACEHOLDER_KEY = "not-needed-for-a-local-server"
+KEYLESS = "no-key-configured"
+"""What the client holds for an endpoint without a key: the ``openai`` client wants some
+string, but the Authorization header is then left out of every request, so not even this
+placeholder is sent."""
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter keys are not redacted: replacing a 3-letter string everywhere would mangle text."""
@@ -55,25 +57,37 @@ FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text
 SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
 
 
-def is_local_url(base_url: str | None) -> bool:
-    """True for a server on this machine, which needs no API key."""
-    if base_url is None:
-        return False
-    rest = base_url.split("://", 1)[-1]
-    return any(rest.startswith(host) for host in LOCAL_HOSTS)
+def resolve_api_key(
+    base_url: str | None, api_key_env: str | None = None, endpoint: str | None = None
+) -> str | None:
+    """The key of one endpoint from its own variable; ``None`` for a keyless endpoint.
 
+    ``api_key_env`` ``""`` declares the endpoint keyless. ``None`` reads ``OPENAI_API_KEY``
+    for OpenAI's API and is refused for any other host, so OpenAI's key never goes to a
+    host it was not named for. Nothing is guessed from the host name.
 
-def resolve_api_key(base_url: str | None, api_key_env: str = DEFAULT_API_KEY_ENV) -> str:
-    """Read the key from the environment; a local server gets a placeholder."""
+    Raises:
+        ConfigurationError: the variable is not set, or no variable was named for a host
+            other than OpenAI's; the message names the endpoint and the variable.
+    """
+    where = f"endpoint {endpoint!r}" if endpoint else "the model"
+    host = base_url or "OpenAI's API"
+    if api_key_env is None:
+        if base_url is not None:
+            raise ConfigurationError(
+                f"api_key_env: {where} ({host}) names no key variable, and "
+                f"{DEFAULT_API_KEY_ENV} is sent only to OpenAI's API; name the variable "
+                '(api_key_env, --api-key-env NAME), or give "" for a server without a key'
+            )
+        api_key_env = DEFAULT_API_KEY_ENV
+    if api_key_env == "":
+        return None
     key = os.environ.get(api_key_env)
     if key:
         return key
-    if is_local_url(base_url):
-        return LOCAL_PLACEHOLDER_KEY
-    where = f"for {base_url}" if base_url else "for OpenAI"
     raise ConfigurationError(
-        f"no API key {where}: set the environment variable {api_key_env} "
-        "(or name another variable with --api-key-env), or use --base-url for a local server"
+        f"no API key for {where} ({host}): set the environment variable {api_key_env}, "
+        'or declare the endpoint keyless with api_key_env = "" (--api-key-env "")'
     )
 
 
@@ -123,7 +137,10 @@ class OpenAIModel:
             ``base_url`` and the key in ``api_key_env``.
         base_url: Endpoint, e.g. ``http://127.0.0.1:8000/v1`` for vLLM.
         api_key: The key itself, if the caller has it; never logged or stored.
-        api_key_env: Environment variable holding the key.
+        api_key_env: Environment variable holding the key; ``""`` for a server without a
+            key (no Authorization header is sent). ``None`` reads ``OPENAI_API_KEY`` for
+            OpenAI's API and is refused with a ``base_url``.
+        endpoint: The endpoint's name, recorded with every call (``usage.per_call``).
     """
 
     def __init__(
@@ -133,14 +150,18 @@ class OpenAIModel:
         client: AsyncOpenAI | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
+        api_key_env: str | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self._model = model
         self.base_url = base_url
+        self.endpoint = endpoint
         self._given = client
         # Resolved now so that a missing key is reported before any work starts.
         self._key = (
-            None if client is not None else (api_key or resolve_api_key(base_url, api_key_env))
+            None
+            if client is not None
+            else (api_key or resolve_api_key(base_url, api_key_env, endpoint))
         )
         self._owned: AsyncOpenAI | None = None
         self._modes: dict[ReplySchema, Mode] = {}
@@ -165,7 +186,7 @@ class OpenAIModel:
 
     def _build(self) -> AsyncOpenAI:
         # Retries are ours (debate.runtime._ask), so that every retry is counted and recorded.
-        return AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0)
+        return AsyncOpenAI(api_key=self._key or KEYLESS, base_url=self.base_url, max_retries=0)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model built (a caller's own client is left alone).
@@ -182,7 +203,10 @@ class OpenAIModel:
         return self._model
 
     def __repr__(self) -> str:
-        return f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r})"
+        return (
+            f"OpenAIModel(model={self._model!r}, base_url={self.base_url!r}, "
+            f"endpoint={self.endpoint!r})"
+        )
 
     def mode(self, schema: ReplySchema) -> Mode:
         """The structured-output form ``schema`` is sent in now."""
@@ -191,7 +215,7 @@ class OpenAIModel:
     def _redact(self, text: str) -> str:
         """``text`` without this client's key (a server may echo the Authorization header)."""
         key = self._key if self._given is None else self._given.api_key
-        if not key or key == LOCAL_PLACEHOLDER_KEY or len(key) < MIN_SECRET_LENGTH:
+        if not key or len(key) < MIN_SECRET_LENGTH:
             return text
         return text.replace(key, REDACTED)
 
@@ -245,9 +269,17 @@ class OpenAIModel:
         and parsed here, so that a body that is not a completion is reported, not raised.
         """
         client = await self._client()
-        post = client.post(
-            "/chat/completions", body=body, cast_to=str, options={"timeout": timeout}
-        )
+        if self._given is None and self._key is None:  # a keyless endpoint: no header at all
+            post = client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=str,
+                options={"timeout": timeout, "headers": {"Authorization": openai.Omit()}},
+            )
+        else:
+            post = client.post(
+                "/chat/completions", body=body, cast_to=str, options={"timeout": timeout}
+            )
         try:
             text: str = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, openai.APITimeoutError) as exc:

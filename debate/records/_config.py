@@ -12,7 +12,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from debate._checks import repeated
 from debate.exceptions import ConfigurationError
@@ -32,6 +39,14 @@ SEED_MAX = 2**32 - 1
 
 MAX_CONCURRENCY = 1024
 """Items or calls at once (``--concurrency``): far beyond any provider's limits already."""
+
+
+MAX_PER_MINUTE = 10**9
+"""The largest ``rpm`` or ``tpm``: a limit is a positive number; no limit is no setting (a 0
+that silently meant "no limit" hid a typo)."""
+
+DEFAULT_ENDPOINT = "default"
+"""The endpoint set by ``base_url`` and ``api_key_env`` (``--base-url``/``--api-key-env``)."""
 
 
 def check_seed(value: int, name: str = "--seed") -> int:
@@ -82,6 +97,47 @@ class Finite(Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+def check_key_env(value: str) -> str:
+    """A key variable's name as given (``""``: no key); a key pasted in its place is refused.
+
+    The message never repeats the value: what was typed may be the key itself.
+    """
+    if value != value.strip() or any(c in value for c in "= -/:"):
+        raise ValueError(
+            "not an environment variable name; give the variable's name (e.g. "
+            'OPENAI_API_KEY), never the key itself, or "" for a server without a key'
+        )
+    return value
+
+
+class Endpoint(Finite):
+    """An OpenAI-compatible endpoint, named once under ``[endpoints.<name>]``.
+
+    Debaters (``pro_endpoint``/``con_endpoint``) and judges (``endpoint``) refer to it by
+    name. Its key is read from ``api_key_env`` and sent to this endpoint only: the key
+    variable is never implied, so no key reaches a host it was not configured for.
+    """
+
+    base_url: str | None = None
+    """The server, e.g. ``http://127.0.0.1:8000/v1``; ``None`` is OpenAI's API."""
+    api_key_env: str
+    """Environment variable holding this endpoint's key; ``""`` for a server without a key
+    (then no key is sent at all)."""
+    rpm: int | None = Field(default=None, ge=1, le=MAX_PER_MINUTE)
+    """Requests per minute, shared by every model on this endpoint (a batch's items too)."""
+    tpm: int | None = Field(default=None, ge=1, le=MAX_PER_MINUTE)
+    """Tokens per minute, shared like ``rpm``."""
+    prices: str | dict[str, dict[str, float]] | None = None
+    """Prices of this endpoint's models: the path of a price table TOML, or the table inline
+    (``{"gpt-4o-mini" = {prompt = 0.15, completion = 0.6}}``, USD per million tokens). They
+    join the run's table (``--prices``); a model two tables price differently is refused."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, value: str) -> str:
+        return check_key_env(value)
+
+
 class JudgeSpec(Finite):
     """One judge of the panel."""
 
@@ -93,8 +149,27 @@ class JudgeSpec(Finite):
     """Rubric weights over logic, evidence, responsiveness, honesty; non-negative, sum 1."""
     model: str | None = None
     """Model for this judge; ``None`` uses the run's model."""
-    base_url: str | None = None
-    """OpenAI-compatible endpoint for this judge; ``None`` uses the run's."""
+    endpoint: str | None = None
+    """Name of the endpoint (``[endpoints.<name>]``) serving this judge; ``None`` is the
+    run's ``default`` endpoint (``base_url``/``api_key_env``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_base_url(cls, data: Any) -> Any:
+        """A judge's own ``base_url`` is refused: it would carry the run's key to its host.
+
+        ``base_url: null`` (what results written before endpoints hold) is dropped, so those
+        results still load.
+        """
+        if isinstance(data, dict) and "base_url" in data:
+            if data["base_url"] is not None:
+                raise ValueError(
+                    "a judge's base_url is not taken (it would receive the run's key); "
+                    "declare [endpoints.NAME] with base_url and api_key_env, and set "
+                    "endpoint = NAME on the judge"
+                )
+            data = {k: v for k, v in data.items() if k != "base_url"}
+        return data
 
     @field_validator("weights")
     @classmethod
@@ -161,10 +236,22 @@ class RunConfig(Finite):
     small structured call to the first judge's model (keywords if that call fails)."""
     model: str = "local"
     """Default model of debaters and judges: ``local`` (embedded), ``scripted`` (offline
-    demo double) or a model name served at ``base_url``."""
+    demo double) or a model name served at their endpoint."""
     base_url: str | None = None
+    """Server of the ``default`` endpoint (``--base-url``); ``None`` is OpenAI's API (or the
+    embedded model / test double, for the names ``local`` and ``scripted``)."""
+    api_key_env: str | None = None
+    """Key variable of the ``default`` endpoint (``--api-key-env``); ``""`` for a server
+    without a key. ``None`` reads ``OPENAI_API_KEY`` for OpenAI's API and is refused with a
+    ``base_url``: OpenAI's key goes to another host only when named."""
+    endpoints: dict[str, Endpoint] = Field(default_factory=dict)
+    """Named endpoints (``[endpoints.<name>]``) that debaters and judges refer to."""
     pro_model: str | None = None
     con_model: str | None = None
+    pro_endpoint: str | None = None
+    """Endpoint of the PRO debater; ``None`` is the ``default`` endpoint."""
+    con_endpoint: str | None = None
+    """Endpoint of the CON debater; ``None`` is the ``default`` endpoint."""
     temperature: float = Field(default=0.2, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=16, le=131_072)
     max_retries: int = Field(default=2, ge=0, le=10)
@@ -200,6 +287,35 @@ class RunConfig(Finite):
         if dupes:
             raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
         return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, value: str | None) -> str | None:
+        return None if value is None else check_key_env(value)
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, value: dict[str, Endpoint]) -> dict[str, Endpoint]:
+        if DEFAULT_ENDPOINT in value:
+            raise ValueError(
+                f"{DEFAULT_ENDPOINT!r} names the endpoint of base_url and api_key_env "
+                f"(--base-url/--api-key-env); rename [endpoints.{DEFAULT_ENDPOINT}]"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _known_endpoints(self) -> RunConfig:
+        """Every endpoint a debater or judge names is declared (checked at load)."""
+        known = [*self.endpoints, DEFAULT_ENDPOINT]
+        used = [("pro_endpoint", self.pro_endpoint), ("con_endpoint", self.con_endpoint)]
+        used += [(f"judges.{i}.endpoint", j.endpoint) for i, j in enumerate(self.judges)]
+        for field, name in used:
+            if name is not None and name not in known:
+                raise ValueError(
+                    f"{field}: unknown endpoint {name!r}; declare [endpoints.{name}] with "
+                    f"base_url and api_key_env, or use one of {', '.join(known)}"
+                )
+        return self
 
 
 def default_judges(roles: list[str] | None = None) -> list[JudgeSpec]:

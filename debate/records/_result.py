@@ -112,6 +112,13 @@ class CallUsage(Frozen):
     actor: str
     round: int | None = None
     model: str
+    """The model as it was asked for."""
+    endpoint: str | None = None
+    """The endpoint the call was sent to (``default`` for ``--base-url``); ``None`` for the
+    embedded model, a test double or a model the caller built without an endpoint name."""
+    answered_by: str | None = None
+    """The model that answered, as the server reported it in its reply (a snapshot of
+    ``model``, say), else ``model``; ``None`` when no reply came back at all."""
     attempts: int
     ok: bool
     prompt_tokens: int

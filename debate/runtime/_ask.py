@@ -217,6 +217,10 @@ class _Step:
     completion_tokens: int = 0
     cached_tokens: int = 0
     model_seconds: float = 0.0
+    endpoint: str | None = None
+    """Where the call goes (the model's endpoint name, if it has one)."""
+    answered_by: str | None = None
+    """The model named in the last reply (the server's report), once one came back."""
 
     def begin(self) -> None:
         """Count one more attempt (a replay from the cache is an attempt too)."""
@@ -268,6 +272,7 @@ class _Step:
         self.completion_tokens += usage.completion_tokens
         self.cached_tokens += usage.cached_tokens
         self.model_seconds += reply.latency
+        self.answered_by = reply.model or self.model
         self.call.meter.add_tokens(
             self.model, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
         )
@@ -330,6 +335,8 @@ class _Step:
                     actor=self.actor,
                     round=self.round,
                     model=self.model,
+                    endpoint=self.endpoint,
+                    answered_by=self.answered_by,
                     attempts=self.attempts,
                     ok=ok,
                     **tokens,
@@ -373,7 +380,7 @@ async def ask(
         ProviderError: the provider kept failing after ``policy.provider_retries`` retries.
         BudgetExceeded: the next request could pass the run's budget, so it was not sent.
     """
-    step = _Step(call, model.name, phase, actor, round)
+    step = _Step(call, model.name, phase, actor, round, endpoint=getattr(model, "endpoint", None))
     step.started()
     request = _Request(list(messages), settings)
     while True:

@@ -28,11 +28,13 @@ class CacheSlot:
         stored = await asyncio.to_thread(self.cache.get, self.key)
         if stored is None:
             return None
-        return Reply(text=stored.text, usage=stored.usage, finish_reason=None, model=self.model)
+        answered = stored.model or self.model  # who answered when the reply was made
+        return Reply(text=stored.text, usage=stored.usage, finish_reason=None, model=answered)
 
     async def store(self, reply: Reply) -> None:
         """Keep a reply that validated (never call this with an invalid one)."""
-        await asyncio.to_thread(self.cache.put, self.key, self.model, reply.text, reply.usage)
+        answered = reply.model or self.model
+        await asyncio.to_thread(self.cache.put, self.key, answered, reply.text, reply.usage)
 
 
 def cache_slot(

@@ -16,11 +16,9 @@ from dataclasses import dataclass
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
+from debate.records._config import MAX_PER_MINUTE
 
 WINDOW = 60.0
-MAX_PER_MINUTE = 10**9
-"""The largest ``rpm`` or ``tpm``: a limit is a positive number; no limit is no flag (a 0
-that silently meant "no limit" hid a typo)."""
 
 
 @dataclass
@@ -98,8 +96,8 @@ class LimitedModel:
 
     It stays a wrapper (unlike the cache, which ``ask`` consults) because it only meters
     requests: it neither reads nor judges a reply, and a cached reply never reaches it.
-    It forwards ``name``, ``base_url`` and ``aclose`` to the wrapped model, so results,
-    track records and cache keys name the real model.
+    It forwards ``name``, ``base_url``, ``endpoint`` and ``aclose`` to the wrapped model, so
+    results, track records and cache keys name the real model and where it is served.
     """
 
     def __init__(self, inner: Model, limiter: RateLimiter) -> None:
@@ -115,6 +113,11 @@ class LimitedModel:
     def base_url(self) -> str | None:
         """The wrapped model's endpoint, if it has one."""
         return getattr(self.inner, "base_url", None)
+
+    @property
+    def endpoint(self) -> str | None:
+        """The wrapped model's endpoint name, if it is served by a named endpoint."""
+        return getattr(self.inner, "endpoint", None)
 
     async def aclose(self) -> None:
         """Close the wrapped model's client, if it has one."""

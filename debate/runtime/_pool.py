@@ -8,11 +8,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from pydantic import ValidationError
+
 from debate.exceptions import ConfigurationError
 from debate.models import resolve_model
 from debate.models._base import Model
-from debate.records._config import RunConfig
+from debate.records._config import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
 from debate.runtime._limiter import LimitedModel, RateLimiter
+from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
 
 CacheSpec = ResponseCache | str | Path | None
@@ -49,38 +52,134 @@ class _Wrapper:
 
 
 class ModelPool:
-    """Builds each distinct model once (the embedded model is loaded a single time)."""
+    """Builds each distinct model once (the embedded model is loaded a single time).
 
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        api_key_env: str = "OPENAI_API_KEY",
-        seed: int = 0,
-        model_path: str | None = None,
-    ) -> None:
+    A model is one name at one endpoint, built with that endpoint's key and no other. Every
+    model on an endpoint with ``rpm``/``tpm`` passes through that endpoint's one limiter, so
+    the limit holds across all the runs sharing the pool (a batch's items).
+    """
+
+    def __init__(self, config: RunConfig, *, seed: int = 0, model_path: str | None = None) -> None:
         self.config = config
-        self.api_key_env = api_key_env
         self.seed = seed
         self.model_path = model_path
-        self._built: dict[tuple[str, str | None], Model] = {}
+        self._built: dict[tuple[str, str, str | None, str | None], Model] = {}
+        self._limiters: dict[str, RateLimiter] = {}
 
     async def aclose(self) -> None:
         """Close every model this pool built."""
         await close_models(list(self._built.values()))
 
-    def get(self, name: str | None, base_url: str | None = None) -> Model:
-        """The model for a name (default: the run's), built on first use."""
-        key = (name or self.config.model, base_url or self.config.base_url)
+    def get(
+        self, name: str | None, endpoint: str | None = None, *, config: RunConfig | None = None
+    ) -> Model:
+        """The model ``name`` at ``endpoint`` as ``config`` defines them, built on first use.
+
+        Args:
+            name: The model's name; ``None`` is the config's ``model``.
+            endpoint: A name from ``config.endpoints``; ``None`` is the ``default`` endpoint
+                (``base_url``/``api_key_env``).
+            config: The config that names them (a batch item's own); default the pool's.
+
+        Raises:
+            ConfigurationError: the endpoint's key is missing (or, for the ``default``
+                endpoint on another host than OpenAI's, no key variable is named).
+        """
+        cfg = config or self.config
+        label = endpoint or DEFAULT_ENDPOINT
+        spec = cfg.endpoints.get(label)
+        if label != DEFAULT_ENDPOINT and spec is None:
+            raise ConfigurationError(
+                f"endpoint: unknown endpoint {label!r}; declare [endpoints.{label}]"
+            )
+        base_url, key_env = (
+            (spec.base_url, spec.api_key_env) if spec else (cfg.base_url, cfg.api_key_env)
+        )
+        key = (name or cfg.model, label, base_url, key_env)
         if key not in self._built:
-            self._built[key] = resolve_model(
+            model = resolve_model(
                 key[0],
-                base_url=key[1],
-                api_key_env=self.api_key_env,
+                base_url=base_url,
+                api_key_env=key_env,
+                endpoint=label,
                 model_path=self.model_path,
                 seed=self.seed,
             )
+            limiter = self._limiter(label, spec)
+            self._built[key] = model if limiter is None else LimitedModel(model, limiter)
         return self._built[key]
+
+    def prepare(self, config: RunConfig, *, debaters: bool = True) -> list[Model]:
+        """Build every model ``config`` names now (its judges' and, for a debate, its sides').
+
+        A batch calls this for every item before the first call, so a missing key or an
+        endpoint an item cannot use is bad input then, not a failure found items later.
+        Returns the models, for checks over all of them (a cost cap's prices).
+        """
+        models = [self.get(spec.model, spec.endpoint, config=config) for spec in config.judges]
+        if debaters:
+            models.append(self.get(config.pro_model, config.pro_endpoint, config=config))
+            models.append(self.get(config.con_model, config.con_endpoint, config=config))
+        run_prices(config)
+        return models
+
+    def _limiter(self, label: str, spec: Endpoint | None) -> RateLimiter | None:
+        """The one limiter of an endpoint with ``rpm``/``tpm`` (None without limits)."""
+        if spec is None or (spec.rpm is None and spec.tpm is None):
+            return None
+        key = f"{label} {spec.base_url} {spec.rpm} {spec.tpm}"
+        if key not in self._limiters:
+            self._limiters[key] = RateLimiter(spec.rpm, spec.tpm)
+        return self._limiters[key]
+
+
+def run_prices(config: RunConfig, prices: PriceTable | None = None) -> PriceTable | None:
+    """The run's price table: ``prices`` (``--prices``) joined with its endpoints' tables.
+
+    Without ``prices``, the shipped table fills in models no endpoint table names (an
+    endpoint's own price wins over the shipped one: it is what that endpoint charges).
+
+    Usage is counted by model name, so a model that two tables price differently could not
+    be costed truthfully: that is refused (bad input, before any call).
+
+    Raises:
+        ConfigurationError: an endpoint's table cannot be read or is not a price table, or
+            two tables disagree on a model's price.
+    """
+    tables = [
+        (name, table)
+        for name, endpoint in config.endpoints.items()
+        if (table := _endpoint_prices(name, endpoint)) is not None
+    ]
+    if not tables:
+        return prices
+    merged = dict(prices.models) if prices is not None else {}
+    where = dict.fromkeys(merged, "--prices")
+    for name, table in tables:
+        for model, price in table.models.items():
+            if model in merged and merged[model] != price:
+                raise ConfigurationError(
+                    f"endpoints.{name}.prices: {model} is priced differently by "
+                    f"{where[model]}; give each model one price"
+                )
+            merged[model], where[model] = price, f"endpoints.{name}.prices"
+    if prices is None:  # the shipped table still prices what no table given here names
+        merged = {**PriceTable.default().models, **merged}
+    return PriceTable(models=merged)
+
+
+def _endpoint_prices(name: str, endpoint: Endpoint) -> PriceTable | None:
+    """An endpoint's own price table (read from its file, or given inline), if it has one."""
+    if endpoint.prices is None:
+        return None
+    if isinstance(endpoint.prices, str):
+        return PriceTable.load(endpoint.prices)
+    try:
+        return PriceTable.model_validate({"models": endpoint.prices})
+    except ValidationError as exc:
+        raise ConfigurationError(
+            validation_message(exc, f"endpoints.{name}.prices").replace(".models", "", 1)
+        ) from exc
 
 
 @asynccontextmanager
@@ -88,7 +187,6 @@ async def owned_pool(
     pool: ModelPool | None,
     config: RunConfig,
     *,
-    api_key_env: str = "OPENAI_API_KEY",
     seed: int = 0,
     model_path: str | None = None,
 ) -> AsyncIterator[ModelPool]:
@@ -96,7 +194,7 @@ async def owned_pool(
     if pool is not None:
         yield pool
         return
-    own = ModelPool(config, api_key_env=api_key_env, seed=seed, model_path=model_path)
+    own = ModelPool(config, seed=seed, model_path=model_path)
     try:
         yield own
     finally:

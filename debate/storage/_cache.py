@@ -71,6 +71,8 @@ class CachedReply:
 
     text: str
     usage: TokenUsage
+    model: str = ""
+    """The model that answered (as the server reported it), so a replay records it too."""
 
 
 class ResponseCache:
@@ -102,7 +104,7 @@ class ResponseCache:
         row = (
             self._connect()
             .execute(
-                "SELECT text, prompt_tokens, completion_tokens, cached_tokens "
+                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model "
                 "FROM responses WHERE key = ?",
                 (key,),
             )
@@ -113,10 +115,13 @@ class ResponseCache:
             return None
         self.hits += 1
         usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
-        return CachedReply(text=row[0], usage=usage)
+        return CachedReply(text=row[0], usage=usage, model=row[4])
 
     def put(self, key: str, model: str, text: str, usage: TokenUsage) -> None:
-        """Store one valid reply (first writer wins: valid replies to a key are equivalent)."""
+        """Store one valid reply (first writer wins: valid replies to a key are equivalent).
+
+        ``model`` is the model that answered, as the server reported it.
+        """
         db = self._connect()
         db.execute("BEGIN IMMEDIATE")
         try:
