@@ -56,12 +56,22 @@ CONFIG_FLAGS = {
 while RunConfig alone decides what a good value is."""
 
 
+class UsageExit(SystemExit):
+    """argparse refused the command line; ``message`` is its one-line reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line with exit code 2."""
 
     def error(self, message: str) -> Any:
-        """Exit 2 with a one-line message."""
-        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+        """Exit 2 with a one-line message (``--json`` callers also get it on stdout)."""
+        line = f"{message} (see {self.prog} --help)"
+        sys.stderr.write(f"error: {line}\n")
+        raise UsageExit(line)
 
 
 def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
