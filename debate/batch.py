@@ -2,9 +2,11 @@
 
 Each line of the input JSONL is a debate (``topic``) or a transcript to judge
 (``transcript``), with an optional ``id`` and optional ``config`` overrides. Items run
-``concurrency`` at a time; each finished item writes ``OUT/<id>/result.json`` and
-re-running the batch skips those (and replays completed calls of unfinished ones from the
-shared response cache). One item's failure is recorded and never stops the others.
+``concurrency`` at a time; each finished item writes ``OUT/<id>/result.json`` (and its
+reports), the batch writes ``results.jsonl`` and a summary of every item (``summary.jsonl``,
+``summary.html``), and re-running the batch skips the finished items (and replays
+completed calls of unfinished ones from the shared response cache). One item's failure is
+recorded and never stops the others.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
+from debate.report import write_report
+from debate.report._batch import BatchSummaryLine, write_batch_summary
 from debate.runtime._events import Event, StepFinished
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool
@@ -179,8 +183,9 @@ async def run_batch(
 
     Every item's config and output folder is checked before the first call, so a bad item
     on line 900 is bad input (ConfigurationError) rather than a failure found hours in.
-    ``results.jsonl`` is written however the batch ends: cancelled (Ctrl-C), it holds the
-    items that finished. ``history`` (judge track records, see :mod:`debate.quality._track`)
+    ``results.jsonl`` and the summary (``summary.jsonl``, ``summary.html``) are written
+    however the batch ends: cancelled (Ctrl-C), they hold the items that finished.
+    ``history`` (judge track records, see :mod:`debate.quality._track`)
     weights every item's vote as it weights a single run's; each finished result is
     recorded in ``store`` for the audit.
     """
@@ -219,7 +224,24 @@ async def run_batch(
         ordered = [lines[i] for i, _ in items if i in lines]
         text = "".join(line.model_dump_json() + "\n" for line in ordered)
         write_json_atomic(out_dir / "results.jsonl", text)
+        write_batch_summary([summary_line(line, out_dir) for line in ordered], out_dir)
     return ordered
+
+
+def summary_line(line: BatchLine, out_dir: Path) -> BatchSummaryLine:
+    """An item's line in ``summary.jsonl``, with its report's path when it has one."""
+    report = Path(line.id) / "report.html"
+    return BatchSummaryLine(
+        id=line.id,
+        status=line.status,
+        outcome=line.outcome,
+        winner=line.winner,
+        margin=line.margin,
+        calls=line.calls,
+        cost_usd=line.cost_usd,
+        error=line.error,
+        report=report.as_posix() if (out_dir / report).is_file() else None,
+    )
 
 
 def check_concurrency(concurrency: int) -> None:
@@ -261,6 +283,7 @@ async def _kept(
     try:
         result = await run
         write_result(result, folder)
+        write_report(result, folder)
         if store is not None:
             store.record(result)
         return BatchLine.of(item_id, result)

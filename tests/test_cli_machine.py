@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from debate._cli import run as run_module
+from debate._cli.common import FAILABLE_OUTCOMES
 from debate._cli.main import error_field, error_kind, main
 from debate.exceptions import (
     ConfigurationError,
@@ -21,7 +24,11 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models import local
+from debate.records._result import DebateResult
+from debate.report._batch import BatchSummaryLine, render_batch_html
 from debate.storage._files import current_umask, write_json_atomic
+from tests.helpers import ROLE, graded, served, transcript
+from tests.openai_server import FakeOpenAIServer, Reply, request_schema
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
@@ -162,3 +169,111 @@ def test_the_field_is_the_errors_own_or_the_flag_its_message_starts_with(
     exc: BaseException, field: str | None
 ) -> None:
     assert error_field(exc, str(exc)) == field
+
+
+# --- --fail-on and the batch's exit code and summary ----------------------------------------
+
+PRO_STRONG = {"PRO-1": 9, "PRO-2": 8, "PRO-3": 7, "CON-1": 4, "CON-2": 3, "CON-3": 2}
+PLANS: dict[str, Callable[[str, str], int | str]] = {
+    "winner": lambda role, a: PRO_STRONG[a],
+    "too_close": lambda role, a: 6,
+    "irreconcilable": lambda role, a: 11 - PRO_STRONG[a] if role == "risk" else PRO_STRONG[a],
+    "insufficient": lambda role, a: "RAW:not json",
+}
+"""Judges' scores (by role and argument) that lead to each outcome."""
+
+
+def judges_by_topic(body: dict[str, Any]) -> Reply:
+    """A judge server: the topic of the transcript names the outcome its scores lead to."""
+    text = "\n".join(str(m["content"]) for m in body["messages"])
+    outcome = next(o for o in PLANS if f"[{o}]" in text)
+    schema = request_schema(body)
+    ref = schema["properties"]["scores"]["$ref"].rsplit("/", 1)[-1]
+    ids = list(schema["$defs"][ref]["properties"])
+    match = ROLE.search(text)
+    assert match is not None
+    role, scores = match.group(1), {}
+    for arg_id in ids:
+        value = PLANS[outcome](role, arg_id)
+        if isinstance(value, str):
+            return Reply(content=value.removeprefix("RAW:"))
+        scores[arg_id] = graded(value)
+    return Reply(content=json.dumps({"scores": scores, "key_finding": "k"}))
+
+
+def transcript_file(folder: Path, outcome: str) -> Path:
+    path = folder / f"{outcome}.json"
+    path.write_text(transcript(topic=f"Should we adopt plan [{outcome}]?").model_dump_json())
+    return path
+
+
+@pytest.mark.parametrize("outcome", ["too_close", "irreconcilable", "insufficient"])
+def test_fail_on_an_outcome_exits_3_after_writing_the_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], outcome: str
+) -> None:
+    path = transcript_file(tmp_path, outcome)
+    with FakeOpenAIServer(responder=judges_by_topic) as server:
+        base = ["judge", str(path), *served(server), "--no-store", "--quiet", "--max-retries", "0"]
+        others = ",".join(o for o in FAILABLE_OUTCOMES if o != outcome)
+        out = tmp_path / "listed"
+        code, _, err = cli(capsys, *base, "--out", str(out), "--fail-on", f"{others},{outcome}")
+        assert code == 3, err
+        result = DebateResult.model_validate_json((out / "result.json").read_text())
+        assert result.decision.outcome == outcome and (out / "report.html").is_file()
+        # not listed: the same outcome exits 0
+        code, _, err = cli(capsys, *base, "--out", str(tmp_path / "other"), "--fail-on", others)
+        assert code == 0, err
+
+
+def test_fail_on_a_winner_is_not_an_option(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "run", "t", "--fail-on", "winner")
+    assert code == 2 and "'winner' is not an outcome" in err and "too_close" in err
+    code, _, err = cli(capsys, "judge", "t.json", "--fail-on", "")
+    assert code == 2 and "--fail-on" in err
+
+
+def test_a_batch_exits_1_on_a_failed_item_and_summarises_every_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"id": o, "transcript": json.loads(transcript_file(tmp_path, o).read_text())} for o in PLANS
+    ]
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    with FakeOpenAIServer(responder=judges_by_topic) as server:
+        argv = ["batch", str(batch), *served(server), "--out", str(out), "--no-store", "--quiet"]
+        code, stdout, err = cli(capsys, *argv, "--max-retries", "0", "--fail-on", "too_close")
+        assert code == 3, err  # every item ran; one outcome is listed
+        summary = [json.loads(x) for x in (out / "summary.jsonl").read_text().splitlines()]
+        assert [(s["id"], s["status"], s["outcome"]) for s in summary] == [
+            (o, "ok", o) for o in PLANS
+        ]
+        assert summary[0]["winner"] == "PRO" and summary[1]["winner"] is None
+        assert all(s["report"] == f"{s['id']}/report.html" for s in summary)
+        assert all((out / s["report"]).is_file() for s in summary)
+        page = (out / "summary.html").read_text()
+        assert all(f'<a href="{o}/report.html">{o}</a>' in page for o in PLANS)
+        assert "4 of 4 items ok, 0 failed" in page and "Summary: " in stdout
+        code, _, _ = cli(capsys, *argv, "--max-retries", "0")  # all skipped now: none listed
+        assert code == 0
+    # a debate that fails (the server is gone): exit 1, and it is in the summary with its error
+    with batch.open("a") as handle:
+        handle.write(json.dumps({"id": "late", "topic": "Should we adopt plan [winner]?"}) + "\n")
+    dead = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    argv = ["batch", str(batch), *dead, "--out", str(out), "--no-store", "--quiet", "--json"]
+    code, stdout, _ = cli(capsys, *argv, "--max-retries", "0")
+    assert code == 1
+    report = json.loads(stdout)
+    assert (report["items"], report["ok"], report["failed"]) == (5, 4, 1)
+    late = json.loads((out / "summary.jsonl").read_text().splitlines()[-1])
+    assert late["id"] == "late" and late["status"] == "failed" and late["report"] is None
+    assert late["outcome"] is None and "connection" in late["error"]
+    assert late["error"] in html.unescape((out / "summary.html").read_text())
+
+
+def test_the_summary_page_escapes_what_an_item_says() -> None:
+    line = BatchSummaryLine(id="x", status="failed", error="<script>alert(1)</script>")
+    page = render_batch_html([line])
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "0 of 1 items ok, 1 failed" in page and "<a href" not in page  # no report to link

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 
 from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
-from debate.batch import BatchLine, Progress, check_concurrency, load_batch, run_batch
+from debate._cli.common import EXIT_RUNTIME, Commands
+from debate.batch import (
+    BatchLine,
+    Progress,
+    check_concurrency,
+    load_batch,
+    run_batch,
+    summary_line,
+)
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
 
@@ -27,11 +35,15 @@ def add_parser(commands: Commands) -> None:
     )
     batch.add_argument("--prices", metavar="FILE", help="price table TOML (USD per 1M tokens)")
     common.model_flags(batch)
+    common.fail_on_flag(batch)
     batch.set_defaults(func=batch_command)
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    """Run the batch; exit 0 even when some items failed (they are in results.jsonl).
+    """Run the batch; exit 1 if an item failed, else 3 if ``--fail-on`` lists an outcome.
+
+    Every item, failed or not, is in results.jsonl and the summary (summary.jsonl,
+    summary.html).
 
     ``--concurrency``, every item's config and every item's folder are checked by
     :func:`debate.batch.run_batch`, before any item starts. ``--rpm 0`` is refused by the
@@ -67,8 +79,30 @@ def batch_command(args: argparse.Namespace) -> int:
             store=store,
         )
     )
-    sys.stdout.write(_summary(lines, out))
-    return EXIT_OK
+    if args.json:
+        sys.stdout.write(_json(lines, out) + "\n")
+    else:
+        sys.stdout.write(_summary(lines, out))
+    if any(line.status == "failed" for line in lines):
+        return EXIT_RUNTIME
+    return common.outcome_exit(args, [line.outcome for line in lines if line.outcome])
+
+
+def _json(lines: list[BatchLine], out: Path) -> str:
+    """``--json``: the counts, the summary files and every item's line, as one object."""
+    failed = sum(line.status == "failed" for line in lines)
+    return json.dumps(
+        {
+            "items": len(lines),
+            "ok": len(lines) - failed,
+            "failed": failed,
+            "results": str(out / "results.jsonl"),
+            "summary": str(out / "summary.jsonl"),
+            "summary_html": str(out / "summary.html"),
+            "lines": [summary_line(line, out).model_dump(mode="json") for line in lines],
+        },
+        indent=2,
+    )
 
 
 def _summary(lines: list[BatchLine], out: Path) -> str:
@@ -88,5 +122,6 @@ def _summary(lines: list[BatchLine], out: Path) -> str:
         f"{len(lines) - len(failed)} of {len(lines)} items ok, {len(failed)} failed; "
         f"{calls} calls, {prompt} prompt + {completion} completion tokens "
         f"({cached} cached){cost}\nResults: {out / 'results.jsonl'}\n"
+        f"Summary: {out / 'summary.html'}\n"
     )
     return text + "".join(f"  failed {line.id}: {line.error}\n" for line in failed)

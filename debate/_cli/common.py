@@ -7,7 +7,7 @@ import math
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -22,6 +22,11 @@ from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore, default_store_path
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OUTCOME = 3
+"""The decision's outcome is one ``--fail-on`` lists (the result was written all the same)."""
+
+FAILABLE_OUTCOMES = ("irreconcilable", "too_close", "insufficient")
+"""The outcomes without a winner, which ``--fail-on`` can turn into exit code 3."""
 
 Command = Callable[[argparse.Namespace], int]
 """What a subcommand registers with ``set_defaults(func=...)``: parsed flags in, exit code out.
@@ -117,7 +122,38 @@ def days(text: str) -> float:
     return value
 
 
+def outcome_list(text: str) -> frozenset[str]:
+    """An argparse type for ``--fail-on``: a comma list of outcomes without a winner."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAILABLE_OUTCOMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{unknown[0] if unknown else text!r} is not an outcome; give a comma list of "
+            f"{', '.join(FAILABLE_OUTCOMES)}"
+        )
+    return frozenset(names)
+
+
+def fail_on_flag(parser: argparse.ArgumentParser) -> None:
+    """``--fail-on``, for the commands whose results have a decision (run, judge, batch)."""
+    parser.add_argument(
+        "--fail-on",
+        type=outcome_list,
+        default=frozenset(),
+        metavar="OUTCOMES",
+        help=f"exit {EXIT_OUTCOME} (after writing the result) when the outcome is one of "
+        f"these, comma-separated: {', '.join(FAILABLE_OUTCOMES)}",
+    )
+
+
+def outcome_exit(args: argparse.Namespace, outcomes: Iterable[str]) -> int:
+    """:data:`EXIT_OUTCOME` when any of ``outcomes`` is one ``--fail-on`` lists, else 0."""
+    listed: frozenset[str] = getattr(args, "fail_on", frozenset())
+    return EXIT_OUTCOME if any(o in listed for o in outcomes) else EXIT_OK
+
+
 MAX_DAYS = 36_500
+outcome_list.__name__ = "outcome list"
 finite.__name__ = "number"
 days.__name__ = "number of days"
 seed.__name__ = "seed"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import Commands
 from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
@@ -38,6 +38,7 @@ def add_parser(commands: Commands) -> None:
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
     common.model_flags(run)
+    common.fail_on_flag(run)
     run.set_defaults(func=run_command)
 
 
@@ -47,7 +48,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def debate_command(args: argparse.Namespace, work: Work) -> int:
-    """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
+    """Check the flags, then run ``work`` with run.json, result.json, reports and the store.
+
+    Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
+    """
     config = common.run_config(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
@@ -64,7 +68,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
-    return EXIT_OK
+    return common.outcome_exit(args, [result.decision.outcome])
 
 
 def _shared(
