@@ -28,7 +28,7 @@ from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
 from debate.report import write_report
 from debate.report._batch import BatchSummaryLine, write_batch_summary
-from debate.runtime._events import Event, StepFinished
+from debate.runtime._events import Event, EventHandler, ItemFinished, StepFinished, planned_calls
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool
 from debate.runtime._pricing import PriceTable
@@ -122,9 +122,17 @@ def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
 class Progress:
     """Done / running / failed, calls/s, tokens/s and ETA, on one refreshed stderr line."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        interval: float = 1.0,
+        listener: EventHandler | None = None,
+    ) -> None:
         self.total = total
         self.stream = stream
+        self.listener = listener
+        """Also receives every event (each call's, each item's end): ``--progress jsonl``."""
         self.interval = interval
         self.start = time.perf_counter()
         self.done = self.running = self.failed = self.skipped = 0
@@ -132,7 +140,9 @@ class Progress:
         self._last = 0.0
 
     def on_event(self, event: Event) -> None:
-        """Count a finished call."""
+        """Count a finished call; pass every event on to the listener."""
+        if self.listener is not None:
+            self.listener(event)
         if isinstance(event, StepFinished):
             self.calls += event.attempts
             self.tokens += event.prompt_tokens + event.completion_tokens
@@ -199,15 +209,17 @@ async def run_batch(
         folder, cfg = plans[item_id]
         finished = _finished(folder / "result.json")
         if finished is not None:
-            lines[item_id] = BatchLine.of(item_id, finished)
+            lines[item_id] = line = BatchLine.of(item_id, finished)
             progress.done += 1
             progress.skipped += 1
+            progress.on_event(ItemFinished(item_id, "ok", line.outcome, skipped=True))
             return
         async with gate:
             progress.running += 1
             try:
                 run = _run_item(item, cfg, shared, limiter, cache, prices, seed, progress, history)
                 lines[item_id] = line = await _kept(run, item_id, folder, store)
+                progress.on_event(ItemFinished(item_id, line.status, line.outcome))
                 if line.status == "ok":
                     progress.done += 1
                 else:
@@ -241,6 +253,14 @@ def summary_line(line: BatchLine, out_dir: Path) -> BatchSummaryLine:
         cost_usd=line.cost_usd,
         error=line.error,
         report=report.as_posix() if (out_dir / report).is_file() else None,
+    )
+
+
+def planned_batch_calls(items: list[tuple[str, BatchItem]], config: RunConfig) -> int:
+    """Calls the batch will make if no item is finished yet: each item's under its config."""
+    return sum(
+        planned_calls(item_config(item, config, i), debate=item.topic is not None)
+        for i, item in items
     )
 
 

@@ -24,8 +24,10 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models import local
+from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report._batch import BatchSummaryLine, render_batch_html
+from debate.runtime._events import planned_calls
 from debate.storage._files import current_umask, write_json_atomic
 from tests.helpers import ROLE, graded, served, transcript
 from tests.openai_server import FakeOpenAIServer, Reply, request_schema
@@ -277,3 +279,131 @@ def test_the_summary_page_escapes_what_an_item_says() -> None:
     page = render_batch_html([line])
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "0 of 1 items ok, 1 failed" in page and "<a href" not in page  # no report to link
+
+
+# --- --progress jsonl -------------------------------------------------------------------------
+
+
+def events(err: str) -> list[dict[str, Any]]:
+    """Every line of stderr parsed as a JSON event (a line that is not one fails the test)."""
+    parsed = [json.loads(line) for line in err.splitlines()]
+    assert all({"type", "ts"} <= set(e) for e in parsed)
+    return parsed
+
+
+def of_type(stream: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in stream if e["type"] == kind]
+
+
+def test_a_runs_event_stream_starts_with_its_plan_and_finishes_every_planned_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer(seed=2) as server:
+        code, out, err = cli(
+            capsys, "run", "Should we adopt the plan?", *served(server), "--swap",
+            "--out", str(tmp_path), "--no-store", "--progress", "jsonl", "--json",
+        )  # fmt: skip
+    assert code == 0, err
+    stream = events(err)
+    plan = stream[0]
+    assert plan["type"] == "plan" and plan["command"] == "run"
+    assert plan["total"] == 2 * 3 + 4 * 2  # openings, one cross-examination, closings; swap
+    finished = of_type(stream, "finish")
+    assert len(finished) == plan["total"] == len(of_type(stream, "start"))
+    assert all(e["ok"] for e in finished) and not of_type(stream, "retry")
+    assert {(e["phase"], e["actor"]) for e in finished} >= {
+        ("opening", "PRO"),
+        ("cross_examination", "CON"),
+        ("closing", "PRO"),
+        ("judge", "risk"),
+        ("judge", "risk (swapped)"),
+    }
+    assert [e["ts"] for e in stream] == sorted(e["ts"] for e in stream)
+    assert json.loads(out)["usage"]["calls"] == plan["total"]  # stdout: the result alone
+
+
+def test_a_retry_is_an_event_and_the_call_still_finishes_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed: list[str] = []
+
+    def once_bad(body: dict[str, Any]) -> Reply:
+        if "Your role: risk judge" in str(body["messages"]) and not failed:
+            failed.append("risk")
+            return Reply(content="not json")
+        return judges_by_topic(body)
+
+    path = transcript_file(tmp_path, "winner")
+    with FakeOpenAIServer(responder=once_bad) as server:
+        code, _, err = cli(
+            capsys, "judge", str(path), *served(server), "--out", str(tmp_path / "o"),
+            "--no-store", "--progress", "jsonl",
+        )  # fmt: skip
+    assert code == 0 and failed == ["risk"]
+    stream = events(err)
+    (retry,) = of_type(stream, "retry")
+    assert (retry["phase"], retry["actor"], retry["attempt"]) == ("judge", "risk", 1)
+    assert retry["reason"] == "parse_failure"
+    finished = of_type(stream, "finish")
+    assert stream[0] == {**stream[0], "type": "plan", "command": "judge", "total": 4}
+    assert len(finished) == 4 and all(e["ok"] for e in finished)
+    assert next(e for e in finished if e["actor"] == "risk")["attempts"] == 2
+
+
+def test_a_councils_plan_counts_its_reviewers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    candidates = tmp_path / "c.jsonl"
+    candidates.write_text('{"id": "a", "text": "Yes."}\n{"id": "b", "text": "No."}\n')
+    with FakeOpenAIServer(seed=1) as server:
+        code, _, err = cli(
+            capsys, "council", "Should we?", "--candidates", str(candidates), *served(server),
+            "--judges", "technical,risk,general", "--out", str(tmp_path), "--no-store",
+            "--progress", "jsonl",
+        )  # fmt: skip
+    assert code == 0, err
+    stream = events(err)
+    assert (stream[0]["type"], stream[0]["total"]) == ("plan", 3)
+    assert len(of_type(stream, "finish")) == 3
+
+
+def test_a_batchs_plan_counts_items_and_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "b.jsonl"
+    rows = [
+        {"id": "debate", "topic": "Should we adopt plan [winner]?", "config": {"rounds": 0}},
+        {"id": "judged", "transcript": json.loads(transcript_file(tmp_path, "winner").read_text())},
+    ]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(seed=1) as server:
+        code, _, err = cli(
+            capsys, "batch", str(batch), *served(server), "--out", str(tmp_path / "o"),
+            "--no-store", "--progress", "jsonl",
+        )  # fmt: skip
+    assert code == 0, err
+    stream = events(err)
+    assert stream[0] == {**stream[0], "type": "plan", "command": "batch", "items": 2}
+    assert stream[0]["total"] == (4 + 4) + 4  # no cross-examination in the debate item
+    assert len(of_type(stream, "finish")) == stream[0]["total"]
+    items = of_type(stream, "item_finish")
+    assert sorted((e["id"], e["status"]) for e in items) == [("debate", "ok"), ("judged", "ok")]
+
+
+def test_quiet_silences_the_event_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = transcript_file(tmp_path, "winner")
+    with FakeOpenAIServer(responder=judges_by_topic) as server:
+        code, _, err = cli(
+            capsys, "judge", str(path), *served(server), "--out", str(tmp_path),
+            "--no-store", "--progress", "jsonl", "--quiet",
+        )  # fmt: skip
+    assert code == 0 and err == ""
+
+
+def test_the_plan_counts_a_model_topic_classifier_and_swapped_readings() -> None:
+    config = RunConfig(model="m", rounds=2, swap=True, topic_classifier="model")
+    assert planned_calls(config, debate=True) == 2 * 4 + 4 * 2 + 1
+    typed = config.model_copy(update={"topic_type": "security"})  # no call to classify
+    assert planned_calls(typed, debate=False) == 8

@@ -15,6 +15,7 @@ from debate.batch import (
     Progress,
     check_concurrency,
     load_batch,
+    planned_batch_calls,
     run_batch,
     summary_line,
 )
@@ -35,6 +36,7 @@ def add_parser(commands: Commands) -> None:
     )
     batch.add_argument("--prices", metavar="FILE", help="price table TOML (USD per 1M tokens)")
     common.model_flags(batch)
+    common.progress_flag(batch)
     common.fail_on_flag(batch)
     batch.set_defaults(func=batch_command)
 
@@ -62,7 +64,10 @@ def batch_command(args: argparse.Namespace) -> int:
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
-    progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
+    jsonl = None if args.quiet or args.progress != "jsonl" else common.JsonlProgress()
+    text = not args.quiet and jsonl is None
+    progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
+    common.announce(jsonl, "batch", planned_batch_calls(items, config), items=len(items))
     lines = asyncio.run(
         run_batch(
             items,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sqlite3
 import sys
@@ -16,7 +17,7 @@ from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
-from debate.runtime._events import Event, StepFinished
+from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore, default_store_path
@@ -351,6 +352,41 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def progress(args: argparse.Namespace) -> ProgressPrinter | None:
-    """The progress printer, or None with ``--quiet``."""
-    return None if args.quiet else ProgressPrinter()
+class JsonlProgress:
+    """``--progress jsonl``: every event as one JSON object per line on stderr.
+
+    Each line has ``type`` (plan, start, retry, finish, item_finish) and ``ts``, then the
+    event's fields (a call's ``phase`` and ``actor`` among them); see
+    :mod:`debate.runtime._events`. stdout is left to the result.
+    """
+
+    def __call__(self, event: Event) -> None:
+        """Write the event's line."""
+        sys.stderr.write(json.dumps(event_record(event)) + "\n")
+        sys.stderr.flush()
+
+
+def progress_flag(parser: argparse.ArgumentParser) -> None:
+    """``--progress text|jsonl``, for the commands that report progress."""
+    parser.add_argument(
+        "--progress",
+        choices=["text", "jsonl"],
+        default="text",
+        help="progress on stderr as lines for people (text, default) or as JSON events "
+        "(jsonl: plan, start, retry, finish); --quiet silences both",
+    )
+
+
+def progress(args: argparse.Namespace) -> EventHandler | None:
+    """The progress handler ``--progress`` chose, or None with ``--quiet``."""
+    if args.quiet:
+        return None
+    return JsonlProgress() if getattr(args, "progress", "text") == "jsonl" else ProgressPrinter()
+
+
+def announce(
+    handler: EventHandler | None, command: str, total: int, items: int | None = None
+) -> None:
+    """Send the plan (how many calls the command will make) before the first call."""
+    if handler is not None:
+        handler(Planned(command=command, total=total, items=items))

@@ -18,6 +18,7 @@ from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import write_report
+from debate.runtime._events import planned_calls
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
@@ -38,6 +39,7 @@ def add_parser(commands: Commands) -> None:
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
     common.model_flags(run)
+    common.progress_flag(run)
     common.fail_on_flag(run)
     run.set_defaults(func=run_command)
 
@@ -57,8 +59,11 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
+    shared = _shared(args, config, seed, cache, store)
+    total = planned_calls(config, debate=args.command == "run")
+    common.announce(shared["on_event"], args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work(_shared(args, config, seed, cache, store)))
+        result = asyncio.run(work(shared))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
