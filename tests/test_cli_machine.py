@@ -10,11 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from debate._cli import run as run_module
 from debate._cli.common import FAILABLE_OUTCOMES
 from debate._cli.main import error_field, error_kind, main
+from debate._cli.schema import SCHEMAS, generate_schema, schema_text, shipped_schema
 from debate.exceptions import (
     ConfigurationError,
     DeadlineExceeded,
@@ -407,3 +409,47 @@ def test_the_plan_counts_a_model_topic_classifier_and_swapped_readings() -> None
     assert planned_calls(config, debate=True) == 2 * 4 + 4 * 2 + 1
     typed = config.model_copy(update={"topic_type": "security"})  # no call to classify
     assert planned_calls(typed, debate=False) == 8
+
+
+# --- debate schema ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(SCHEMAS))
+def test_the_shipped_schema_is_the_one_the_records_generate(kind: str) -> None:
+    """If this fails, a record changed: run ``python -m debate._cli.schema`` (and bump
+    SCHEMA_VERSION if a field was removed, renamed or retyped)."""
+    assert shipped_schema(kind) == schema_text(generate_schema(kind))
+
+
+def test_debate_schema_prints_a_versioned_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "schema", "result")
+    schema = json.loads(out)
+    assert code == 0 and schema["$id"] == "urn:debate:schema:result:v1" and schema["version"] == 1
+    assert schema["$schema"].startswith("https://json-schema.org/draft/2020-12")
+    assert {"topic", "transcript", "decision", "usage", "config", "version"} <= set(
+        schema["required"]
+    )
+    assert schema["additionalProperties"] is False  # records forbid extra fields
+    code, out, _ = cli(capsys, "schema", "council")
+    assert code == 0 and json.loads(out)["$id"] == "urn:debate:schema:council:v1"
+
+
+def test_a_real_result_validates_against_the_schema_and_a_broken_one_does_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = transcript_file(tmp_path, "irreconcilable")
+    with FakeOpenAIServer(responder=judges_by_topic) as server:
+        code, _, err = cli(
+            capsys, "judge", str(path), *served(server), "--out", str(tmp_path), "--no-store",
+            "--quiet", "--swap",
+        )  # fmt: skip
+    assert code == 0, err
+    schema = json.loads(shipped_schema("result"))
+    validator = jsonschema.Draft202012Validator(schema)
+    result = json.loads((tmp_path / "result.json").read_text())
+    validator.validate(result)
+    assert not validator.is_valid(
+        {**result, "decision": {**result["decision"], "outcome": "maybe"}}
+    )
+    assert not validator.is_valid({k: v for k, v in result.items() if k != "usage"})
+    assert not validator.is_valid({**result, "surprise": 1})

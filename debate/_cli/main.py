@@ -29,6 +29,7 @@ from debate._cli import (
     leaderboard,
     report,
     run,
+    schema,
 )
 from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
 from debate._version import __version__
@@ -42,7 +43,7 @@ from debate.exceptions import (
 )
 from debate.records._config import RunConfig
 
-COMMANDS = (run, judge, council, leaderboard, batch, calibrate, audit, report, agreement)
+COMMANDS = (run, judge, council, leaderboard, batch, calibrate, audit, report, agreement, schema)
 """One module per subcommand, in the order ``debate --help`` lists them."""
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
