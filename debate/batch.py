@@ -256,11 +256,17 @@ def summary_line(line: BatchLine, out_dir: Path) -> BatchSummaryLine:
     )
 
 
-def planned_batch_calls(items: list[tuple[str, BatchItem]], config: RunConfig) -> int:
-    """Calls the batch will make if no item is finished yet: each item's under its config."""
+def planned_batch_calls(
+    items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
+) -> int:
+    """Calls the batch will make: each unfinished item's, under its own config.
+
+    Items whose result an earlier run wrote are skipped, so they are not counted either.
+    """
     return sum(
         planned_calls(item_config(item, config, i), debate=item.topic is not None)
         for i, item in items
+        if _finished(item_folder(out_dir, i) / "result.json") is None
     )
 
 

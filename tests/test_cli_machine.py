@@ -378,11 +378,9 @@ def test_a_batchs_plan_counts_items_and_calls(
         {"id": "judged", "transcript": json.loads(transcript_file(tmp_path, "winner").read_text())},
     ]
     batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["batch", str(batch), "--out", str(tmp_path / "o"), "--no-store", "--progress", "jsonl"]
     with FakeOpenAIServer(seed=1) as server:
-        code, _, err = cli(
-            capsys, "batch", str(batch), *served(server), "--out", str(tmp_path / "o"),
-            "--no-store", "--progress", "jsonl",
-        )  # fmt: skip
+        code, _, err = cli(capsys, *argv, *served(server))
     assert code == 0, err
     stream = events(err)
     assert stream[0] == {**stream[0], "type": "plan", "command": "batch", "items": 2}
@@ -390,6 +388,14 @@ def test_a_batchs_plan_counts_items_and_calls(
     assert len(of_type(stream, "finish")) == stream[0]["total"]
     items = of_type(stream, "item_finish")
     assert sorted((e["id"], e["status"]) for e in items) == [("debate", "ok"), ("judged", "ok")]
+    assert not any(e["skipped"] for e in items)
+    # run again: both items are finished, so the plan counts no call and none is made
+    with FakeOpenAIServer(seed=1) as server:
+        code, _, err = cli(capsys, *argv, *served(server))
+        assert code == 0 and server.records == []
+    stream = events(err)
+    assert (stream[0]["total"], stream[0]["items"]) == (0, 2) and not of_type(stream, "finish")
+    assert all(e["skipped"] for e in of_type(stream, "item_finish"))
 
 
 def test_quiet_silences_the_event_stream(

@@ -67,7 +67,8 @@ def batch_command(args: argparse.Namespace) -> int:
     jsonl = None if args.quiet or args.progress != "jsonl" else common.JsonlProgress()
     text = not args.quiet and jsonl is None
     progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
-    common.announce(jsonl, "batch", planned_batch_calls(items, config), items=len(items))
+    if jsonl is not None:
+        common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     lines = asyncio.run(
         run_batch(
             items,
