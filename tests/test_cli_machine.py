@@ -459,3 +459,14 @@ def test_a_real_result_validates_against_the_schema_and_a_broken_one_does_not(
     )
     assert not validator.is_valid({k: v for k, v in result.items() if k != "usage"})
     assert not validator.is_valid({**result, "surprise": 1})
+
+
+def test_a_bad_batch_line_names_its_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = tmp_path / "b.jsonl"
+    batch.write_text('{"topic": "Should we?"}\n{"id": "x", "topic": 7}\n')
+    code, out, err = cli(capsys, "batch", str(batch), "--model", "scripted", "--json")
+    error = json_error(out)
+    assert code == 2 and error["kind"] == "configuration" and error["field"] == "topic"
+    assert f"batch file {batch} line 2" in error["message"] and error["message"] in err

@@ -106,9 +106,15 @@ def read_jsonl_records(path: str | Path, what: str, model: type[M]) -> list[tupl
             records.append((number, model.model_validate(data)))
         except ValidationError as exc:
             raise ConfigurationError(
-                validation_message(exc, f"{what} {path} line {number}")
+                validation_message(exc, f"{what} {path} line {number}"), field=field_of(exc)
             ) from exc
     return records
+
+
+def field_of(exc: ValidationError) -> str | None:
+    """The dotted path of the first field a validation error is about (None: the whole)."""
+    loc = exc.errors()[0]["loc"]
+    return ".".join(str(part) for part in loc) or None
 
 
 RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult, "council": CouncilResult}
@@ -168,5 +174,6 @@ def load_result(path: str | Path) -> BaseModel:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigurationError(
-            validation_message(exc, str(source)) + " (is this a result.json of this version?)"
+            validation_message(exc, str(source)) + " (is this a result.json of this version?)",
+            field=field_of(exc),
         ) from exc
