@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import random
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models import local
+from debate.models.test import fill_schema
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report._batch import BatchSummaryLine, render_batch_html
@@ -470,3 +472,23 @@ def test_a_bad_batch_line_names_its_field(
     error = json_error(out)
     assert code == 2 and error["kind"] == "configuration" and error["field"] == "topic"
     assert f"batch file {batch} line 2" in error["message"] and error["message"] in err
+
+
+def test_run_fails_on_a_listed_outcome_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(0)
+
+    def debate_then_judge(body: dict[str, Any]) -> Reply:
+        if "scores" in request_schema(body).get("properties", {}):
+            return judges_by_topic(body)
+        return Reply(content=json.dumps(fill_schema(request_schema(body), rng)))
+
+    with FakeOpenAIServer(responder=debate_then_judge) as server:
+        code, out, err = cli(
+            capsys, "run", "Should we adopt plan [too_close]?", *served(server), "--out",
+            str(tmp_path), "--no-store", "--quiet", "--json", "--fail-on", "too_close",
+        )  # fmt: skip
+    assert code == 3, err
+    assert json.loads(out)["decision"]["outcome"] == "too_close"  # the result is still printed
+    assert (tmp_path / "result.json").is_file() and (tmp_path / "report.html").is_file()
