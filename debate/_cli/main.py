@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Sequence
 
 from debate._cli import (
@@ -94,30 +95,67 @@ def dispatch(args: argparse.Namespace) -> int:
     try:
         code: int = args.func(args)
     except ConfigurationError as exc:
-        return _fail(EXIT_USAGE, "error", exc, as_json)
+        return _fail(EXIT_USAGE, "error", exc, args)
     except (DebateError, OSError) as exc:
-        return _fail(EXIT_RUNTIME, "failed", exc, as_json)
-    except KeyboardInterrupt:
+        return _fail(EXIT_RUNTIME, "failed", exc, args)
+    except KeyboardInterrupt as exc:
         cached = getattr(args, "no_cache", True) is False  # a command with a response cache
-        message = f"interrupted: {RESUME}" if cached else "interrupted"
-        sys.stderr.write(message + "\n")
+        message = RESUME if cached else ""
+        if _jsonl(args):
+            sys.stderr.write(_error_event("interrupted", message or "interrupted", None) + "\n")
+        else:
+            sys.stderr.write(f"interrupted: {message}\n" if message else "interrupted\n")
         if as_json:
-            _json_error("interrupted", message.removeprefix("interrupted: "), None)
+            _json_error("interrupted", message or "interrupted", error_field(exc, message))
         return EXIT_INTERRUPTED
     return code
 
 
-def _fail(code: int, label: str, exc: BaseException, as_json: bool = False) -> int:
+def _jsonl(args: argparse.Namespace) -> bool:
+    """Whether stderr is a stream of JSON events (``--progress jsonl``, not ``--quiet``)."""
+    return getattr(args, "progress", None) == "jsonl"
+
+
+def _fail(code: int, label: str, exc: BaseException, args: argparse.Namespace) -> int:
     """Write ``label: message`` as one line (a message with line breaks is joined).
 
     With ``--json``, also the error object on stdout: the kind, the same message, and the
-    field when the error names one.
+    field when the error names one. With ``--progress jsonl`` the line on stderr is itself
+    an event (``{"type": "error", ...}``), so that stream stays JSON to its end.
     """
     message = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
-    sys.stderr.write(f"{label}: {message}\n")
-    if as_json:
-        _json_error(error_kind(exc), message, error_field(exc, message))
+    kind, field = error_kind(exc), error_field(exc, message)
+    if _jsonl(args):
+        sys.stderr.write(_error_event(kind, message, field) + "\n")
+    else:
+        sys.stderr.write(f"{label}: {message}\n")
+    if getattr(args, "json", False) is True:
+        _json_error(kind, message, field)
     return code
+
+
+def _error_event(kind: str, message: str, field: str | None) -> str:
+    event: dict[str, object] = {"type": "error", "ts": round(time.time(), 3), "kind": kind}
+    event["message"] = message
+    if field is not None:
+        event["field"] = field
+    return json.dumps(event)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """Log records as ``{"type": "log", ...}`` events, for ``--progress jsonl``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """One JSON line: level, logger and message."""
+        return json.dumps(
+            {
+                "type": "log",
+                "ts": round(record.created, 3),
+                "level": record.levelname.lower(),
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+        )
 
 
 def _json_error(kind: str, message: str, field: str | None) -> None:
@@ -167,10 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    handler = logging.StreamHandler(sys.stderr)
+    if _jsonl(args):  # the warnings join the event stream instead of breaking it
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=logging.ERROR if getattr(args, "quiet", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
     )
     return dispatch(args)
 
