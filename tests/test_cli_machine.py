@@ -524,3 +524,23 @@ def test_warnings_and_the_failure_join_the_event_stream(
     stream = events(err)
     assert code == 1 and stream[0]["type"] == "plan" and stream[-1]["type"] == "error"
     assert stream[-1]["kind"] == "debater" and "connection" in stream[-1]["message"]
+
+
+def test_every_file_a_run_writes_is_readable_under_umask_022(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = transcript_file(tmp_path, "winner")
+    out = tmp_path / "out"
+    old = os.umask(0o022)
+    try:
+        with FakeOpenAIServer(responder=judges_by_topic) as server:
+            code, _, err = cli(
+                capsys, "judge", str(path), *served(server), "--out", str(out), "--no-store",
+                "--quiet",
+            )  # fmt: skip
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if p.is_file()}
+    assert {"result.json", "run.json", "report.html", "report.md"} <= set(modes)
+    assert set(modes.values()) == {0o644}, modes
