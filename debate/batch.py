@@ -2,9 +2,11 @@
 
 Each line of the input JSONL is a debate (``topic``) or a transcript to judge
 (``transcript``), with an optional ``id`` and optional ``config`` overrides. Items run
-``concurrency`` at a time; each finished item writes ``OUT/<id>/result.json`` and
-re-running the batch skips those (and replays completed calls of unfinished ones from the
-shared response cache). One item's failure is recorded and never stops the others.
+``concurrency`` at a time; each finished item writes ``OUT/<id>/result.json`` (and its
+reports), the batch writes ``results.jsonl`` and a summary of every item (``summary.jsonl``,
+``summary.html``), and re-running the batch skips the finished items (and replays
+completed calls of unfinished ones from the shared response cache). One item's failure is
+recorded and never stops the others.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
+from debate.report import write_report
+from debate.report._batch import BatchSummaryLine, write_batch_summary
 from debate.runtime._budget import Budget
-from debate.runtime._events import Event, StepFinished
+from debate.runtime._events import Event, EventHandler, ItemFinished, StepFinished, planned_calls
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool, run_prices
 from debate.runtime._pricing import PriceTable
@@ -122,9 +126,17 @@ def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
 class Progress:
     """Done / running / failed, calls/s, tokens/s and ETA, on one refreshed stderr line."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        interval: float = 1.0,
+        listener: EventHandler | None = None,
+    ) -> None:
         self.total = total
         self.stream = stream
+        self.listener = listener
+        """Also receives every event (each call's, each item's end): ``--progress jsonl``."""
         self.interval = interval
         self.start = time.perf_counter()
         self.done = self.running = self.failed = self.skipped = 0
@@ -132,7 +144,9 @@ class Progress:
         self._last = 0.0
 
     def on_event(self, event: Event) -> None:
-        """Count a finished call."""
+        """Count a finished call; pass every event on to the listener."""
+        if self.listener is not None:
+            self.listener(event)
         if isinstance(event, StepFinished):
             self.calls += event.attempts
             self.tokens += event.prompt_tokens + event.completion_tokens
@@ -183,8 +197,9 @@ async def run_batch(
 
     Every item's config and output folder is checked before the first call, so a bad item
     on line 900 is bad input (ConfigurationError) rather than a failure found hours in.
-    ``results.jsonl`` is written however the batch ends: cancelled (Ctrl-C), it holds the
-    items that finished. ``history`` (judge track records, see :mod:`debate.quality._track`)
+    ``results.jsonl`` and the summary (``summary.jsonl``, ``summary.html``) are written
+    however the batch ends: cancelled (Ctrl-C), they hold the items that finished.
+    ``history`` (judge track records, see :mod:`debate.quality._track`)
     weights every item's vote as it weights a single run's; each finished result is
     recorded in ``store`` for the audit. ``budget`` is one cap over every item.
     """
@@ -198,15 +213,17 @@ async def run_batch(
         folder, cfg = plans[item_id]
         finished = _finished(folder / "result.json")
         if finished is not None:
-            lines[item_id] = BatchLine.of(item_id, finished)
+            lines[item_id] = line = BatchLine.of(item_id, finished)
             progress.done += 1
             progress.skipped += 1
+            progress.on_event(ItemFinished(item_id, "ok", line.outcome, skipped=True))
             return
         async with gate:
             progress.running += 1
             try:
                 run = _run_item(item, cfg, shared, limiter, cache, seed, progress, history, money)
                 lines[item_id] = line = await _kept(run, item_id, folder, store)
+                progress.on_event(ItemFinished(item_id, line.status, line.outcome))
                 if line.status == "ok":
                     progress.done += 1
                 else:
@@ -226,7 +243,38 @@ async def run_batch(
         ordered = [lines[i] for i, _ in items if i in lines]
         text = "".join(line.model_dump_json() + "\n" for line in ordered)
         write_json_atomic(out_dir / "results.jsonl", text)
+        write_batch_summary([summary_line(line, out_dir) for line in ordered], out_dir)
     return ordered
+
+
+def summary_line(line: BatchLine, out_dir: Path) -> BatchSummaryLine:
+    """An item's line in ``summary.jsonl``, with its report's path when it has one."""
+    report = Path(line.id) / "report.html"
+    return BatchSummaryLine(
+        id=line.id,
+        status=line.status,
+        outcome=line.outcome,
+        winner=line.winner,
+        margin=line.margin,
+        calls=line.calls,
+        cost_usd=line.cost_usd,
+        error=line.error,
+        report=report.as_posix() if (out_dir / report).is_file() else None,
+    )
+
+
+def planned_batch_calls(
+    items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
+) -> int:
+    """Calls the batch will make: each unfinished item's, under its own config.
+
+    Items whose result an earlier run wrote are skipped, so they are not counted either.
+    """
+    return sum(
+        planned_calls(item_config(item, config, i), debate=item.topic is not None)
+        for i, item in items
+        if _finished(item_folder(out_dir, i) / "result.json") is None
+    )
 
 
 def check_concurrency(concurrency: int) -> None:
@@ -294,6 +342,7 @@ async def _kept(
     try:
         result = await run
         write_result(result, folder)
+        write_report(result, folder)
         if store is not None:
             store.record(result)
         return BatchLine.of(item_id, result)

@@ -19,6 +19,12 @@ class ConfigurationError(DebateError):
     The message names the offending field and says how to fix it.
     """
 
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        """The flag or config field at fault (``--arguments``, ``judges.0.role``), when one
+        is; the CLI's ``--json`` error names it for a program to point at."""
+
 
 class ProviderError(DebateError):
     """The model provider failed (HTTP error, timeout, connection refused)."""

@@ -458,6 +458,12 @@ def agreement_cases() -> Iterator[Case]:
     )
 
 
+def schema_cases() -> Iterator[Case]:
+    yield Case("schema", "no kind", ("schema",))
+    yield Case("schema", "unknown kind", ("schema", "transcript"))
+    yield Case("schema", "two kinds", ("schema", "result", "council"))
+
+
 def all_cases() -> list[Case]:
     """Every case, grouped by subcommand in ``debate --help`` order."""
     makers = (
@@ -470,6 +476,7 @@ def all_cases() -> list[Case]:
         audit_cases,
         report_cases,
         agreement_cases,
+        schema_cases,
     )
     return [case for make in makers for case in make()]
 

@@ -119,7 +119,7 @@ def test_batch_resume_skips_finished_items_and_isolates_failures(
             "--quiet",
             "--no-cache",
         ]
-        assert main(argv + ["--max-retries", "0"]) == 0
+        assert main(argv + ["--max-retries", "0"]) == 1  # an item failed: a CI job must see it
         stdout, _ = capsys.readouterr()
         results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
         assert [r["id"] for r in results] == ["d0", "d1", "d2", "d3", "meeting"]

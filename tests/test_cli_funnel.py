@@ -71,6 +71,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "calibrate": ["calibrate", "i.jsonl"],
         "report": ["report", "result.json"],
         "agreement": ["agreement", "r.csv"],
+        "schema": ["schema", "result"],
     }
     for module in COMMANDS:
         name = module.__name__.rsplit(".", 1)[-1]

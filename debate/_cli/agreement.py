@@ -1,10 +1,15 @@
 """``debate agreement``: alpha (with a bootstrap interval) or kappa for a ratings file.
 
-The file is CSV. With ``--format alpha`` (default) rows are raters and columns are units,
-blank cells are missing. With ``--format fleiss`` rows are items and columns are raters'
-labels. An optional header row is detected (a first row whose cells are not all numbers
-while later rows are) and skipped, and so is a first column of rater or item names when
-``--names`` is given.
+The file is CSV, one row per item and one column per rater (``--layout items-by-raters``,
+the usual layout of a ratings sheet); ``--layout raters-by-items`` reads it transposed.
+Blank cells are missing. With ``--format alpha`` (default) the cells are ratings, with
+``--format fleiss`` raters' labels. A header row is skipped with ``--header``, and a first
+column of item (or rater) names with ``--names``.
+
+The two readings of one table give different statistics (an alpha of 0.86 read one way
+can be -0.13 read the other), and the file does not say which it is. So a square table,
+which either reading fits, needs ``--layout``; any other is read items-by-raters, with a
+warning naming the reading unless ``--layout`` was given.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from debate.stats._agreement import (
     label_counts,
 )
 
+LAYOUTS = ("items-by-raters", "raters-by-items")
+"""How a ratings table is laid out: what its rows are, then what its columns are."""
+DEFAULT_LAYOUT = "items-by-raters"
+
 MAX_BOOTSTRAP = 100_000
 """Replicates beyond this narrow no interval visibly and take minutes; a typo (an extra
 three zeros) should be refused, not run for hours."""
@@ -43,6 +52,12 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument("file", metavar="FILE.csv")
     parser.add_argument("--level", choices=LEVELS, default="interval")
     parser.add_argument("--format", choices=["alpha", "fleiss"], default="alpha")
+    parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        help="rows are items and columns raters (items-by-raters, the default reading) or "
+        "the transpose; required when the table is square",
+    )
     parser.add_argument("--names", action="store_true", help="first column holds names")
     parser.add_argument("--header", action="store_true", help="first row is a header")
     parser.add_argument(
@@ -109,6 +124,11 @@ def agreement_command(args: argparse.Namespace) -> int:
         report = _statistic(args)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from exc
+    if args.layout is None:  # after the work, so a refusal stays one line
+        sys.stderr.write(
+            f"warning: read {args.file} as {report['layout']} (rows are items, columns are "
+            "raters); give --layout raters-by-items if its rows are raters\n"
+        )
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -125,28 +145,49 @@ def _statistic(args: argparse.Namespace) -> dict[str, Any]:
     numeric = args.format == "alpha" and args.level in ("interval", "ratio")
     with user_file(path, "ratings file"):
         rows = read_ratings(path, names=args.names, header=args.header, numeric=numeric)
+    layout = _layout(args.layout, rows)
+    items = rows if layout == "items-by-raters" else _transpose(rows)
     if args.format == "fleiss":
-        counts = label_counts(rows)
+        counts = label_counts(items)
         kappa = fleiss_kappa(counts)
         se = fleiss_kappa_se(counts)
         return {
             "statistic": "fleiss_kappa",
+            "layout": layout,
             "kappa": None if math.isnan(kappa) else kappa,
             "se": None if math.isnan(se) else se,
-            "items": len(rows),
-            "raters": len(rows[0]),
+            "items": len(items),
+            "raters": len(items[0]),
         }
+    raters = _transpose(items)  # bootstrap_alpha takes one row per rater
     domain = args.domain.split(",") if args.domain else None
-    result = bootstrap_alpha(rows, args.level, domain, n_boot=args.bootstrap, seed=args.seed)
+    result = bootstrap_alpha(raters, args.level, domain, n_boot=args.bootstrap, seed=args.seed)
     return {
         "statistic": "krippendorff_alpha",
+        "layout": layout,
         "level": args.level,
         "alpha": None if math.isnan(result.estimate) else result.estimate,
         "ci95": None if math.isnan(result.low) else [result.low, result.high],
         "bootstrap": result.n_boot,
-        "raters": len(rows),
-        "units": len(rows[0]),
+        "raters": len(raters),
+        "units": len(items),
     }
+
+
+def _layout(given: str | None, rows: list[list[Any]]) -> str:
+    """``--layout``, else items-by-raters; a square table, which both readings fit, needs it."""
+    if given is not None:
+        return given
+    if len(rows) == len(rows[0]) > 1:
+        raise ValueError(
+            f"--layout: the table is square ({len(rows)} x {len(rows)}), so its rows could be "
+            "items or raters; give --layout items-by-raters or --layout raters-by-items"
+        )
+    return DEFAULT_LAYOUT
+
+
+def _transpose(rows: list[list[Any]]) -> list[list[Any]]:
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _line(report: dict[str, Any]) -> str:

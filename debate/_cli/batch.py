@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 
 from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import EXIT_RUNTIME, Commands
 from debate._cli.run import cost_and_limits
-from debate.batch import BatchLine, Progress, check_concurrency, load_batch, run_batch
+from debate.batch import (
+    BatchLine,
+    Progress,
+    check_concurrency,
+    load_batch,
+    planned_batch_calls,
+    run_batch,
+    summary_line,
+)
 
 
 def add_parser(commands: Commands) -> None:
@@ -19,11 +28,16 @@ def add_parser(commands: Commands) -> None:
     batch.add_argument("file", metavar="FILE.jsonl", help="one {topic} or {transcript} per line")
     batch.add_argument("--concurrency", type=int, default=8, metavar="N", help="items at once")
     common.model_flags(batch)
+    common.progress_flag(batch)
+    common.fail_on_flag(batch)
     batch.set_defaults(func=batch_command)
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    """Run the batch; exit 0 even when some items failed (they are in results.jsonl).
+    """Run the batch; exit 1 if an item failed, else 3 if ``--fail-on`` lists an outcome.
+
+    Every item, failed or not, is in results.jsonl and the summary (summary.jsonl,
+    summary.html).
 
     ``--concurrency``, every item's config and every item's folder are checked by
     :func:`debate.batch.run_batch`, before any item starts; so is a cost cap over a model
@@ -37,7 +51,11 @@ def batch_command(args: argparse.Namespace) -> int:
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
-    progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
+    jsonl = None if args.quiet or args.progress != "jsonl" else common.JsonlProgress()
+    text = not args.quiet and jsonl is None
+    progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
+    if jsonl is not None:
+        common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     lines = asyncio.run(
         run_batch(
             items,
@@ -52,8 +70,30 @@ def batch_command(args: argparse.Namespace) -> int:
             store=store,
         )
     )
-    sys.stdout.write(_summary(lines, out))
-    return EXIT_OK
+    if args.json:
+        sys.stdout.write(_json(lines, out) + "\n")
+    else:
+        sys.stdout.write(_summary(lines, out))
+    if any(line.status == "failed" for line in lines):
+        return EXIT_RUNTIME
+    return common.outcome_exit(args, [line.outcome for line in lines if line.outcome])
+
+
+def _json(lines: list[BatchLine], out: Path) -> str:
+    """``--json``: the counts, the summary files and every item's line, as one object."""
+    failed = sum(line.status == "failed" for line in lines)
+    return json.dumps(
+        {
+            "items": len(lines),
+            "ok": len(lines) - failed,
+            "failed": failed,
+            "results": str(out / "results.jsonl"),
+            "summary": str(out / "summary.jsonl"),
+            "summary_html": str(out / "summary.html"),
+            "lines": [summary_line(line, out).model_dump(mode="json") for line in lines],
+        },
+        indent=2,
+    )
 
 
 def _summary(lines: list[BatchLine], out: Path) -> str:
@@ -75,5 +115,6 @@ def _summary(lines: list[BatchLine], out: Path) -> str:
         f"{len(lines) - len(failed)} of {len(lines)} items ok, {len(failed)} failed; "
         f"{calls} calls, {prompt} prompt + {completion} completion tokens "
         f"({cached} cached){cost}\nResults: {out / 'results.jsonl'}\n"
+        f"Summary: {out / 'summary.html'}\n"
     )
     return text + "".join(f"  failed {line.id}: {line.error}\n" for line in failed)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -17,7 +18,7 @@ from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
-from debate.runtime._events import Event, StepFinished
+from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
@@ -25,6 +26,11 @@ from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore, default_store_path
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OUTCOME = 3
+"""The decision's outcome is one ``--fail-on`` lists (the result was written all the same)."""
+
+FAILABLE_OUTCOMES = ("irreconcilable", "too_close", "insufficient")
+"""The outcomes without a winner, which ``--fail-on`` can turn into exit code 3."""
 
 Command = Callable[[argparse.Namespace], int]
 """What a subcommand registers with ``set_defaults(func=...)``: parsed flags in, exit code out.
@@ -60,12 +66,22 @@ CONFIG_FLAGS = {
 while RunConfig alone decides what a good value is."""
 
 
+class UsageExit(SystemExit):
+    """argparse refused the command line; ``message`` is its one-line reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line with exit code 2."""
 
     def error(self, message: str) -> Any:
-        """Exit 2 with a one-line message."""
-        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+        """Exit 2 with a one-line message (``--json`` callers also get it on stdout)."""
+        line = f"{message} (see {self.prog} --help)"
+        sys.stderr.write(f"error: {line}\n")
+        raise UsageExit(line)
 
 
 def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -119,8 +135,39 @@ def usd(text: str) -> float:
     return value
 
 
+def outcome_list(text: str) -> frozenset[str]:
+    """An argparse type for ``--fail-on``: a comma list of outcomes without a winner."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAILABLE_OUTCOMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{unknown[0] if unknown else text!r} is not an outcome; give a comma list of "
+            f"{', '.join(FAILABLE_OUTCOMES)}"
+        )
+    return frozenset(names)
+
+
+def fail_on_flag(parser: argparse.ArgumentParser) -> None:
+    """``--fail-on``, for the commands whose results have a decision (run, judge, batch)."""
+    parser.add_argument(
+        "--fail-on",
+        type=outcome_list,
+        default=frozenset(),
+        metavar="OUTCOMES",
+        help=f"exit {EXIT_OUTCOME} (after writing the result) when the outcome is one of "
+        f"these, comma-separated: {', '.join(FAILABLE_OUTCOMES)}",
+    )
+
+
+def outcome_exit(args: argparse.Namespace, outcomes: Iterable[str]) -> int:
+    """:data:`EXIT_OUTCOME` when any of ``outcomes`` is one ``--fail-on`` lists, else 0."""
+    listed: frozenset[str] = getattr(args, "fail_on", frozenset())
+    return EXIT_OUTCOME if any(o in listed for o in outcomes) else EXIT_OK
+
+
 MAX_DAYS = 36_500
 usd.__name__ = "amount"
+outcome_list.__name__ = "outcome list"
 finite.__name__ = "number"
 days.__name__ = "number of days"
 seed.__name__ = "seed"
@@ -378,6 +425,41 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
-def progress(args: argparse.Namespace) -> ProgressPrinter | None:
-    """The progress printer, or None with ``--quiet``."""
-    return None if args.quiet else ProgressPrinter()
+class JsonlProgress:
+    """``--progress jsonl``: every event as one JSON object per line on stderr.
+
+    Each line has ``type`` (plan, start, retry, finish, item_finish) and ``ts``, then the
+    event's fields (a call's ``phase`` and ``actor`` among them); see
+    :mod:`debate.runtime._events`. stdout is left to the result.
+    """
+
+    def __call__(self, event: Event) -> None:
+        """Write the event's line."""
+        sys.stderr.write(json.dumps(event_record(event)) + "\n")
+        sys.stderr.flush()
+
+
+def progress_flag(parser: argparse.ArgumentParser) -> None:
+    """``--progress text|jsonl``, for the commands that report progress."""
+    parser.add_argument(
+        "--progress",
+        choices=["text", "jsonl"],
+        default="text",
+        help="progress on stderr as lines for people (text, default) or as JSON events "
+        "(jsonl: plan, start, retry, finish); --quiet silences both",
+    )
+
+
+def progress(args: argparse.Namespace) -> EventHandler | None:
+    """The progress handler ``--progress`` chose, or None with ``--quiet``."""
+    if args.quiet:
+        return None
+    return JsonlProgress() if getattr(args, "progress", "text") == "jsonl" else ProgressPrinter()
+
+
+def announce(
+    handler: EventHandler | None, command: str, total: int, items: int | None = None
+) -> None:
+    """Send the plan (how many calls the command will make) before the first call."""
+    if handler is not None:
+        handler(Planned(command=command, total=total, items=items))

@@ -38,6 +38,7 @@ def add_parser(commands: Commands) -> None:
     council.add_argument("--safety-gate", action="store_true", help="cap answers flagged unsafe")
     council.add_argument("--category", help="category recorded for the leaderboard")
     common.model_flags(council)
+    common.progress_flag(council)
     council.set_defaults(func=council_command)
 
 
@@ -113,6 +114,9 @@ def council_command(args: argparse.Namespace) -> int:
     store = common.open_store(args)
     pool = ModelPool(config, seed=seed, model_path=args.model_path)
     generate = _generators(args, pool)
+    on_event = common.progress(args)
+    reviewers = len(generate) if generate else len(config.judges)
+    common.announce(on_event, "council", reviewers + (len(generate) if generate else 0))
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         work = run_council(
             args.question,
@@ -122,7 +126,7 @@ def council_command(args: argparse.Namespace) -> int:
             seed=seed,
             cache=cache,
             pool=pool,
-            on_event=common.progress(args),
+            on_event=on_event,
             **money,
         )
         result = asyncio.run(closing_pool(pool, work))

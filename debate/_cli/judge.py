@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from debate._cli.common import Commands, model_flags, user_file
+from debate._cli.common import Commands, fail_on_flag, model_flags, progress_flag, user_file
 from debate._cli.run import debate_command
 from debate.api import judge_transcript, load_transcript
 
@@ -14,6 +14,8 @@ def add_parser(commands: Commands) -> None:
     judge = commands.add_parser("judge", help="judge a transcript written by anyone")
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
     model_flags(judge)
+    progress_flag(judge)
+    fail_on_flag(judge)
     judge.set_defaults(func=judge_command)
 
 

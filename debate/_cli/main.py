@@ -2,14 +2,22 @@
 
 Exit codes: 0 for any outcome (a split is a result, not an error); 2 for a usage or
 configuration error (a flag, a config or input file, a missing API key); 1 for a failure at
-run time (a provider, a model's output, the deadline); 130 after Ctrl-C.
+run time (a provider, a model's output, the deadline) or a batch with a failed item; 3 when
+the outcome is one ``--fail-on`` lists (the result is written first); 130 after Ctrl-C.
+
+With ``--json`` a failure also prints one JSON object on stdout,
+``{"error": {"kind": ..., "message": ..., "field": ...}}`` (``field`` only when the error
+names one), so a program reads the same stream for a result and for a failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import sys
+import time
 from collections.abc import Sequence
 
 from debate._cli import (
@@ -22,13 +30,40 @@ from debate._cli import (
     leaderboard,
     report,
     run,
+    schema,
 )
-from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser
+from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
 from debate._version import __version__
-from debate.exceptions import ConfigurationError, DebateError
+from debate.exceptions import (
+    ConfigurationError,
+    DeadlineExceeded,
+    DebateError,
+    DebaterError,
+    ModelOutputError,
+    ProviderError,
+)
+from debate.records._config import RunConfig
 
-COMMANDS = (run, judge, council, leaderboard, batch, calibrate, audit, report, agreement)
+COMMANDS = (run, judge, council, leaderboard, batch, calibrate, audit, report, agreement, schema)
 """One module per subcommand, in the order ``debate --help`` lists them."""
+
+ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConfigurationError, "configuration"),
+    (ProviderError, "provider"),
+    (DebaterError, "debater"),
+    (ModelOutputError, "model_output"),
+    (DeadlineExceeded, "deadline"),
+    (DebateError, "runtime"),
+    (OSError, "io"),
+    (KeyboardInterrupt, "interrupted"),
+)
+"""The ``kind`` of a ``--json`` error, by exception class (first match; argparse's refusals
+are ``usage``)."""
+
+LEADING_FIELD = re.compile(
+    r"(?:argument )?(--[a-z][a-z0-9-]*|[a-z_][a-z0-9_]*(?:\.\w+)*)(?:/-\w)?: "
+)
+"""The field a message starts with, by the house convention ``field: problem; fix``."""
 
 RESUME = (
     "completed model calls are kept in the response cache; run the same command again to continue"
@@ -56,24 +91,106 @@ def dispatch(args: argparse.Namespace) -> int:
     where a command writes one, has already been marked by
     :func:`debate.storage._runinfo.recording_run` when the exception gets here.
     """
+    as_json = getattr(args, "json", False) is True
     try:
         code: int = args.func(args)
     except ConfigurationError as exc:
-        return _fail(EXIT_USAGE, "error", exc)
+        return _fail(EXIT_USAGE, "error", exc, args)
     except (DebateError, OSError) as exc:
-        return _fail(EXIT_RUNTIME, "failed", exc)
-    except KeyboardInterrupt:
+        return _fail(EXIT_RUNTIME, "failed", exc, args)
+    except KeyboardInterrupt as exc:
         cached = getattr(args, "no_cache", True) is False  # a command with a response cache
-        sys.stderr.write(f"interrupted: {RESUME}\n" if cached else "interrupted\n")
+        message = RESUME if cached else ""
+        if _jsonl(args):
+            sys.stderr.write(_error_event("interrupted", message or "interrupted", None) + "\n")
+        else:
+            sys.stderr.write(f"interrupted: {message}\n" if message else "interrupted\n")
+        if as_json:
+            _json_error("interrupted", message or "interrupted", error_field(exc, message))
         return EXIT_INTERRUPTED
     return code
 
 
-def _fail(code: int, label: str, exc: BaseException) -> int:
-    """Write ``label: message`` as one line (a message with line breaks is joined)."""
+def _jsonl(args: argparse.Namespace) -> bool:
+    """Whether stderr is a stream of JSON events (``--progress jsonl``, not ``--quiet``)."""
+    return getattr(args, "progress", None) == "jsonl"
+
+
+def _fail(code: int, label: str, exc: BaseException, args: argparse.Namespace) -> int:
+    """Write ``label: message`` as one line (a message with line breaks is joined).
+
+    With ``--json``, also the error object on stdout: the kind, the same message, and the
+    field when the error names one. With ``--progress jsonl`` the line on stderr is itself
+    an event (``{"type": "error", ...}``), so that stream stays JSON to its end.
+    """
     message = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
-    sys.stderr.write(f"{label}: {message}\n")
+    kind, field = error_kind(exc), error_field(exc, message)
+    if _jsonl(args):
+        sys.stderr.write(_error_event(kind, message, field) + "\n")
+    else:
+        sys.stderr.write(f"{label}: {message}\n")
+    if getattr(args, "json", False) is True:
+        _json_error(kind, message, field)
     return code
+
+
+def _error_event(kind: str, message: str, field: str | None) -> str:
+    event: dict[str, object] = {"type": "error", "ts": round(time.time(), 3), "kind": kind}
+    event["message"] = message
+    if field is not None:
+        event["field"] = field
+    return json.dumps(event)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """Log records as ``{"type": "log", ...}`` events, for ``--progress jsonl``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """One JSON line: level, logger and message."""
+        return json.dumps(
+            {
+                "type": "log",
+                "ts": round(record.created, 3),
+                "level": record.levelname.lower(),
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+        )
+
+
+def _json_error(kind: str, message: str, field: str | None) -> None:
+    error: dict[str, str] = {"kind": kind, "message": message}
+    if field is not None:
+        error["field"] = field
+    sys.stdout.write(json.dumps({"error": error}) + "\n")
+
+
+def error_kind(exc: BaseException) -> str:
+    """The ``kind`` a ``--json`` error reports for ``exc``."""
+    return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "runtime")
+
+
+def error_field(exc: BaseException, message: str) -> str | None:
+    """The field a configuration error is about, if it names one.
+
+    Its own ``field``, else the flag or config field its message starts with
+    (``--arguments: ...``, ``judges.0.role: ...``).
+
+    A leading word counts only when it is a flag or a config field, so a message that starts
+    with a file name (``result.json: no such file``) names no field.
+    """
+    if not isinstance(exc, (ConfigurationError, UsageExit)):
+        return None
+    if isinstance(exc, ConfigurationError) and exc.field is not None:
+        return exc.field
+    match = LEADING_FIELD.match(message)
+    if match is None:
+        return None
+    name = match.group(1)
+    root = name.removeprefix("config.").split(".")[0]
+    if name.startswith("--") or root in RunConfig.model_fields:
+        return name
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,12 +199,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # argv rides along for the commands that record it in run.json
         args = build_parser().parse_args(arguments, argparse.Namespace(argv=arguments))
-    except SystemExit as exc:  # argparse: usage errors, --help, --version
+    except UsageExit as exc:  # argparse refused a flag (the line is on stderr already)
+        if "--json" in arguments:
+            _json_error("usage", exc.message, error_field(exc, exc.message))
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help, --version
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    handler = logging.StreamHandler(sys.stderr)
+    if _jsonl(args):  # the warnings join the event stream instead of breaking it
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=logging.ERROR if getattr(args, "quiet", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
     )
     return dispatch(args)
 

@@ -13,11 +13,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import Commands
 from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult, Usage
 from debate.report import write_report
+from debate.runtime._events import planned_calls
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
@@ -38,6 +39,8 @@ def add_parser(commands: Commands) -> None:
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
     common.model_flags(run)
+    common.progress_flag(run)
+    common.fail_on_flag(run)
     run.set_defaults(func=run_command)
 
 
@@ -47,15 +50,21 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def debate_command(args: argparse.Namespace, work: Work) -> int:
-    """Check the flags, then run ``work`` with run.json, result.json, reports and the store."""
+    """Check the flags, then run ``work`` with run.json, result.json, reports and the store.
+
+    Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
+    """
     config = common.run_config(args)
     money = cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
+    shared = _shared(args, config, seed, cache, store)
+    total = planned_calls(config, debate=args.command == "run")
+    common.announce(shared["on_event"], args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work({**_shared(args, config, seed, cache, store), **money}))
+        result = asyncio.run(work({**shared, **money}))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -65,7 +74,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
-    return EXIT_OK
+    return common.outcome_exit(args, [result.decision.outcome])
 
 
 def cost_and_limits(args: argparse.Namespace) -> dict[str, Any]:

