@@ -10,7 +10,9 @@ from pathlib import Path
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.batch import BatchLine, Progress, check_concurrency, load_batch, run_batch
+from debate.records._transcript import Frozen
 from debate.runtime._limiter import RateLimiter
+from debate.runtime._pool import ModelPool, closing_pool
 from debate.runtime._pricing import PriceTable
 
 
@@ -51,24 +53,51 @@ def batch_command(args: argparse.Namespace) -> int:
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     progress = Progress(len(items), stream=None if args.quiet else sys.stderr)
-    lines = asyncio.run(
-        run_batch(
-            items,
-            config=config,
-            out_dir=out,
-            concurrency=args.concurrency,
-            limiter=limiter,
-            cache=cache,
-            prices=prices,
-            api_key_env=args.api_key_env,
-            seed=args.seed if args.seed is not None else 0,
-            progress=progress,
-            history=common.history(store),
-            store=store,
-        )
+    seed = args.seed if args.seed is not None else 0
+    # The CLI builds the pool so that --model-path reaches it, as it does for `debate run`.
+    pool = ModelPool(config, api_key_env=args.api_key_env, seed=seed, model_path=args.model_path)
+    work = run_batch(
+        items,
+        config=config,
+        out_dir=out,
+        concurrency=args.concurrency,
+        limiter=limiter,
+        cache=cache,
+        prices=prices,
+        pool=pool,
+        api_key_env=args.api_key_env,
+        seed=seed,
+        progress=progress,
+        history=common.history(args),
+        store=store,
     )
-    sys.stdout.write(_summary(lines, out))
+    lines = asyncio.run(closing_pool(pool, work))
+    if args.json:
+        sys.stdout.write(BatchSummary.of(lines, out).model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(_summary(lines, out))
     return EXIT_OK
+
+
+class BatchSummary(Frozen):
+    """What ``batch --json`` prints: the totals of the run and every item's line."""
+
+    ok: int
+    failed: int
+    results: str
+    """Path of results.jsonl."""
+    items: list[BatchLine]
+
+    @classmethod
+    def of(cls, lines: list[BatchLine], out: Path) -> BatchSummary:
+        """The summary of a finished batch."""
+        failed = sum(line.status == "failed" for line in lines)
+        return cls(
+            ok=len(lines) - failed,
+            failed=failed,
+            results=str(out / "results.jsonl"),
+            items=lines,
+        )
 
 
 def _summary(lines: list[BatchLine], out: Path) -> str:

@@ -21,7 +21,6 @@ from debate.report import write_report
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
-from debate.storage._runs import RunStore
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given the keyword arguments every debate entry point takes."""
@@ -54,7 +53,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work(_shared(args, config, seed, cache, store)))
+        result = asyncio.run(work(_shared(args, config, seed, cache)))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -72,7 +71,6 @@ def _shared(
     config: RunConfig,
     seed: int,
     cache: ResponseCache | None,
-    store: RunStore | None,
 ) -> dict[str, Any]:
     return {
         "config": config,
@@ -81,7 +79,7 @@ def _shared(
         "model_path": args.model_path,
         "on_event": common.progress(args),
         "cache": cache,
-        "history": common.history(store),
+        "history": common.history(args),
     }
 
 

@@ -13,6 +13,7 @@ from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
 from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
+from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._pool import (
     CacheSpec,
@@ -74,11 +75,12 @@ async def run_council(
     wrap = _Wrapper(cache)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
     meter = UsageMeter()
+    deadline = Deadline(cfg.deadline)  # one budget for the answers and the reviews
     async with owned_pool(
         pool, cfg, api_key_env=api_key_env, seed=seed, model_path=model_path
     ) as models:
         if generate:
-            candidates = await generate_candidates(
+            answers = generate_candidates(
                 question,
                 [wrap(m) for m in generate],
                 config=cfg,
@@ -88,6 +90,7 @@ async def run_council(
                 on_event=on_event,
                 cache=wrap.cache,
             )
+            [candidates] = await deadline.run("candidate answers", answers)
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
@@ -95,7 +98,7 @@ async def run_council(
         council = Council(
             council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
         )
-        return await council.rank(question, candidates, seed=seed, meter=meter)
+        return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
 
 
 def _reviewers(

@@ -39,6 +39,7 @@ from debate.records._config import RunConfig
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
+from debate.runtime._events import EventHandler
 from debate.runtime._pool import CacheSpec, ModelPool, closing_pool
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
@@ -198,9 +199,16 @@ async def calibrate_debates(
     seed: int = 0,
     concurrency: int = 4,
     cache: CacheSpec = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
 ) -> CalibrationReport:
-    """Judge every transcript; compare each judge's call with the known verdict."""
-    pool = ModelPool(config, seed=seed)
+    """Judge every transcript; compare each judge's call with the known verdict.
+
+    ``api_key_env`` and ``model_path`` build the config's models as a run would;
+    ``on_event`` hears every call of every item.
+    """
+    pool = ModelPool(config, api_key_env=api_key_env, seed=seed, model_path=model_path)
 
     def judge(item: DebateItem) -> Awaitable[DebateResult]:
         return judge_transcript(
@@ -211,6 +219,7 @@ async def calibrate_debates(
             seed=seed,
             pool=pool,
             cache=cache,
+            on_event=on_event,
         )
 
     results = await closing_pool(pool, _run_items(items, judge, concurrency))
@@ -276,6 +285,14 @@ def _review_calls(
     return calls
 
 
+def _reviewer_models(results: Sequence[CouncilResult]) -> dict[str, str]:
+    """Each reviewer's own model, as its reviews recorded it.
+
+    A judge with a model of its own has a track record of its own, not the shared model's.
+    """
+    return {r.reviewer: r.model for result in results[:1] for r in result.reviews}
+
+
 def _check_pairs(items: Sequence[PairwiseItem]) -> None:
     """Every item is checked before the first call, so a bad one fails at once, by its id."""
     for item in items:
@@ -295,10 +312,16 @@ async def calibrate_pairwise(
     seed: int = 0,
     concurrency: int = 4,
     cache: CacheSpec = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
 ) -> CalibrationReport:
-    """Rank each pair with the council; compare each reviewer's call with the majority."""
+    """Rank each pair with the council; compare each reviewer's call with the majority.
+
+    Takes ``api_key_env``, ``model_path`` and ``on_event`` as :func:`calibrate_debates` does.
+    """
     _check_pairs(items)
-    pool = ModelPool(config, seed=seed)
+    pool = ModelPool(config, api_key_env=api_key_env, seed=seed, model_path=model_path)
     shared = model or pool.get(None)
 
     def rank(item: PairwiseItem) -> Awaitable[CouncilResult]:
@@ -310,6 +333,7 @@ async def calibrate_pairwise(
             seed=seed,
             cache=cache,
             pool=pool,
+            on_event=on_event,
         )
 
     results = await closing_pool(pool, _run_items(items, rank, concurrency))
@@ -342,6 +366,6 @@ async def calibrate_pairwise(
         rows=_pairwise_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=nominal_alpha(people),
-        accuracy_after=_accuracy_after(records, key_of, {n: shared.name for n in names}),
+        accuracy_after=_accuracy_after(records, key_of, _reviewer_models(results)),
         dimensions=dimensions,
     )
