@@ -139,7 +139,12 @@ def model_flags(parser: argparse.ArgumentParser, *, debate_panel: bool = True) -
     _panel_flags(parser, debate_panel)
     calls = parser.add_argument_group("calls")
     calls.add_argument("--timeout", type=finite, metavar="S", help="per-call timeout in seconds")
-    calls.add_argument("--deadline", type=finite, metavar="S", help="wall-clock budget of the run")
+    calls.add_argument(
+        "--deadline",
+        type=finite,
+        metavar="S",
+        help="wall-clock budget of a debate or council (of each item in batch and calibrate)",
+    )
     calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
     calls.add_argument(
         "--cache",
