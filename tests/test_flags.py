@@ -142,7 +142,7 @@ class Harness:
         """``command`` with its base arguments (or ``argv``), served by ``server`` (or a new
         one), writing to a new folder (or ``out``)."""
         own = server is None
-        fake = FakeOpenAIServer(seed=self.count) if server is None else server
+        fake = serving() if server is None else server
         folder = out or self.folder()
         flags = ["--model", model, "--base-url", fake.base_url] if model else []
         before = len(fake.records)
@@ -155,6 +155,31 @@ class Harness:
                 fake.__exit__(None, None, None)
         out_text, err = self.capsys.readouterr()
         return Run(code, out_text, err, folder, fake.records[before:], list(fake.authorizations))
+
+
+def serving(*, hang_reviews: float = 0.0, invalid_reviews: bool = False) -> FakeOpenAIServer:
+    """A test server whose replies are valid the first time (council reviews included, which
+    the server's random filling sometimes gets wrong), unless told otherwise.
+
+    Args:
+        hang_reviews: Judges and reviewers answer after this many seconds; debaters at once.
+        invalid_reviews: Judges and reviewers never answer with valid JSON; debaters do.
+    """
+    server = FakeOpenAIServer()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        review = is_review(body)
+        if review and invalid_reviews:
+            return Reply(content="not json at all")
+        if '"evaluations"' in json.dumps(body["response_format"]):
+            shown = RESPONSE.findall(body["messages"][1]["content"])
+            content = review_reply({label: 5 + i for i, (label, _) in enumerate(shown)})
+        else:
+            content = json.dumps(server.valid(body))
+        return Reply(content=content, hang=hang_reviews if review else 0.0)
+
+    server.responder = respond
+    return server
 
 
 @pytest.fixture
@@ -238,7 +263,7 @@ def test_model_names_the_model_in_every_request(command: str, h: Harness) -> Non
 
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_base_url_sends_every_request_there(command: str, h: Harness) -> None:
-    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+    with serving() as a, serving() as b:
         run = h.run(command, server=b)
         assert run.code == 0, run.err
         assert a.records == [] and len(b.records) > 0
@@ -337,35 +362,6 @@ def test_seed_is_sent_with_every_request(command: str, h: Harness) -> None:
     assert run.records and {r.body.get("seed") for r in run.records} == {4242}
 
 
-def hang_reviews(seconds: float) -> FakeOpenAIServer:
-    """A server whose judges and reviewers answer after ``seconds``; debaters at once."""
-    server = FakeOpenAIServer()
-
-    def respond(body: dict[str, Any]) -> Reply:
-        hang = seconds if is_review(body) else 0.0
-        return Reply(content=json.dumps(server.valid(body)), hang=hang)
-
-    server.responder = respond
-    return server
-
-
-def valid_server() -> FakeOpenAIServer:
-    """A server whose every reply is valid the first time (no re-asks: those are
-    conversations of their own in the cache)."""
-    server = FakeOpenAIServer()
-
-    def respond(body: dict[str, Any]) -> Reply:
-        if '"evaluations"' in json.dumps(body["response_format"]):
-            labels = RESPONSE.findall(body["messages"][1]["content"])
-            return Reply(
-                content=review_reply({label: 5 + i for i, (label, _) in enumerate(labels)})
-            )
-        return Reply(content=json.dumps(server.valid(body)))
-
-    server.responder = respond
-    return server
-
-
 @pytest.fixture
 def no_provider_retries(h: Harness) -> str:
     """A config without provider retries, so a timed-out call is not tried again."""
@@ -376,7 +372,7 @@ def no_provider_retries(h: Harness) -> str:
 
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_timeout_bounds_each_call(command: str, h: Harness, no_provider_retries: str) -> None:
-    with hang_reviews(0.6) as server:
+    with serving(hang_reviews=0.6) as server:
         patient = h.run(command, "--config", no_provider_retries, "--timeout", "30", server=server)
         hasty = h.run(command, "--config", no_provider_retries, "--timeout", "0.1", server=server)
     assert patient.code == hasty.code == 0, patient.err + hasty.err
@@ -390,7 +386,7 @@ def test_deadline_leaves_late_judges_unscored(command: str, h: Harness) -> None:
     """Council included: a reviewer still working at the deadline is unscored (timeout)."""
     # a debate's budget also covers its debaters (answering at once, yet not instantly)
     hang, deadline = (2.0, "1") if command == "run" else (0.6, "0.2")
-    with hang_reviews(hang) as server:
+    with serving(hang_reviews=hang) as server:
         free = h.run(command, server=server)
         bounded = h.run(command, "--deadline", deadline, server=server)
     assert free.code == bounded.code == 0, free.err + bounded.err
@@ -415,22 +411,9 @@ def test_council_deadline_covers_the_generated_answers(h: Harness) -> None:
     assert run.code == 1 and "deadline of 0.2 s" in run.err
 
 
-def invalid_reviews() -> FakeOpenAIServer:
-    """A server whose judges and reviewers never answer with valid JSON; debaters do."""
-    server = FakeOpenAIServer()
-
-    def respond(body: dict[str, Any]) -> Reply:
-        if is_review(body):
-            return Reply(content="not json at all")
-        return Reply(content=json.dumps(server.valid(body)))
-
-    server.responder = respond
-    return server
-
-
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_max_retries_is_the_number_of_re_asks(command: str, h: Harness) -> None:
-    with invalid_reviews() as server:
+    with serving(invalid_reviews=True) as server:
         once = h.run(command, "--max-retries", "0", server=server)
         thrice = h.run(command, "--max-retries", "2", server=server)
     assert once.code == thrice.code == 0, once.err + thrice.err
@@ -441,7 +424,7 @@ def test_max_retries_is_the_number_of_re_asks(command: str, h: Harness) -> None:
 @pytest.mark.parametrize("command", MODEL_COMMANDS)
 def test_cache_replays_completed_calls(command: str, h: Harness) -> None:
     cache = h.tmp / "shared-cache.sqlite"
-    with valid_server() as server:  # same endpoint and seed: the same requests
+    with serving() as server:  # same endpoint and seed: the same requests
         first = h.run(command, "--cache", str(cache), "--seed", "7", server=server)
         again = h.run(command, "--cache", str(cache), "--seed", "7", server=server)
     assert first.code == again.code == 0, first.err + again.err
@@ -686,7 +669,8 @@ def test_council_safety_gate_asks_reviewers_about_safety(h: Harness) -> None:
 def test_council_category_is_recorded_for_the_leaderboard(
     h: Harness, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["council", "Which database?", "--generate", "scripted-a,scripted-b"]
+    # a fixed seed: for a few seeds the scripted placeholder writes no valid review
+    argv = ["council", "Which database?", "--generate", "scripted-a,scripted-b", "--seed", "0"]
     run = h.run("council", "--category", "databases", argv=argv, model=None)
     assert run.code == 0, run.err
     assert main(["leaderboard", "--category", "databases", "--json"]) == 0
@@ -704,7 +688,8 @@ def test_council_category_is_recorded_for_the_leaderboard(
 @pytest.fixture
 def council_store(h: Harness) -> Path:
     store = h.tmp / "council-store.sqlite"
-    argv = ["council", "Which database?", "--generate", "scripted-a,scripted-b"]
+    # a fixed seed: for a few seeds the scripted placeholder writes no valid review
+    argv = ["council", "Which database?", "--generate", "scripted-a,scripted-b", "--seed", "0"]
     run = h.run("council", "--store", str(store), "--category", "db", argv=argv, model=None)
     assert run.code == 0, run.err
     return store
