@@ -327,8 +327,7 @@ class CountingLimiter(RateLimiter):
 
 @pytest.mark.parametrize(
     ("command", "limit"),
-    [("council", "--rpm"), ("calibrate", "--rpm"), ("run", "--rpm"), ("judge", "--rpm")]
-    + [("council", "--tpm"), ("calibrate", "--tpm")],
+    [(c, f) for c in ("council", "calibrate", "run", "judge") for f in ("--rpm", "--tpm")],
 )
 def test_every_command_sends_its_calls_through_the_rate_limiter(
     tmp_path: Path,
@@ -339,26 +338,47 @@ def test_every_command_sends_its_calls_through_the_rate_limiter(
 ) -> None:
     monkeypatch.setattr(common, "RateLimiter", CountingLimiter)
     CountingLimiter.made.clear()
-    if command == "council":
-        source = tmp_path / "c.jsonl"
-        source.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n')
-        argv = ["council", "Which?", "--candidates", str(source)]
-    elif command == "calibrate":
-        source = tmp_path / "v.jsonl"
-        item = {"id": "d", "transcript": transcript().model_dump(), "verdict": "PRO"}
-        source.write_text(json.dumps(item) + "\n")
-        argv = ["calibrate", str(source), "--format", "debate"]
-    elif command == "judge":
-        source = tmp_path / "t.json"
-        source.write_text(transcript().model_dump_json())
-        argv = ["judge", str(source)]
-    else:
-        argv = ["run", "Should we?"]
+    argv = command_argv(command, tmp_path)
     value = "2" if limit == "--rpm" else "3000"  # two calls a minute either way
-    code, _, err = run(capsys, *argv, limit, value, "--out", str(tmp_path / "o"))
+    # a fixed seed: the placeholder's replies (and so the tokens a window holds) are seeded
+    code, _, err = run(capsys, *argv, limit, value, "--seed", "3", "--out", str(tmp_path / "o"))
     assert code == 0, err
     (limiter,) = CountingLimiter.made
     name = "calibration.json" if command == "calibrate" else "result.json"
     usage = json.loads((tmp_path / "o" / name).read_text())["usage"]
     assert limiter.acquired == usage["calls"] >= 4  # every request went through the limiter
     assert limiter.waits and limiter.now >= 60.0  # a later call waited for the window
+
+
+def command_argv(command: str, tmp_path: Path) -> list[str]:
+    """``command`` with a small input of its kind (run, judge, council, calibrate)."""
+    if command == "council":
+        source = tmp_path / "c.jsonl"
+        source.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n')
+        return ["council", "Which?", "--candidates", str(source)]
+    if command == "calibrate":
+        source = tmp_path / "v.jsonl"
+        item = {"id": "d", "transcript": transcript().model_dump(), "verdict": "PRO"}
+        source.write_text(json.dumps(item) + "\n")
+        return ["calibrate", str(source), "--format", "debate"]
+    if command == "judge":
+        source = tmp_path / "t.json"
+        source.write_text(transcript().model_dump_json())
+        return ["judge", str(source)]
+    return ["run", "Should we?"]
+
+
+@pytest.mark.parametrize("command", ["judge", "council", "calibrate"])
+@pytest.mark.parametrize("cap", ["--max-cost", "--max-tokens"])
+def test_every_command_stops_its_judges_calls_at_the_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, cap: str
+) -> None:
+    """Below one call's worst case, no judge or reviewer call is made, and each is listed."""
+    value = str(WORST / 2) if cap == "--max-cost" else str(MAX_TOKENS // 2)
+    argv = [*command_argv(command, tmp_path), *files(tmp_path), cap, value]
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    name = "calibration.json" if command == "calibrate" else "result.json"
+    usage = json.loads((tmp_path / "o" / name).read_text())["usage"]
+    assert usage["calls"] == 0 and usage["skipped"]
+    assert all(s["reason"].startswith("budget") for s in usage["skipped"])

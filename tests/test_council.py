@@ -117,6 +117,10 @@ def test_council_cli_with_generated_candidates(
             "--out",
             str(tmp_path),
             "--quiet",
+            # seeded: for about 4 % of seeds the placeholder's reviews all fail the schema,
+            # and the leaderboard (rightly) records no council with fewer than 2 reviewers
+            "--seed",
+            "0",
         ]
     )
     out, err = capsys.readouterr()

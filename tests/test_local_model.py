@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from debate.exceptions import ConfigurationError
+from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings
 from debate.runtime._parse import parse_reply
 from debate.runtime._replies import judge_reply, keyed_items
@@ -98,6 +98,18 @@ def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         LocalModel()
     message = str(info.value)
     assert "\n" not in message and "[local]" in message and "--base-url" in message
+
+
+def test_timeout_stops_the_generation_and_the_next_call_still_works() -> None:
+    """--timeout reaches llama.cpp: a generation past it stops and counts as a timeout."""
+    messages = [Message(role="user", content="Write a long story about a cat.")]
+    start = time.perf_counter()
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(MODEL.complete(messages, Tiny, ModelSettings(max_tokens=2000, timeout=0.001)))
+    assert caught.value.kind == "timeout"
+    assert time.perf_counter() - start < 30  # stopped at its first token, not its 2000th
+    reply = asyncio.run(MODEL.complete(messages, Tiny, ModelSettings(max_tokens=3, seed=1)))
+    assert reply.finish_reason == "length" and reply.usage.completion_tokens == 3
 
 
 def test_model_path_must_exist() -> None:

@@ -20,6 +20,7 @@ from debate.batch import (
     run_batch,
     summary_line,
 )
+from debate.runtime._pool import ModelPool, closing_pool
 
 
 def add_parser(commands: Commands) -> None:
@@ -56,20 +57,23 @@ def batch_command(args: argparse.Namespace) -> int:
     progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
     if jsonl is not None:
         common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
-    lines = asyncio.run(
-        run_batch(
-            items,
-            config=config,
-            out_dir=out,
-            concurrency=args.concurrency,
-            cache=cache,
-            **money,
-            seed=args.seed if args.seed is not None else 0,
-            progress=progress,
-            history=common.history(store),
-            store=store,
-        )
+    seed = args.seed if args.seed is not None else 0
+    # The CLI builds the pool so that --model-path reaches it, as it does for `debate run`.
+    pool = ModelPool(config, seed=seed, model_path=args.model_path)
+    work = run_batch(
+        items,
+        config=config,
+        out_dir=out,
+        concurrency=args.concurrency,
+        cache=cache,
+        **money,
+        pool=pool,
+        seed=seed,
+        progress=progress,
+        history=common.history(args),
+        store=store,
     )
+    lines = asyncio.run(closing_pool(pool, work))
     if args.json:
         sys.stdout.write(_json(lines, out) + "\n")
     else:

@@ -42,6 +42,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
+    _check_reading_flags(args)
     config = common.run_config(args)
     money = cost_and_limits(args)
     items = _items(args)
@@ -58,6 +59,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "concurrency": args.concurrency,
             "cache": cache,
             **money,
+            "model_path": args.model_path,
+            "on_event": common.progress(args),
         }
         if args.format == "debate":
             report = asyncio.run(calibrate_debates(items, **shared))
@@ -70,6 +73,24 @@ def calibrate_command(args: argparse.Namespace) -> int:
         where = "not stored: --no-store" if args.no_store else f"store {records.path}"
         sys.stdout.write(_summary(report, where) + f"Report: {path}\n")
     return EXIT_OK
+
+
+READING_FLAGS = ("swap", "presentation", "topics", "topic_type", "topic_classifier")
+"""Flags about how judges read a debate; pairwise items are ranked by the council, which
+reads no debate, so there they are refused instead of accepted and ignored."""
+
+
+def _check_reading_flags(args: argparse.Namespace) -> None:
+    """Refuse the debate-reading flags outside ``--format debate``."""
+    if args.format == "debate":
+        return
+    for field in READING_FLAGS:
+        if getattr(args, field) not in (None, False):
+            flag = common.CONFIG_FLAGS[field]
+            raise ConfigurationError(
+                f"{flag}: --format {args.format} ranks answer pairs with the council, which "
+                f"reads no debate; leave {flag} out or use --format debate"
+            )
 
 
 def _items(args: argparse.Namespace) -> Any:

@@ -173,8 +173,13 @@ days.__name__ = "number of days"
 seed.__name__ = "seed"
 
 
-def model_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags that choose models, the panel, call limits and outputs."""
+def model_flags(parser: argparse.ArgumentParser, *, debate_panel: bool = True) -> None:
+    """Flags that choose models, the panel, call limits and outputs.
+
+    ``debate_panel=False`` leaves out the flags about how judges read a debate (topic
+    profiles, reading order, swap): a command without a debate (the council) refuses them
+    rather than accepting and ignoring them.
+    """
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -191,10 +196,15 @@ def model_flags(parser: argparse.ArgumentParser) -> None:
         "without a key); default OPENAI_API_KEY, for OpenAI's API only",
     )
     group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
-    _panel_flags(parser)
+    _panel_flags(parser, debate_panel)
     calls = parser.add_argument_group("calls")
     calls.add_argument("--timeout", type=finite, metavar="S", help="per-call timeout in seconds")
-    calls.add_argument("--deadline", type=finite, metavar="S", help="wall-clock budget of the run")
+    calls.add_argument(
+        "--deadline",
+        type=finite,
+        metavar="S",
+        help="wall-clock budget of a debate or council (of each item in batch and calibrate)",
+    )
     calls.add_argument("--max-retries", type=int, metavar="N", help="re-asks after invalid output")
     calls.add_argument(
         "--cache",
@@ -244,10 +254,14 @@ def cost_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def prices(args: argparse.Namespace) -> PriceTable:
-    """``--prices``, else the shipped table; a bad file is bad input before any work."""
+def prices(args: argparse.Namespace) -> PriceTable | None:
+    """``--prices``; a bad file is bad input before any work.
+
+    None without the flag: the run then prices with the shipped table, joined with its
+    endpoints' own tables (which win over the shipped one, not over a table given here).
+    """
     if not args.prices:
-        return PriceTable.default()
+        return None
     with user_file(args.prices, "price table"):
         return PriceTable.load(args.prices)
 
@@ -269,7 +283,7 @@ def limiter(args: argparse.Namespace) -> RateLimiter | None:
     return RateLimiter(args.rpm, args.tpm)
 
 
-def _panel_flags(parser: argparse.ArgumentParser) -> None:
+def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:
     panel = parser.add_argument_group("panel")
     panel.add_argument("--config", metavar="FILE", help="panel config TOML")
     panel.add_argument(
@@ -279,6 +293,15 @@ def _panel_flags(parser: argparse.ArgumentParser) -> None:
         "--templates", metavar="DIR", help="folder of templates overriding the shipped ones"
     )
     panel.add_argument(
+        "--seed", type=seed, help="sampling seed, 0 to 2**32-1 (recorded in the result)"
+    )
+    if debate_panel:
+        _reading_flags(panel)
+
+
+def _reading_flags(panel: argparse._ArgumentGroup) -> None:
+    """How the judges read a debate: its topic type and the order and sides they read."""
+    panel.add_argument(
         "--topics", metavar="FILE", help="topic profile TOML replacing the shipped one"
     )
     panel.add_argument("--topic-type", help="set the topic type instead of detecting it")
@@ -286,9 +309,6 @@ def _panel_flags(parser: argparse.ArgumentParser) -> None:
         "--topic-classifier",
         choices=["keywords", "model"],
         help="detect the topic type from keywords (default) or with one call to a judge's model",
-    )
-    panel.add_argument(
-        "--seed", type=seed, help="sampling seed, 0 to 2**32-1 (recorded in the result)"
     )
     panel.add_argument(
         "--presentation",
@@ -303,7 +323,11 @@ def store_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--store", metavar="PATH", help="run store (default: DEBATE_STORE or the user data dir)"
     )
-    group.add_argument("--no-store", action="store_true", help="do not record the run")
+    group.add_argument(
+        "--no-store",
+        action="store_true",
+        help="do not record the run (a vote still reads judge track records from the store)",
+    )
 
 
 def store_path(args: argparse.Namespace) -> Path:
@@ -322,9 +346,23 @@ def open_store(args: argparse.Namespace) -> RunStore | None:
     return RunStore(store_path(args))
 
 
-def history(store: RunStore | None) -> dict[str, float] | None:
-    """The judges' track-record accuracies (kept in the run store); None without a store."""
-    return None if store is None else TrackRecords(store.path).all_accuracies()
+def history(args: argparse.Namespace) -> dict[str, float] | None:
+    """The judges' track-record accuracies, read from the run store; None if there is none.
+
+    Read with ``--no-store`` too: that flag means "do not record this run", and a flag about
+    recording must not change the verdict, so the same transcript gets the same judge
+    weights with and without it. An absent store file is not created here.
+    """
+    path = store_path(args)
+    if not path.is_file():
+        return None
+    try:
+        return TrackRecords(path).all_accuracies()
+    except sqlite3.Error as exc:
+        raise ConfigurationError(
+            f"--store {path}: cannot read the judges' track records ({exc}); "
+            "give a run store file or another --store"
+        ) from exc
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -338,7 +376,23 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         values["judges"] = [j.model_dump() for j in default_judges(roles)]
     if args.model is None and args.base_url is not None:
         raise ConfigurationError("--model: name the model served at --base-url")
+    _check_model_path(args)
     return values
+
+
+def _check_model_path(args: argparse.Namespace) -> None:
+    """``--model-path`` names a file and is not paired with a server that would ignore it."""
+    if args.model_path is None:
+        return
+    if args.base_url is not None:
+        raise ConfigurationError(
+            "--model-path: runs a GGUF file in-process, so --base-url would ignore it; "
+            "give one of the two"
+        )
+    if not Path(args.model_path).is_file():
+        raise ConfigurationError(
+            f"--model-path: {args.model_path} is not a file; give the path of a .gguf model"
+        )
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:

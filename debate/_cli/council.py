@@ -37,7 +37,7 @@ def add_parser(commands: Commands) -> None:
     council.add_argument("--method", choices=["normalized", "borda", "rubric"])
     council.add_argument("--safety-gate", action="store_true", help="cap answers flagged unsafe")
     council.add_argument("--category", help="category recorded for the leaderboard")
-    common.model_flags(council)
+    common.model_flags(council, debate_panel=False)
     common.progress_flag(council)
     council.set_defaults(func=council_command)
 

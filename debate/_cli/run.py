@@ -22,7 +22,6 @@ from debate.runtime._events import planned_calls
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
-from debate.storage._runs import RunStore
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given the keyword arguments every debate entry point takes."""
@@ -60,7 +59,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
-    shared = _shared(args, config, seed, cache, store)
+    shared = _shared(args, config, seed, cache)
     total = planned_calls(config, debate=args.command == "run")
     common.announce(shared["on_event"], args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
@@ -91,7 +90,6 @@ def _shared(
     config: RunConfig,
     seed: int,
     cache: ResponseCache | None,
-    store: RunStore | None,
 ) -> dict[str, Any]:
     return {
         "config": config,
@@ -99,7 +97,7 @@ def _shared(
         "model_path": args.model_path,
         "on_event": common.progress(args),
         "cache": cache,
-        "history": common.history(store),
+        "history": common.history(args),
     }
 
 

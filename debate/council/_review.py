@@ -42,6 +42,7 @@ from debate.records._council import (
 )
 from debate.records._transcript import Frozen, unscored
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
+from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
 from debate.runtime._replies import commentary, cut_commentary
@@ -126,6 +127,8 @@ class _Sitting:
     """The council's renderer keyed by the seed."""
     settings: ModelSettings
     call: CallContext
+    deadline: Deadline
+    """The run's wall-clock budget: a reviewer still working when it passes is unscored."""
 
 
 class Council:
@@ -158,8 +161,13 @@ class Council:
         *,
         seed: int,
         meter: UsageMeter | None = None,
+        deadline: Deadline | None = None,
     ) -> CouncilResult:
-        """Review every candidate with every reviewer, concurrently, and aggregate."""
+        """Review every candidate with every reviewer, concurrently, and aggregate.
+
+        Reviewers still running when ``deadline`` (default: ``config.deadline`` from now)
+        passes are recorded as unscored (timeout), as a panel's judges are.
+        """
         check_candidates(question, candidates)
         sitting = _Sitting(
             question=question,
@@ -170,6 +178,7 @@ class Council:
             call=CallContext(
                 CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
             ),
+            deadline=deadline or Deadline(self.config.deadline),
         )
         reviews = await asyncio.gather(*(self._review(r, sitting) for r in self.reviewers))
         return aggregate(
@@ -215,16 +224,20 @@ class Council:
                 c.id for c in candidates if c.author_model == reviewer.model.name
             ),
         }
+        asked = ask(
+            reviewer.model,
+            self._messages(reviewer, sitting, [(lb, by_id[cid]) for lb, cid, _ in shown]),
+            review_reply(labels, self.config.council.safety_gate),
+            sitting.settings,
+            sitting.call,
+            phase="council",
+            actor=reviewer.name,
+        )
         try:
-            completion, _ = await ask(
-                reviewer.model,
-                self._messages(reviewer, sitting, [(lb, by_id[cid]) for lb, cid, _ in shown]),
-                review_reply(labels, self.config.council.safety_gate),
-                sitting.settings,
-                sitting.call,
-                phase="council",
-                actor=reviewer.name,
-            )
+            completion, _ = await asyncio.wait_for(asked, sitting.deadline.remaining())
+        except TimeoutError:
+            detail = f"the deadline of {sitting.deadline.seconds:g} s passed before this review"
+            return Review(**common, status="unscored", reason="timeout", detail=detail)
         except (ModelOutputError, ProviderError, BudgetExceeded) as exc:
             return Review(**common, status="unscored", **unscored(exc))
         return _scored_review(common, labels, completion.parsed)

@@ -14,6 +14,7 @@ from debate.records._council import Candidate, CouncilResult
 from debate.records._result import draw_seed
 from debate.runtime._ask import UsageMeter
 from debate.runtime._budget import Budget
+from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import (
@@ -83,12 +84,13 @@ async def run_council(
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer(cfg.templates).keyed(seed)
+    deadline = Deadline(cfg.deadline)  # one budget for the answers and the reviews
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
         meter = UsageMeter.for_run(run_prices(cfg, prices), budget, used)
         if generate:
-            candidates = await generate_candidates(
+            answers = generate_candidates(
                 question,
                 [wrap(m) for m in generate],
                 config=cfg,
@@ -98,13 +100,14 @@ async def run_council(
                 on_event=on_event,
                 cache=wrap.cache,
             )
+            [candidates] = await deadline.run("candidate answers", answers)
         if candidates is None:
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
         council = Council(
             council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
         )
-        return await council.rank(question, candidates, seed=seed, meter=meter)
+        return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
 
 
 def _reviewers(

@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,51 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+class TimeLimit:
+    """A llama.cpp stopping criterion that ends a generation once ``seconds`` have passed.
+
+    llama.cpp cannot be interrupted from another thread, and an exception raised inside its
+    sampling callbacks is swallowed by ctypes; a stopping criterion is the one hook checked
+    after every generated token, in Python, that ends the generation cleanly (the KV cache
+    stays consistent for the next call). Prompt evaluation is not interruptible, so a
+    prompt that alone takes longer is stopped at its first token.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        """Set once the limit stopped the generation: the reply is then a timeout."""
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        """True (stop) once the time is up."""
+        if time.monotonic() >= self.end:
+            self.expired = True
+        return self.expired
+
+
+@contextlib.contextmanager
+def stopping_at(llm: Any, clock: TimeLimit) -> Iterator[None]:
+    """Add ``clock`` to the stopping criteria of every completion ``llm`` makes meanwhile.
+
+    ``create_chat_completion`` takes no stopping criteria, but its chat handler calls
+    ``llm.create_completion``, which does: for the duration of one call (under the model's
+    lock) an instance attribute shadows that method with one that adds ``clock``.
+    """
+    create = llm.create_completion
+
+    def create_completion(*args: Any, **kwargs: Any) -> Any:
+        given = kwargs.get("stopping_criteria") or []
+        kwargs["stopping_criteria"] = _import_llama().StoppingCriteriaList([*given, clock])
+        return create(*args, **kwargs)
+
+    llm.create_completion = create_completion
+    try:
+        yield
+    finally:
+        del llm.create_completion
 
 
 DEFAULT_REPEAT_PENALTY = 1.15
@@ -165,18 +211,26 @@ class LocalModel:
                 llm.reset()
             before = list(llm._input_ids) if self.reuse_prefix else []
             start = time.perf_counter()  # after the lock: model time, not queueing
+            clock = TimeLimit(settings.timeout)
             try:
-                response = llm.create_chat_completion(
-                    messages=[m.model_dump() for m in messages],
-                    response_format={"type": "json_object", "schema": schema},
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    seed=settings.seed if settings.seed is not None else self.seed,
-                    repeat_penalty=self.repeat_penalty,
-                )
+                with stopping_at(llm, clock):
+                    response = llm.create_chat_completion(
+                        messages=[m.model_dump() for m in messages],
+                        response_format={"type": "json_object", "schema": schema},
+                        temperature=settings.temperature,
+                        max_tokens=settings.max_tokens,
+                        seed=settings.seed if settings.seed is not None else self.seed,
+                        repeat_penalty=self.repeat_penalty,
+                    )
             except ValueError as exc:  # e.g. the prompt does not fit the context window
                 raise ProviderError(f"{self._name}: {exc}") from exc
             elapsed = time.perf_counter() - start
+            if clock.expired:
+                raise ProviderError(
+                    f"{self._name}: no complete reply within {settings.timeout:g}s "
+                    f"(stopped after {elapsed:.1f}s of generation)",
+                    kind="timeout",
+                )
             usage = self._count(response.get("usage", {}), before, list(llm._input_ids), elapsed)
         choice = response["choices"][0]
         return Reply(

@@ -41,6 +41,7 @@ from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._ask import total_usage
 from debate.runtime._budget import Budget
+from debate.runtime._events import EventHandler
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import CacheSpec, ModelPool, closing_pool
 from debate.runtime._pricing import PriceTable
@@ -205,12 +206,16 @@ async def calibrate_debates(
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
     budget: Budget | None = None,
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict.
 
-    ``limiter`` and ``budget`` are shared by every item (one cap over the calibration).
+    ``limiter`` and ``budget`` are shared by every item (one cap over the calibration);
+    ``model_path`` builds the config's models as a run would (the endpoints and their keys
+    come from ``config``); ``on_event`` hears every call of every item.
     """
-    pool = ModelPool(config, seed=seed)
+    pool = ModelPool(config, seed=seed, model_path=model_path)
 
     def judge(item: DebateItem) -> Awaitable[DebateResult]:
         return judge_transcript(
@@ -224,6 +229,7 @@ async def calibrate_debates(
             limiter=limiter,
             prices=prices,
             budget=budget,
+            on_event=on_event,
         )
 
     results = await closing_pool(pool, _run_items(items, judge, concurrency))
@@ -290,6 +296,14 @@ def _review_calls(
     return calls
 
 
+def _reviewer_models(results: Sequence[CouncilResult]) -> dict[str, str]:
+    """Each reviewer's own model, as its reviews recorded it.
+
+    A judge with a model of its own has a track record of its own, not the shared model's.
+    """
+    return {r.reviewer: r.model for result in results[:1] for r in result.reviews}
+
+
 def _check_pairs(items: Sequence[PairwiseItem]) -> None:
     """Every item is checked before the first call, so a bad one fails at once, by its id."""
     for item in items:
@@ -312,10 +326,15 @@ async def calibrate_pairwise(
     limiter: RateLimiter | None = None,
     prices: PriceTable | None = None,
     budget: Budget | None = None,
+    model_path: str | None = None,
+    on_event: EventHandler | None = None,
 ) -> CalibrationReport:
-    """Rank each pair with the council; compare each reviewer's call with the majority."""
+    """Rank each pair with the council; compare each reviewer's call with the majority.
+
+    Takes ``model_path`` and ``on_event`` as :func:`calibrate_debates` does.
+    """
     _check_pairs(items)
-    pool = ModelPool(config, seed=seed)
+    pool = ModelPool(config, seed=seed, model_path=model_path)
     shared = model or pool.get(None)
 
     def rank(item: PairwiseItem) -> Awaitable[CouncilResult]:
@@ -330,6 +349,7 @@ async def calibrate_pairwise(
             limiter=limiter,
             prices=prices,
             budget=budget,
+            on_event=on_event,
         )
 
     results = await closing_pool(pool, _run_items(items, rank, concurrency))
@@ -362,7 +382,7 @@ async def calibrate_pairwise(
         rows=_pairwise_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
         alpha_people=nominal_alpha(people),
-        accuracy_after=_accuracy_after(records, key_of, {n: shared.name for n in names}),
+        accuracy_after=_accuracy_after(records, key_of, _reviewer_models(results)),
         dimensions=dimensions,
         usage=total_usage([r.usage for r in results], prices, budget),
     )
