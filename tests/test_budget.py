@@ -382,3 +382,26 @@ def test_every_command_stops_its_judges_calls_at_the_cap(
     usage = json.loads((tmp_path / "o" / name).read_text())["usage"]
     assert usage["calls"] == 0 and usage["skipped"]
     assert all(s["reason"].startswith("budget") for s in usage["skipped"])
+
+
+def test_a_batch_token_cap_is_one_cap_over_all_items(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.jsonl"
+    lines = [{"id": f"t{i}", "transcript": transcript().model_dump()} for i in range(3)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, _, err = run(capsys, "batch", str(path), *files(tmp_path), "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    full = [json.loads((tmp_path / "a" / f"t{i}" / "result.json").read_text()) for i in range(3)]
+    cap = sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in full) - 1
+    argv = ["batch", str(path), *files(tmp_path), "--max-tokens", str(cap)]
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    usages = [
+        json.loads((tmp_path / "o" / f"t{i}" / "result.json").read_text())["usage"]
+        for i in range(3)
+    ]
+    spent = sum(u["prompt_tokens"] + u["completion_tokens"] for u in usages)
+    assert 0 < spent <= cap
+    assert sum(len(u["skipped"]) for u in usages) >= 1  # below the batch's need: calls not made
+    assert all(u["budget"]["max_tokens"] == cap for u in usages)
