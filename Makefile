@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 
 DEMO_TOPIC := Should a small startup (under 10 people) adopt a microservices architecture from day one?
 DEMO_SEED  := 7
+# --timeout bounds each call's generation on the embedded model too; the 120 s default is
+# meant for remote APIs, and a slow laptop must not fail the demo on it.
+DEMO_TIMEOUT := 900
 
 .PHONY: demo test lint bench clean
 
@@ -19,7 +22,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/debate run "$(DEMO_TOPIC)" --seed $(DEMO_SEED) --out demo-out
+	$(BIN)/debate run "$(DEMO_TOPIC)" --seed $(DEMO_SEED) --timeout $(DEMO_TIMEOUT) --out demo-out
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

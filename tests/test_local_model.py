@@ -124,7 +124,8 @@ def test_a_full_default_debate_on_the_embedded_model(tmp_path: Any) -> None:
     start = time.perf_counter()
     result = run_debate_sync(
         "Should a small startup adopt microservices from day one?",
-        config=RunConfig(model="local"),
+        # as `make demo` runs it: the default shape, with a timeout for a slow shared CI box
+        config=RunConfig(model="local", timeout=900),
         model=MODEL,
         seed=7,
     )
