@@ -48,7 +48,15 @@ from debate.panel._panel import MultiJudgePanel
 from debate.quality._track import TrackRecords
 from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
 from debate.records._council import Candidate, CouncilResult
-from debate.records._result import Agreement, DebateResult, Decision, PanelResult, Usage, Vote
+from debate.records._result import (
+    Agreement,
+    DebateResult,
+    Decision,
+    Diagnostics,
+    PanelResult,
+    Usage,
+    Vote,
+)
 from debate.records._transcript import (
     Argument,
     Closing,
@@ -99,6 +107,7 @@ __all__ = [
     "DebateResult",
     "DebaterError",
     "Decision",
+    "Diagnostics",
     "Event",
     "EventHandler",
     "FunctionModel",
