@@ -250,16 +250,9 @@ async def run_batch(
 def summary_line(line: BatchLine, out_dir: Path) -> BatchSummaryLine:
     """An item's line in ``summary.jsonl``, with its report's path when it has one."""
     report = Path(line.id) / "report.html"
+    shared = line.model_dump(include=set(BatchSummaryLine.model_fields) - {"report"})
     return BatchSummaryLine(
-        id=line.id,
-        status=line.status,
-        outcome=line.outcome,
-        winner=line.winner,
-        margin=line.margin,
-        calls=line.calls,
-        cost_usd=line.cost_usd,
-        error=line.error,
-        report=report.as_posix() if (out_dir / report).is_file() else None,
+        **shared, report=report.as_posix() if (out_dir / report).is_file() else None
     )
 
 
@@ -323,8 +316,8 @@ def _prepare(
     """
     try:
         models = pool.prepare(config, debaters=item.topic is not None)
+        table = run_prices(config, prices)  # also checks the endpoints' own tables
         if budget is not None:
-            table = run_prices(config, prices) or PriceTable.default()
             budget.check_priced((m.name for m in models), table)
     except ConfigurationError as exc:
         raise ConfigurationError(f"batch item {item_id}: {exc}") from exc

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from debate._cli import common
 from debate._cli.common import EXIT_RUNTIME, Commands
-from debate._cli.run import cost_and_limits
 from debate.batch import (
     BatchLine,
     Progress,
@@ -48,7 +47,7 @@ def batch_command(args: argparse.Namespace) -> int:
     with common.user_file(args.file, "batch file"):
         items = load_batch(args.file)
     check_concurrency(args.concurrency)
-    money = cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
+    money = common.cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
     store = common.open_store(args)

@@ -11,7 +11,6 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
-from debate._cli.run import budget_lines, cost_and_limits
 from debate.exceptions import ConfigurationError
 from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
 from debate.quality._track import TrackRecords
@@ -44,7 +43,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     """
     _check_reading_flags(args)
     config = common.run_config(args)
-    money = cost_and_limits(args)
+    money = common.cost_and_limits(args)
     items = _items(args)
     out = common.out_folder(args)
     cache = common.open_cache(args, out)
@@ -113,5 +112,5 @@ def _summary(report: CalibrationReport, where: str) -> str:
         u = report.usage
         cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
         text += f"Usage: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens, "
-        text += f"cost {cost}\n" + "".join(f"{line}\n" for line in budget_lines(u))
+        text += f"cost {cost}\n" + "".join(f"{line}\n" for line in common.budget_lines(u))
     return text

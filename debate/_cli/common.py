@@ -17,6 +17,7 @@ from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
+from debate.records._result import Usage
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter
@@ -281,6 +282,31 @@ def limiter(args: argparse.Namespace) -> RateLimiter | None:
     if args.rpm is None and args.tpm is None:
         return None
     return RateLimiter(args.rpm, args.tpm)
+
+
+def cost_and_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``prices``, ``budget`` and ``limiter`` from the flags, read before any work."""
+    return {
+        "prices": prices(args),
+        "budget": budget(args),
+        "limiter": limiter(args),
+    }
+
+
+def budget_lines(usage: Usage) -> list[str]:
+    """What the budget stopped, one line per call not made (none without a budget)."""
+    if usage.budget is None:
+        return []
+    b = usage.budget
+    caps = [f"${b.max_cost_usd:g}" if b.max_cost_usd is not None else None]
+    caps.append(f"{b.max_tokens} tokens" if b.max_tokens is not None else None)
+    head = (
+        f"Budget: {' and '.join(c for c in caps if c)}; spent ${b.spent_usd:.4f}, "
+        f"{b.spent_tokens} tokens; {len(usage.skipped)} calls not made"
+    )
+    return [head] + [
+        f"  - not made: {s.phase} {s.actor} ({s.model}): {s.reason}" for s in usage.skipped
+    ]
 
 
 def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:

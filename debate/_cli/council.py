@@ -9,7 +9,6 @@ from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
-from debate._cli.run import budget_lines, cost_and_limits
 from debate.council._run import load_candidates, run_council
 from debate.exceptions import ConfigurationError
 from debate.models import Model
@@ -90,7 +89,7 @@ def council_summary(result: CouncilResult, path: str) -> str:
             )
         if review.status == "unscored":
             lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
-    lines += budget_lines(result.usage)
+    lines += common.budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)
 
@@ -107,7 +106,7 @@ def council_command(args: argparse.Namespace) -> int:
                 f"candidates {args.candidates}: {len(candidates)} answers; a council ranks at "
                 f"most {MAX_CANDIDATES} (every reviewer reads them all in one prompt)"
             )
-    money = cost_and_limits(args)
+    money = common.cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)

@@ -16,7 +16,7 @@ from debate._cli import common
 from debate._cli.common import Commands
 from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
-from debate.records._result import DebateResult, Usage
+from debate.records._result import DebateResult
 from debate.report import write_report
 from debate.runtime._events import planned_calls
 from debate.stats import fmt
@@ -54,7 +54,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
     """
     config = common.run_config(args)
-    money = cost_and_limits(args)
+    money = common.cost_and_limits(args)
     out = common.out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
@@ -76,15 +76,6 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     return common.outcome_exit(args, [result.decision.outcome])
 
 
-def cost_and_limits(args: argparse.Namespace) -> dict[str, Any]:
-    """``prices``, ``budget`` and ``limiter`` from the flags, read before any work."""
-    return {
-        "prices": common.prices(args),
-        "budget": common.budget(args),
-        "limiter": common.limiter(args),
-    }
-
-
 def _shared(
     args: argparse.Namespace,
     config: RunConfig,
@@ -99,22 +90,6 @@ def _shared(
         "cache": cache,
         "history": common.history(args),
     }
-
-
-def budget_lines(usage: Usage) -> list[str]:
-    """What the budget stopped, one line per call not made (none without a budget)."""
-    if usage.budget is None:
-        return []
-    b = usage.budget
-    caps = [f"${b.max_cost_usd:g}" if b.max_cost_usd is not None else None]
-    caps.append(f"{b.max_tokens} tokens" if b.max_tokens is not None else None)
-    head = (
-        f"Budget: {' and '.join(c for c in caps if c)}; spent ${b.spent_usd:.4f}, "
-        f"{b.spent_tokens} tokens; {len(usage.skipped)} calls not made"
-    )
-    return [head] + [
-        f"  - not made: {s.phase} {s.actor} ({s.model}): {s.reason}" for s in usage.skipped
-    ]
 
 
 def summary(result: DebateResult, path: str) -> str:
@@ -153,6 +128,6 @@ def summary(result: DebateResult, path: str) -> str:
         f"Usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
         f"tokens, {u.retries} retries, cost {cost}"
     )
-    lines += budget_lines(u)
+    lines += common.budget_lines(u)
     lines.append(f"Result: {path}")
     return "\n".join(lines)

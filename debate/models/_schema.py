@@ -27,6 +27,11 @@ def json_schema_of(schema: ReplySchema) -> dict[str, Any]:
     return value
 
 
+def schema_bytes(schema: ReplySchema) -> int:
+    """The UTF-8 size of the schema's JSON text (a budget's bound counts it as prompt)."""
+    return len(_schema_text(schema).encode("utf-8"))
+
+
 @lru_cache(maxsize=1024)
 def _sent_text(schema: ReplySchema) -> str:
     return json.dumps(integer_enums(json_schema_of(schema)))

@@ -78,10 +78,9 @@ class UsageMeter:
         Called once the run's models are known and before its first call, so the refusal
         comes before any work (and any spend).
         """
-        meter = cls(prices=prices, budget=budget)
         if budget is not None:
-            budget.check_priced(models, meter.table)
-        return meter
+            budget.check_priced(models, prices)
+        return cls(prices=prices, budget=budget)
 
     @property
     def table(self) -> PriceTable:

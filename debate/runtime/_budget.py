@@ -12,7 +12,6 @@ where it stopped.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Iterable
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 
 from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Message, ReplySchema, TokenUsage
-from debate.models._schema import json_schema_of
+from debate.models._schema import schema_bytes
 from debate.records._result import BudgetCaps
 from debate.runtime._pricing import PriceTable
 
@@ -40,8 +39,7 @@ def prompt_bound(messages: list[Message], schema: ReplySchema) -> int:
     bound, not an estimate: it is what lets "could exceed" be a promise.
     """
     text = sum(len(m.content.encode("utf-8")) for m in messages)
-    schema_bytes = len(json.dumps(json_schema_of(schema)).encode("utf-8"))
-    return text + schema_bytes + MESSAGE_OVERHEAD * (len(messages) + 1)
+    return text + schema_bytes(schema) + MESSAGE_OVERHEAD * (len(messages) + 1)
 
 
 @dataclass
@@ -80,10 +78,14 @@ class Budget:
         self._held_usd = 0.0
         self._held_tokens = 0
 
-    def check_priced(self, names: Iterable[str], prices: PriceTable) -> None:
-        """Refuse a cost cap over a model the table cannot price, before any work starts."""
+    def check_priced(self, names: Iterable[str], prices: PriceTable | None) -> None:
+        """Refuse a cost cap over a model the table (None: the shipped one) cannot price.
+
+        Called before any work starts, so the refusal costs nothing.
+        """
         if self.max_cost_usd is None:
             return
+        prices = prices if prices is not None else PriceTable.default()
         missing = prices.unpriced(names)
         if missing:
             raise ConfigurationError(

@@ -113,14 +113,14 @@ class ModelPool:
         """Build every model ``config`` names now (its judges' and, for a debate, its sides').
 
         A batch calls this for every item before the first call, so a missing key or an
-        endpoint an item cannot use is bad input then, not a failure found items later.
+        endpoint an item cannot use is bad input then, not a failure found items later
+        (the endpoints' price tables are checked by :func:`run_prices`).
         Returns the models, for checks over all of them (a cost cap's prices).
         """
         models = [self.get(spec.model, spec.endpoint, config=config) for spec in config.judges]
         if debaters:
             models.append(self.get(config.pro_model, config.pro_endpoint, config=config))
             models.append(self.get(config.con_model, config.con_endpoint, config=config))
-        run_prices(config)
         return models
 
     def _limiter(self, label: str, spec: Endpoint | None) -> RateLimiter | None:

@@ -39,16 +39,21 @@ class Price(Finite):
     completion: float = Field(ge=0)
     cached: float | None = Field(default=None, ge=0)
 
+    @property
+    def cached_rate(self) -> float:
+        """USD per million cached prompt tokens (the prompt price when none is given)."""
+        return self.prompt if self.cached is None else self.cached
+
     def cost(self, prompt: int, completion: int, cached: int = 0) -> float:
         """USD of these tokens (``cached`` is the part of ``prompt`` served from a cache)."""
-        cached_price = self.prompt if self.cached is None else self.cached
         fresh = prompt - cached
-        return (fresh * self.prompt + cached * cached_price + completion * self.completion) / 1e6
+        return (
+            fresh * self.prompt + cached * self.cached_rate + completion * self.completion
+        ) / 1e6
 
     def worst(self, prompt: int, completion: int) -> float:
         """The most these tokens can cost, whichever of them a provider serves from cache."""
-        cached_price = self.prompt if self.cached is None else self.cached
-        return (prompt * max(self.prompt, cached_price) + completion * self.completion) / 1e6
+        return (prompt * max(self.prompt, self.cached_rate) + completion * self.completion) / 1e6
 
 
 class PriceTable(Finite):
