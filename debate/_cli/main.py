@@ -134,12 +134,18 @@ def _fail(code: int, label: str, exc: BaseException, args: argparse.Namespace) -
     return code
 
 
-def _error_event(kind: str, message: str, field: str | None) -> str:
-    event: dict[str, object] = {"type": "error", "ts": round(time.time(), 3), "kind": kind}
-    event["message"] = message
+def _error(kind: str, message: str, field: str | None) -> dict[str, str]:
+    """The error object of ``--json`` and of the jsonl ``error`` event (``field`` if known)."""
+    error = {"kind": kind, "message": message}
     if field is not None:
-        event["field"] = field
-    return json.dumps(event)
+        error["field"] = field
+    return error
+
+
+def _error_event(kind: str, message: str, field: str | None) -> str:
+    return json.dumps(
+        {"type": "error", "ts": round(time.time(), 3), **_error(kind, message, field)}
+    )
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -159,10 +165,7 @@ class JsonLogFormatter(logging.Formatter):
 
 
 def _json_error(kind: str, message: str, field: str | None) -> None:
-    error: dict[str, str] = {"kind": kind, "message": message}
-    if field is not None:
-        error["field"] = field
-    sys.stdout.write(json.dumps({"error": error}) + "\n")
+    sys.stdout.write(json.dumps({"error": _error(kind, message, field)}) + "\n")
 
 
 def error_kind(exc: BaseException) -> str:

@@ -269,17 +269,10 @@ class OpenAIModel:
         and parsed here, so that a body that is not a completion is reported, not raised.
         """
         client = await self._client()
+        options: openai.RequestOptions = {"timeout": timeout}
         if self._given is None and self._key is None:  # a keyless endpoint: no header at all
-            post = client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=str,
-                options={"timeout": timeout, "headers": {"Authorization": openai.Omit()}},
-            )
-        else:
-            post = client.post(
-                "/chat/completions", body=body, cast_to=str, options={"timeout": timeout}
-            )
+            options["headers"] = {"Authorization": openai.Omit()}
+        post = client.post("/chat/completions", body=body, cast_to=str, options=options)
         try:
             text: str = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
