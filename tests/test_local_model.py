@@ -35,7 +35,10 @@ class Tiny(BaseModel):
 def test_grammar_forces_a_valid_reply_for_a_keyed_schema() -> None:
     schema = judge_reply(("PRO-1", "CON-1"))
     messages = [Message(role="user", content="Score the arguments PRO-1 and CON-1 as JSON.")]
-    reply = asyncio.run(MODEL.complete(messages, schema, ModelSettings(max_tokens=400, seed=1)))
+    # grammar-constrained sampling over the whole vocabulary is slow on two shared cores; the
+    # default 120 s timeout (meant for remote APIs) would stop it before max_tokens does
+    settings = ModelSettings(max_tokens=400, seed=1, timeout=900)
+    reply = asyncio.run(MODEL.complete(messages, schema, settings))
     assert reply.finish_reason == "stop"
     parsed = parse_reply(reply.text, schema)
     drafts = keyed_items(parsed.scores, ("PRO-1", "CON-1"))  # type: ignore[attr-defined]
