@@ -37,7 +37,9 @@ def add_parser(commands: Commands) -> None:
 def calibrate_command(args: argparse.Namespace) -> int:
     """Run the calibration, print the validity table, update track records.
 
-    The report goes to ``OUT/calibration.json``; every completed call to the response cache
+    The report goes to ``OUT/calibration.json``, every judge's scores and the known answers
+    to ``OUT/judgments.csv`` and ``OUT/labels.csv`` (the tidy tables ``debate validity``
+    reads, so the run can be validated later); every completed call to the response cache
     (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
@@ -60,6 +62,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             **money,
             "model_path": args.model_path,
             "on_event": common.progress(args),
+            "judgments": out,
         }
         if args.format == "debate":
             report = asyncio.run(calibrate_debates(items, **shared))
@@ -70,7 +73,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         where = "not stored: --no-store" if args.no_store else f"store {records.path}"
-        sys.stdout.write(_summary(report, where) + f"Report: {path}\n")
+        tidy = f"Judgments: {out / 'judgments.csv'}, labels: {out / 'labels.csv'}\n"
+        sys.stdout.write(_summary(report, where) + f"Report: {path}\n" + tidy)
     return EXIT_OK
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -36,7 +36,8 @@ from debate.quality._validity import (
     review_call,
 )
 from debate.records._config import RunConfig
-from debate.records._council import CouncilResult
+from debate.records._council import COUNCIL_DIMENSIONS, CouncilResult
+from debate.records._judgments import Scale
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._ask import total_usage
@@ -48,6 +49,7 @@ from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
 from debate.stats import calibrate as calibrate_scores
 from debate.storage._files import read_jsonl_records
+from debate.storage._judgments import write_judgments
 
 
 class DebateItem(Frozen):
@@ -208,12 +210,15 @@ async def calibrate_debates(
     budget: Budget | None = None,
     model_path: str | None = None,
     on_event: EventHandler | None = None,
+    judgments: Path | None = None,
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict.
 
     ``limiter`` and ``budget`` are shared by every item (one cap over the calibration);
     ``model_path`` builds the config's models as a run would (the endpoints and their keys
-    come from ``config``); ``on_event`` hears every call of every item.
+    come from ``config``); ``on_event`` hears every call of every item. With
+    ``judgments`` (a folder), every judge's scores and the known verdicts are also written
+    there as ``judgments.csv`` and ``labels.csv``, so the run can be validated later.
     """
     pool = ModelPool(config, seed=seed, model_path=model_path)
 
@@ -233,6 +238,12 @@ async def calibrate_debates(
         )
 
     results = await closing_pool(pool, _run_items(items, judge, concurrency))
+    if judgments is not None:
+        _write_tidy(
+            judgments,
+            debate_judgment_rows(items, results),
+            ({"item": i.id, "judge": "person_1", "verdict": VERDICT_OF[i.verdict]} for i in items),
+        )
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
@@ -328,10 +339,11 @@ async def calibrate_pairwise(
     budget: Budget | None = None,
     model_path: str | None = None,
     on_event: EventHandler | None = None,
+    judgments: Path | None = None,
 ) -> CalibrationReport:
     """Rank each pair with the council; compare each reviewer's call with the majority.
 
-    Takes ``model_path`` and ``on_event`` as :func:`calibrate_debates` does.
+    Takes ``model_path``, ``on_event`` and ``judgments`` as :func:`calibrate_debates` does.
     """
     _check_pairs(items)
     pool = ModelPool(config, seed=seed, model_path=model_path)
@@ -353,6 +365,8 @@ async def calibrate_pairwise(
         )
 
     results = await closing_pool(pool, _run_items(items, rank, concurrency))
+    if judgments is not None:
+        _write_tidy(judgments, pairwise_judgment_rows(items, results), pairwise_label_rows(items))
     names = [j.name for j in config.judges]
     key_of = judge_key(config)
     calls = _review_calls(names, results)
@@ -386,3 +400,90 @@ async def calibrate_pairwise(
         dimensions=dimensions,
         usage=total_usage([r.usage for r in results], prices, budget),
     )
+
+
+SCORE_COLUMNS = ("item", "option", "unit", "judge", "dimension", "score", "order", "standing")
+LABEL_COLUMNS = ("item", "judge", "verdict")
+VERDICT_OF: dict[str, str] = {
+    "PRO": "A",
+    "CON": "B",
+    "TIE": "tie",
+    "a": "A",
+    "b": "B",
+    "tie": "tie",
+}
+"""A known answer as a verdict row: the first option (PRO, candidate a) is A."""
+RUBRIC_SCALE = Scale(low=1, high=10)
+
+
+def _write_tidy(
+    folder: Path, scores: Iterable[Mapping[str, object]], labels: Iterable[Mapping[str, object]]
+) -> None:
+    """``judgments.csv`` and ``labels.csv``: the tidy tables ``debate validity`` reads."""
+    write_judgments(folder / "judgments.csv", scores, scale=RUBRIC_SCALE, columns=SCORE_COLUMNS)
+    write_judgments(folder / "labels.csv", labels, scale=None, columns=LABEL_COLUMNS)
+
+
+def debate_judgment_rows(
+    items: Sequence[DebateItem], results: Sequence[DebateResult]
+) -> Iterator[dict[str, object]]:
+    """Every scored judge's rubric scores: option = side, unit = argument id.
+
+    A judge that also read the sides swapped (the swap check) gives both readings, the
+    first as ``order`` AB and the swapped one as BA; an unscored reading gives no rows
+    (nothing is filled in for it).
+    """
+    for item, result in zip(items, results, strict=True):
+        side_of = {a.id: a.side for a in result.transcript.arguments}
+        for e in result.evaluations:
+            readings = [("", e.scores)]
+            if e.swap is not None:
+                readings = [("AB", e.scores), ("BA", e.swap.scores)]
+            for order, scores in readings:
+                for unit, score in (scores or {}).items():
+                    yield from (
+                        {
+                            "item": item.id,
+                            "option": side_of[unit],
+                            "unit": unit,
+                            "judge": e.judge,
+                            "dimension": dimension,
+                            "score": score.dimension(dimension),
+                            "order": order,
+                            "standing": score.standing,
+                        }
+                        for dimension in DIMENSIONS
+                    )
+
+
+def pairwise_judgment_rows(
+    items: Sequence[PairwiseItem], results: Sequence[CouncilResult]
+) -> Iterator[dict[str, object]]:
+    """Every scored reviewer's rubric scores of candidates a and b.
+
+    ``order`` is the order the reviewer was shown them: AB when a came first, BA if not.
+    """
+    for item, result in zip(items, results, strict=True):
+        for review in result.reviews:
+            if review.scores is None:
+                continue
+            order = "AB" if review.positions.get("a", 0) <= review.positions.get("b", 1) else "BA"
+            for option, score in review.scores.items():
+                if option in review.self_votes_excluded:
+                    continue
+                for dimension in COUNCIL_DIMENSIONS:
+                    yield {
+                        "item": item.id,
+                        "option": option,
+                        "judge": review.reviewer,
+                        "dimension": dimension,
+                        "score": getattr(score, dimension),
+                        "order": order,
+                    }
+
+
+def pairwise_label_rows(items: Sequence[PairwiseItem]) -> Iterator[dict[str, object]]:
+    """People's labels as verdict rows, judges ``person_1..n`` (A: candidate a is better)."""
+    for item in items:
+        for k, label in enumerate(item.labels, start=1):
+            yield {"item": item.id, "judge": f"person_{k}", "verdict": VERDICT_OF[label]}

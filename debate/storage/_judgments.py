@@ -714,12 +714,13 @@ def write_judgments(
     path: str | Path,
     rows: Iterable[Mapping[str, object]],
     *,
-    scale: Scale | None,
+    scale: Scale | str | None,
     columns: Sequence[str] | None = None,
 ) -> Path:
     """Write rows as a judgments file (CSV or JSONL by suffix), atomically.
 
-    Score rows need ``scale``: it becomes the file's first line, so the file reads alone.
+    Score rows need ``scale`` (a Scale or ``"1-5"``): it becomes the file's first line, so
+    the file reads alone.
     ``columns`` defaults to the first row's keys (known columns in the documented order);
     give it when there may be no rows, so the file still has a header.
     """
@@ -733,6 +734,8 @@ def write_judgments(
         columns = [c for c in COLUMN_ORDER if c in first] + [
             c for c in first if c not in COLUMN_ORDER
         ]
+    if isinstance(scale, str):
+        scale = parse_scale(scale, where="scale")
     if "score" in columns and scale is None:
         raise ValueError(f"write_judgments: score rows need a scale ({SCALE_HINT})")
     scored = scale if "score" in columns else None
