@@ -468,7 +468,7 @@ def pairwise_judgment_rows(
             if review.scores is None:
                 continue
             order = "AB" if review.positions.get("a", 0) <= review.positions.get("b", 1) else "BA"
-            for option, score in review.scores.items():
+            for option, score in sorted(review.scores.items()):  # a before b, as listed
                 if option in review.self_votes_excluded:
                     continue
                 for dimension in COUNCIL_DIMENSIONS:
