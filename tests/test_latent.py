@@ -184,3 +184,32 @@ def test_reliability_weights() -> None:
     np.testing.assert_array_equal(weights, [0.5, 0.0, 0.0, 0.0])
     assert reliability_weights(np.array([-0.1, np.nan])) is None
     assert reliability_weights(np.array([])) is None
+
+
+def test_planted_verdicts_plant_what_they_say() -> None:
+    judges, person = planted_verdicts(
+        20_000, {"good": 0.8, "adversary": 0.2}, people=1, people_accuracy=1.0, seed=9
+    )
+    labels, truth = _labels(judges), _labels(person)[:, 0]
+    assert (labels >= 0).all() and judges.rows == 40_000
+    right = (labels == truth[:, None]).mean(axis=0)
+    np.testing.assert_allclose(right, [0.8, 0.2], atol=0.015)
+    # The adversary's errors reverse the verdict: A for B, B for A, never tie for a side.
+    sides = truth < 2
+    wrong = sides & (labels[:, 1] != truth)
+    assert (labels[wrong, 1] == 1 - truth[wrong]).all()
+    assert (truth == 2).mean() == pytest.approx(0.1, abs=0.01)
+
+
+def test_planted_scores_stay_on_the_scale_and_track_quality() -> None:
+    judges, people = planted_scores(
+        2000, ["x", "y"], {"sharp": 0.2, "rev": 0.2}, people=2, seed=4, adversarial={"rev"}
+    )
+    assert judges.rows == 2000 * 2 * 2 and people.judges == ("person1", "person2")
+    assert set(np.unique(judges.score)) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    sharp, rev = _scores(judges).T
+    crowd = np.nanmean(_scores(people), axis=1)
+    assert np.corrcoef(sharp, crowd)[0, 1] > 0.7
+    assert np.corrcoef(rev, crowd)[0, 1] < -0.7
+    with pytest.raises(ValueError, match="adversarial names"):
+        planted_scores(10, ["x", "y"], {"a": 1.0}, adversarial={"b"})
