@@ -29,6 +29,13 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._latent import (
+    FactorFit,
+    LatentClassFit,
+    dawid_skene,
+    one_factor,
+    reliability_weights,
+)
 from debate.stats._reading import (
     ALPHA_BANDS,
     BAND_BOUNDS,
@@ -80,4 +87,9 @@ __all__ = [
     "rubric_overall",
     "side_vote",
     "zscore",
+    "FactorFit",
+    "LatentClassFit",
+    "dawid_skene",
+    "one_factor",
+    "reliability_weights",
 ]
