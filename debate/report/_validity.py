@@ -59,7 +59,7 @@ def _figure_html(estimate: Estimate | None) -> str:
 def _method_cells(
     row: MethodRow, report: ValidityReport, name: str, figure: Callable[[Estimate | None], str]
 ) -> list[str]:
-    kind = "best judge" if row.name == report.best_judge else row.kind
+    kind: str = "best judge" if row.name == report.best_judge else row.kind
     kind += " (gated)" if row.gated else ""
     cells = [
         name,
