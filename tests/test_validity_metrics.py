@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -319,6 +321,16 @@ def test_bad_frames_get_one_line_errors_naming_the_field() -> None:
     )
     with pytest.raises(ConfigurationError, match=r"judges\['j'\].call: 2 entries for 6 units"):
         report(broken)
+    scored = score_frame(4)
+    assert scored.option_scores is not None
+    short = OptionScores(
+        group=scored.option_scores.group,
+        people=scored.option_scores.people,
+        methods={},
+        judges={"j": np.ones(3)},
+    )
+    with pytest.raises(ConfigurationError, match=r"option_scores.judges\['j'\]: 3 scores for 12"):
+        report(replace(scored, option_scores=short))
     with pytest.raises(ConfigurationError, match="n_boot: 1; give at least 2") as info:
         report(f, n_boot=1)
     assert "\n" not in str(info.value)

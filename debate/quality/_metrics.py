@@ -406,11 +406,29 @@ def check_frame(frame: DecisionFrame, n_boot: int, folds: int) -> None:
             f"frame.group: item index out of 0..{len(frame.items) - 1}; index frame.items",
             field="group",
         )
+    _check_scores(frame)
     if frame.options and len(frame.options) != units:
         raise ConfigurationError(
             f"frame.options: {len(frame.options)} pairs for {units} units; give one per unit",
             field="options",
         )
+
+
+def _check_scores(frame: DecisionFrame) -> None:
+    scores = frame.option_scores
+    if scores is None:
+        return
+    rows = scores.group.size
+    named = {"people": scores.people}
+    named |= {f"methods[{k!r}]": v for k, v in scores.methods.items()}
+    named |= {f"judges[{k!r}]": v for k, v in scores.judges.items()}
+    for where, array in named.items():
+        if array.shape != (rows,):
+            raise ConfigurationError(
+                f"frame.option_scores.{where}: {array.shape[0]} scores for {rows} options; "
+                "give one per option row (NaN where unscored)",
+                field=f"option_scores.{where}",
+            )
 
 
 def _rows(frame: DecisionFrame, boot: ItemBootstrap) -> list[MethodRow]:
@@ -488,7 +506,10 @@ def _notes(
         f"intervals are 95 % percentile bootstraps over items ({report['bootstrap']} "
         f"replicates, seed {report['seed']}): all units of an item are resampled together",
         f"every unit was decided with weights learned on the other folds ({report['folds']} "
-        "folds by item), so no weight saw the label it is scored against",
+        "folds by item), so no weight saw the label it is scored against"
+        if report["folds"] > 1
+        else "one fold: weights were learned on the very labels they are scored against, "
+        "so the panels' figures are optimistic",
     ]
     if labelled < units:
         notes.append(
