@@ -240,3 +240,6 @@ class DecisionFrame:
     option_scores: OptionScores | None = None
     weights_by_fold: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     """Per weighting (``labels``, ``latent``), the judge weights each fold was decided with."""
+    options: tuple[tuple[str, str], ...] = ()
+    """Each unit's pair of option names (first, second), for the tidy table; empty when the
+    builder does not name them."""

@@ -11,13 +11,26 @@ no URL, so it opens offline. Every piece of model text in it is HTML-escaped.
 
 from __future__ import annotations
 
+from debate.records._validity import ValidityReport
 from debate.report._dispatch import render_html, render_markdown, write_report
 from debate.report._html import SECTION_IDS, charts
+from debate.report._validity import (
+    render_validity_html,
+    render_validity_markdown,
+    risk_coverage_svg,
+)
+
+# A validity report renders through the same entry points (and ``write_report``).
+render_html.register(ValidityReport, render_validity_html)
+render_markdown.register(ValidityReport, render_validity_markdown)
 
 __all__ = [
     "SECTION_IDS",
     "charts",
     "render_html",
     "render_markdown",
+    "render_validity_html",
+    "render_validity_markdown",
+    "risk_coverage_svg",
     "write_report",
 ]
