@@ -9,10 +9,9 @@ any statistic; an unscored judge is named in the reasons instead.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -92,9 +91,11 @@ def score_matrices(
     return ScoreMatrices(judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings)
 
 
-def _nums(values: FloatArray) -> list[float | None]:
-    """Floats for the records: None wherever a statistic is undefined (NaN)."""
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+def _nums(values: FloatArray) -> Any:
+    """Floats for the records (nested lists of any depth): None where undefined (NaN)."""
+    out = values.astype(object)
+    out[~np.isfinite(values)] = None
+    return out.tolist()
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,8 @@ def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, o
             for d, m in batch.dimensions.items()
         },
         "kappa": kappa,
-        "variance": [_nums(row) for row in variance],
-        "without": [_nums(row) for row in leave_one_out_alpha_batch(calibrated)],
+        "variance": _nums(variance),
+        "without": _nums(leave_one_out_alpha_batch(calibrated)),
         "no_difference": (
             (batch.raw == batch.raw[:, :, :1]).all(axis=(1, 2)).tolist()
             if batch.raw[0].size
@@ -243,8 +244,8 @@ def _vote_numbers(
         axis=1,
     )
     return {
-        "sides": [_nums(row) for row in sides],
-        "intervals": [_nums(row) for row in _interval_ends(intervals)],
+        "sides": _nums(sides),
+        "intervals": _nums(_interval_ends(intervals)),
     }
 
 
