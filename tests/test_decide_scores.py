@@ -116,6 +116,27 @@ def test_three_options_give_three_pair_decisions_in_first_seen_order() -> None:
     assert [d.winner for d in decisions] == ["p", "p", "q"]
 
 
+def test_items_of_two_three_and_one_option_keep_table_order() -> None:
+    judges = ("a", "b")
+    rows = [
+        *scores("s1", {j: {"y": 3, "x": 8} for j in judges}),
+        *scores("s2", {j: {"p": 9, "q": 5, "r": 1} for j in judges}),
+        *scores("s3", {j: {"alone": 5} for j in judges}),  # no pair to decide
+        *scores("s4", {j: {"x": 2, "z": 9} for j in judges}),
+    ]
+    decisions = decide_scores(table(rows), thresholds=TH)
+    assert [(d.item, d.options) for d in decisions] == [
+        ("s1", ("y", "x")),
+        ("s2", ("p", "q")),
+        ("s2", ("p", "r")),
+        ("s2", ("q", "r")),
+        ("s4", ("x", "z")),
+    ]
+    assert [d.winner for d in decisions] == ["x", "p", "p", "q", "z"]
+    only = decide_scores(table(rows), thresholds=TH, items=[3])
+    assert [d.item for d in only] == ["s4"]
+
+
 def test_one_dimension_or_weighted_dimensions() -> None:
     rows = [
         *scores("s", {"a": {"x": 9, "y": 2}, "b": {"x": 8, "y": 3}}, "style"),

@@ -263,41 +263,91 @@ def _reading_mean(
 
 
 @dataclass(frozen=True)
-class Pair:
-    """One decision: an item's two options and the cells of each, in first-seen order."""
+class Pairs:
+    """Every decision: an item's two options, and their cells in first-seen order.
 
-    item: int
-    options: tuple[int, int]
-    cells: list[int]
-    is_pro: tuple[bool, ...]
+    Cells are held per number of cells: the pairs of that size and, row by row, their
+    cell indices (items of two options, the common case, are found without a loop).
+    """
+
+    item: IntArray
+    options: IntArray
+    """Pairs x 2: the first option (PRO) and the second (CON)."""
+    cells: dict[int, tuple[IntArray, IntArray]]
+    """Number of cells -> (pair indices, pairs x cells cell indices)."""
+
+    def __len__(self) -> int:
+        return int(self.item.size)
 
 
-def pairs(cells: Cells) -> list[Pair]:
+def _item_spans(cells: Cells) -> tuple[IntArray, IntArray, IntArray]:
+    """Per item present: its first cell, its number of cells, its number of options."""
+    n = cells.item.size
+    starts = np.flatnonzero(np.r_[True, cells.item[1:] != cells.item[:-1]]) if n else cells.item
+    sizes = np.diff(np.r_[starts, n])
+    key = cells.item.astype(np.int64) * (int(cells.option.max()) + 1 if n else 1) + cells.option
+    item_of_option = np.unique(key) // (int(cells.option.max()) + 1 if n else 1)
+    per_item = np.bincount(
+        np.searchsorted(cells.item[starts], item_of_option), minlength=starts.size
+    )
+    return starts, sizes, per_item
+
+
+def _many_options(cells: Cells, start: int, end: int) -> list[tuple[int, int, list[int]]]:
+    """The pairs of an item of more than two options: (first, second, cells), in order."""
+    options = cells.option[start:end].tolist()
+    seen = list(dict.fromkeys(options))
+    return [
+        (seen[a], seen[b], [start + c for c, o in enumerate(options) if o in (seen[a], seen[b])])
+        for a in range(len(seen))
+        for b in range(a + 1, len(seen))
+    ]
+
+
+def pairs(cells: Cells) -> Pairs:
     """Every pair of options of every item, options and cells in first-seen order."""
-    items = cells.item.tolist()
-    options = cells.option.tolist()
-    out: list[Pair] = []
-    start = 0
-    while start < len(items):
-        end = start
-        while end < len(items) and items[end] == items[start]:
-            end += 1
-        seen = list(dict.fromkeys(options[start:end]))
-        for a in range(len(seen)):
-            for b in range(a + 1, len(seen)):
-                picked = [c for c in range(start, end) if options[c] in (seen[a], seen[b])]
-                out.append(
-                    Pair(
-                        items[start],
-                        (seen[a], seen[b]),
-                        picked,
-                        tuple(options[c] == seen[a] for c in picked),
-                    )
-                )
-        if len(seen) < 2:
-            logger.info("item %s has one option only; there is no pair to decide", items[start])
-        start = end
-    return out
+    starts, sizes, n_options = _item_spans(cells)
+    for i in np.flatnonzero(n_options < 2).tolist():
+        logger.info("item %s has one option only; there is no pair", cells.item[starts[i]])
+    counts = n_options * (n_options - 1) // 2
+    first_pair = np.r_[0, np.cumsum(counts)[:-1]] if counts.size else counts
+    total = int(counts.sum())
+    item = np.repeat(cells.item[starts], counts)
+    options = np.zeros((total, 2), dtype=np.intp)
+    rows: dict[int, tuple[list[IntArray], list[IntArray]]] = {}
+    two = np.flatnonzero(n_options == 2)
+    if two.size:
+        first = cells.option[starts[two]]
+        second = _second_option(cells, starts[two], sizes[two], first)
+        options[first_pair[two]] = np.stack([first, second], axis=1)
+        for size in np.unique(sizes[two]).tolist():
+            chosen = two[sizes[two] == size]
+            index = starts[chosen][:, None] + np.arange(size)
+            rows.setdefault(size, ([], []))[0].append(first_pair[chosen])
+            rows[size][1].append(index)
+    for i in np.flatnonzero(n_options > 2).tolist():
+        start = int(starts[i])
+        for k, (a, b, picked) in enumerate(_many_options(cells, start, start + int(sizes[i]))):
+            options[first_pair[i] + k] = (a, b)
+            rows.setdefault(len(picked), ([], []))[0].append(np.array([first_pair[i] + k]))
+            rows[len(picked)][1].append(np.array([picked]))
+    return Pairs(
+        item=item.astype(np.intp),
+        options=options,
+        cells={
+            size: (np.concatenate(ids), np.concatenate(index))
+            for size, (ids, index) in rows.items()
+        },
+    )
+
+
+def _second_option(cells: Cells, starts: IntArray, sizes: IntArray, first: IntArray) -> IntArray:
+    """For items of two options: the option that is not the first (the other's cells)."""
+    longest = int(sizes.max())
+    index = np.minimum(starts[:, None] + np.arange(longest), (starts + sizes - 1)[:, None])
+    other = cells.option[index] != first[:, None]
+    second: IntArray = cells.option[index[np.arange(starts.size), other.argmax(axis=1)]]
+    return second
 
 
 def _judge_weights(table: ScoreTable, given: Mapping[str, float] | None) -> dict[str, float]:
@@ -325,21 +375,19 @@ def _judge_weights(table: ScoreTable, given: Mapping[str, float] | None) -> dict
 class _Group:
     """Pairs of one shape: the same scored judges, the same sides, standings or not."""
 
-    pairs: list[int]
+    pairs: IntArray
+    index: IntArray
+    """Pairs x cells: each pair's cell indices."""
     judges: IntArray
     is_pro: NDArray[np.bool_]
     with_standings: bool
 
 
-def _groups(cells: Cells, found: list[Pair]) -> list[_Group]:
+def _groups(cells: Cells, found: Pairs) -> list[_Group]:
     """The pairs grouped by shape, vectorised per number of cells."""
-    by_size: dict[int, list[int]] = {}
-    for p, pair in enumerate(found):
-        by_size.setdefault(len(pair.cells), []).append(p)
     out = []
-    for members in by_size.values():
-        index = np.array([found[p].cells for p in members], dtype=np.intp)
-        pattern = np.array([found[p].is_pro for p in members], dtype=bool)
+    for members, index in found.cells.values():
+        pattern = cells.option[index] == found.options[members, :1]
         scored = np.asarray(np.isfinite(cells.points[index]).all(axis=1), bool)  # pairs x judges
         standing = cells.standing[index]
         full = ((standing != NO_CALL) | ~scored[:, None, :]).all(axis=(1, 2))
@@ -351,7 +399,8 @@ def _groups(cells: Cells, found: list[Pair]) -> list[_Group]:
             chosen = np.flatnonzero(which == g)
             out.append(
                 _Group(
-                    pairs=[members[i] for i in chosen],
+                    pairs=members[chosen],
+                    index=index[chosen],
                     judges=np.flatnonzero(shape[width:-1]),
                     is_pro=shape[:width].copy(),
                     with_standings=bool(shape[-1]),
@@ -360,9 +409,8 @@ def _groups(cells: Cells, found: list[Pair]) -> list[_Group]:
     return out
 
 
-def _batch(table: ScoreTable, cells: Cells, found: list[Pair], group: _Group) -> ScoreBatch:
-    index = np.array([found[p].cells for p in group.pairs], dtype=np.intp)
-    judges = group.judges
+def _batch(table: ScoreTable, cells: Cells, group: _Group) -> ScoreBatch:
+    index, judges = group.index, group.judges
 
     def pick(values: FloatArray) -> FloatArray:
         out: FloatArray = np.ascontiguousarray(values[index][:, :, judges].transpose(0, 2, 1))
@@ -371,9 +419,10 @@ def _batch(table: ScoreTable, cells: Cells, found: list[Pair], group: _Group) ->
     standings = None
     if group.with_standings and judges.size:
         standings = np.ascontiguousarray(cells.standing[index][:, :, judges])
+    units = np.array(table.units, dtype=object)
     return ScoreBatch(
         judges=[table.judges[j] for j in judges],
-        ids=[[table.units[u] for u in cells.unit[row].tolist()] for row in index],
+        ids=units[cells.unit[index]].tolist(),
         is_pro=group.is_pro,
         raw=pick(cells.points),
         dimensions={d: pick(m) for d, m in cells.dims.items()},
@@ -381,7 +430,9 @@ def _batch(table: ScoreTable, cells: Cells, found: list[Pair], group: _Group) ->
     )
 
 
-def _missing_notes(table: ScoreTable, cells: Cells, pair: Pair, judges: IntArray) -> list[str]:
+def _missing_notes(
+    table: ScoreTable, cells: Cells, item: int, options: IntArray, row: IntArray, judges: IntArray
+) -> list[str]:
     """One reason per judge unscored on the pair, naming the options it left unscored."""
     scored = set(judges.tolist())
     notes = []
@@ -390,12 +441,12 @@ def _missing_notes(table: ScoreTable, cells: Cells, pair: Pair, judges: IntArray
             continue
         gaps = [
             table.options[o]
-            for o in pair.options
-            if np.isnan(cells.points[[c for c in pair.cells if cells.option[c] == o], j]).any()
+            for o in options.tolist()
+            if np.isnan(cells.points[row[cells.option[row] == o], j]).any()
         ]
         notes.append(
             f"judge {name} gave no score for {' or '.join(repr(g) for g in gaps)} of item "
-            f"{table.items[pair.item]!r} (every unit needs every dimension); it is unscored "
+            f"{table.items[item]!r} (every unit needs every dimension); it is unscored "
             "on this pair and left out of every statistic"
         )
     return notes
@@ -411,14 +462,15 @@ def _calibration(choice: str, is_pro: NDArray[np.bool_]) -> CalibrationMethod:
 
 def _item_decision(
     table: ScoreTable,
-    pair: Pair,
+    item: int,
+    pair: tuple[int, int],
     conclusion: Conclusion,
     judge_margins: dict[str, float | None],
     weights: dict[str, float],
     dimension: str | None,
 ) -> ItemDecision:
     agreement, vote_, diagnostics, decision = conclusion
-    first, second = (table.options[o] for o in pair.options)
+    first, second = (table.options[o] for o in pair)
     interval = vote_.margin_points_ci
     confidence = 0.0
     if interval is not None and interval[0] > 0:
@@ -426,7 +478,7 @@ def _item_decision(
     elif interval is not None and interval[1] < 0:
         confidence = -interval[1]
     return ItemDecision(
-        item=table.items[pair.item],
+        item=table.items[item],
         options=(first, second),
         dimension=dimension,
         outcome=decision.outcome,
@@ -446,12 +498,12 @@ def _item_decision(
 def _decide_group(
     table: ScoreTable,
     cells: Cells,
-    found: list[Pair],
+    found: Pairs,
     group: _Group,
     weights: dict[str, float],
     options: _Options,
 ) -> list[ItemDecision]:
-    batch = _batch(table, cells, found, group)
+    batch = _batch(table, cells, group)
     setting = Setting(
         thresholds=options.thresholds,
         calibration=_calibration(options.calibration, group.is_pro),
@@ -459,26 +511,35 @@ def _decide_group(
         topic_type=TOPIC,
         topic_source="config",
     )
+    items = found.item[group.pairs].tolist()
+    pair_options = found.options[group.pairs]
+    partial = group.judges.size < len(table.judges)
     contexts = [
         Context(
             panel_size=len(table.judges),
             unscored=len(table.judges) - group.judges.size,
-            notes=_missing_notes(table, cells, found[p], group.judges)
-            if group.judges.size < len(table.judges)
+            notes=_missing_notes(
+                table, cells, items[b], pair_options[b], group.index[b], group.judges
+            )
+            if partial
             else (),
         )
-        for p in group.pairs
+        for b in range(len(items))
     ]
     conclusions = conclude_batch(batch, weights, setting, contexts)
-    margins: list[list[float]] = [[] for _ in group.pairs]
+    margins: list[list[float]] = [[] for _ in items]
     if batch.judges:
         pro, con = side_means(batch.raw, batch.is_pro)
         margins = (pro - con).tolist()
     unscored: dict[str, float | None] = dict.fromkeys(table.judges)
     out = []
-    for b, p in enumerate(group.pairs):
+    for b, (item, pair) in enumerate(zip(items, pair_options.tolist(), strict=True)):
         own = {**unscored, **dict(zip(batch.judges, margins[b], strict=True))}
-        out.append(_item_decision(table, found[p], conclusions[b], own, weights, options.dimension))
+        out.append(
+            _item_decision(
+                table, item, (pair[0], pair[1]), conclusions[b], own, weights, options.dimension
+            )
+        )
     return out
 
 
@@ -522,7 +583,9 @@ def decide_scores(
     decided: list[ItemDecision | None] = [None] * len(found)
     for group in _groups(cells, found):
         for p, decision in zip(
-            group.pairs, _decide_group(table, cells, found, group, weights, options), strict=True
+            group.pairs.tolist(),
+            _decide_group(table, cells, found, group, weights, options),
+            strict=True,
         ):
             decided[p] = decision
     return [d for d in decided if d is not None]
