@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,20 @@ def test_items_of_two_three_and_one_option_keep_table_order() -> None:
     assert [d.winner for d in decisions] == ["x", "p", "p", "q", "z"]
     only = decide_scores(table(rows), thresholds=TH, items=[3])
     assert [d.item for d in only] == ["s4"]
+
+
+def test_standings_feed_kappa_and_a_missing_one_leaves_it_undefined() -> None:
+    rows = scores("s", {j: {"x": 9, "y": 2} for j in ("a", "b", "c")})
+    t = table(rows)
+    standing = np.array([0 if r[1] == "x" else 2 for r in rows], dtype=np.int8)
+    with_standings = replace(t, standing=standing, standings=("UPHELD", "PARTIAL", "REFUTED"))
+    [agreed] = decide_scores(with_standings, thresholds=TH)
+    assert agreed.agreement is not None and agreed.agreement.kappa == pytest.approx(1.0)
+    standing[0] = NO_CALL  # judge a gave no standing for x
+    [gap] = decide_scores(replace(with_standings, standing=standing), thresholds=TH)
+    assert gap.agreement is not None and gap.agreement.kappa is None
+    assert any("gave no standing" in r for r in gap.reasons)
+    assert gap.agreement.judges_scored == 3  # a standing is not a score: a still scored
 
 
 def test_one_dimension_or_weighted_dimensions() -> None:

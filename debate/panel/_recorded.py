@@ -54,6 +54,7 @@ WEIGHT_TOLERANCE = 1e-6
 """Dimension weights summing to 1 within this are used as given (as a live judge's rubric
 weights are), so that a recorded live run reproduces the live sums bit for bit; others are
 divided by their sum."""
+STANDINGS_MISSING = "a scored judge gave no standing for some unit of this pair"
 TOPIC = "recorded"
 """The topic type a recorded decision carries (no topic was classified)."""
 
@@ -514,15 +515,25 @@ def _decide_group(
     items = found.item[group.pairs].tolist()
     pair_options = found.options[group.pairs]
     partial = group.judges.size < len(table.judges)
+    no_standings = (
+        [f"{STANDINGS_MISSING}: kappa is left undefined rather than computed on some of them"]
+        if table.standings and not group.with_standings and group.judges.size >= 2
+        else []
+    )
     contexts = [
         Context(
             panel_size=len(table.judges),
             unscored=len(table.judges) - group.judges.size,
-            notes=_missing_notes(
-                table, cells, items[b], pair_options[b], group.index[b], group.judges
-            )
-            if partial
-            else (),
+            notes=[
+                *(
+                    _missing_notes(
+                        table, cells, items[b], pair_options[b], group.index[b], group.judges
+                    )
+                    if partial
+                    else ()
+                ),
+                *no_standings,
+            ],
         )
         for b in range(len(items))
     ]
