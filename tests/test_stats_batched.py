@@ -142,7 +142,8 @@ def test_bootstrap_of_one_item_is_bit_identical_to_the_scalar(
 
 
 @pytest.mark.parametrize("units", [2, 5])
-def test_bootstrap_of_a_large_batch_agrees_with_the_scalar(units: int) -> None:
+@pytest.mark.parametrize("equal", [False, True])
+def test_bootstrap_of_a_large_batch_agrees_with_the_scalar(units: int, equal: bool) -> None:
     """Past EXACT_ITEMS the draws are counted, not gathered: the same draws, summed in
     another order."""
     items = EXACT_ITEMS * 3 + 1
@@ -150,6 +151,8 @@ def test_bootstrap_of_a_large_batch_agrees_with_the_scalar(units: int) -> None:
     is_pro = sides(units)
     w = np.random.default_rng(10).uniform(0, 2, size=(items, 4))
     w[2] = [0.0, 0.0, 0.0, 1.0]  # replicates that draw only weightless judges drop out
+    if equal:  # the same weight for every judge of an item: divided once per item
+        w = np.repeat(w[:, :1] + 0.5, 4, axis=1)
     got = bootstrap_margin_batch(x, is_pro, w, seed=3)
     for b in range(items):
         expected = bootstrap_margin(x[b], is_pro, w[b], seed=3)

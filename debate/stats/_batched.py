@@ -92,24 +92,33 @@ def interval_alpha_batch(scores: FloatArray) -> FloatArray:
     when every value of the item is the same.
     """
     x = _items(scores)
-    items, raters, units = x.shape
+    return _alpha_raters_last(np.ascontiguousarray(x.transpose(0, 2, 1)))
+
+
+def _alpha_raters_last(x: FloatArray) -> FloatArray:
+    """Alpha of items x units x raters: sums over raters run along the contiguous axis.
+
+    With the raters in the middle, every sum over them loops over a handful of units at a
+    time, several times slower than the same sums along the last axis. The operations are
+    the scalar engine's; the order of a sum of eight or more raters differs, so the two
+    agree to rounding.
+    """
+    items, units, raters = x.shape
     out = np.full(items, np.nan)
     if raters < 2 or units == 0:
         return out
-    # The scalar engine's operations in its order (its einsum may sum in another order
-    # depending on memory alignment, so the two agree to rounding, not always bit for bit).
     shifted = x - x[:, :1, :1]
-    m = np.full((items, units), float(raters))
-    mean = shifted.sum(axis=1) / m
-    dev = shifted - mean[:, None, :]
-    ss = (dev * dev).sum(axis=1)
-    n = m.sum(axis=1)
+    m = float(raters)
+    mean = shifted.sum(axis=2) / m
+    dev = shifted - mean[:, :, None]
+    ss = (dev * dev).sum(axis=2)
+    n = m * units
     observed = (2.0 * m * ss / (m - 1.0)).sum(axis=1)
     grand = (m * mean).sum(axis=1) / n
     pooled = ss.sum(axis=1) + (m * (mean - grand[:, None]) ** 2).sum(axis=1)
     expected = 2.0 * n * pooled
     defined = expected > 0
-    out[defined] = 1.0 - (n[defined] - 1.0) * observed[defined] / expected[defined]
+    out[defined] = 1.0 - (n - 1.0) * observed[defined] / expected[defined]
     return out
 
 
@@ -120,8 +129,9 @@ def leave_one_out_alpha_batch(scores: FloatArray) -> FloatArray:
     if judges < 3:
         return np.full((items, judges), np.nan)
     others = np.array([[k for k in range(judges) if k != j] for j in range(judges)])
-    rest = x[:, others, :]  # items x left-out judge x the others x units
-    return interval_alpha_batch(rest.reshape(items * judges, judges - 1, units)).reshape(
+    by_unit = x.transpose(0, 2, 1)[:, :, others]  # items x units x left out x the others
+    rest = np.ascontiguousarray(by_unit.transpose(0, 2, 1, 3))
+    return _alpha_raters_last(rest.reshape(items * judges, units, judges - 1)).reshape(
         items, judges
     )
 
@@ -258,11 +268,13 @@ def _exact_margins(x: FloatArray, w: FloatArray, d: Draws) -> tuple[FloatArray, 
 
 
 def _counts(d: Draws, units: int) -> tuple[FloatArray, FloatArray]:
-    """Per replicate: how often each judge was drawn, and each unit's share of the margin.
+    """Per replicate: how often each judge was drawn, and the kernel of its margin.
 
     A replicate's margin is ``sum over judges j and units u of times[j] * share[u] *
-    w[j] * x[j, u]`` over ``sum of times[j] * w[j]``: one product with the outer product
-    ``times x share`` of every replicate gives every item's margins at once.
+    w[j] * x[j, u]`` over ``sum of times[j] * w[j]``, with ``share[u]`` the unit's
+    draws over its side's size (negative for CON): one product with the outer product
+    ``times x share`` of every replicate gives every item's margins at once. With one
+    unit a side the share is the same in every replicate, and the kernel is that share.
     """
     n_boot, judges = d.judges.shape
     reps = np.arange(n_boot)[:, None]
@@ -271,6 +283,8 @@ def _counts(d: Draws, units: int) -> tuple[FloatArray, FloatArray]:
     share = np.zeros((n_boot, units))
     np.add.at(share, (reps, d.pro), 1.0 / d.pro.shape[1])
     np.add.at(share, (reps, d.con), -1.0 / d.con.shape[1])
+    if units == 2:
+        return times, share[0]
     return times, (times[:, :, None] * share[:, None, :]).reshape(n_boot, judges * units)
 
 
@@ -281,10 +295,18 @@ def _counted_margins(
 
     The same draws summed in another order: equal to rounding, not bit for bit.
     """
-    weighted = (x * w[:, :, None]).reshape(x.shape[0], -1)
     total = w @ times.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        margins: FloatArray = (weighted @ kernel.T) / total
+    if kernel.ndim == 1:  # one unit a side: each judge's weighted difference, times drawn
+        weighted = (x @ kernel) * w
+    else:
+        weighted = (x * w[:, :, None]).reshape(x.shape[0], -1)
+    equal = (w == w[:, :1]).all() and (w[:, 0] > 0).all()
+    if equal:  # every replicate weighs the same: divide once per item, not per replicate
+        weighted = weighted / (w[:, :1] * times.shape[1])
+    margins: FloatArray = weighted @ (times if kernel.ndim == 1 else kernel).T
+    if not equal:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            margins /= total
     return margins, total
 
 
