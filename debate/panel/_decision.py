@@ -1,30 +1,44 @@
-"""From the judges' evaluations to the numbers a decision rests on: calibrate, vote, measure.
+"""From the judges' scores to the numbers a decision rests on, and the decision: one path.
 
-Pure computation on the evaluations (no model calls), built on :mod:`debate.stats`. Only
-scored judges enter any statistic; an unscored judge is named in the reasons instead. The
-rules that turn these numbers into an outcome live in :mod:`debate.panel._rules`.
+A live panel (one debate) and recorded judgments (``debate decide``, many items) both come
+here as a :class:`ScoreBatch` of items of one shape, and :func:`conclude_batch` calibrates,
+measures agreement, votes and diagnoses every item at once with :mod:`debate.stats._batched`
+before the rules of :mod:`debate.panel._rules` decide each item. Only scored judges enter
+any statistic; an unscored judge is named in the reasons instead.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.records._result import Agreement, Diagnostics, Vote
-from debate.records._transcript import DIMENSIONS, JudgeEvaluation, Side, Transcript
-from debate.stats import (
-    argument_variance,
-    bootstrap_margin,
-    calibrate,
-    fleiss_kappa_from_labels,
-    krippendorff_alpha,
-    side_vote,
+from debate.panel._rules import decide
+from debate.records._config import Thresholds
+from debate.records._result import Agreement, Decision, Diagnostics, TopicSource, Vote
+from debate.records._transcript import (
+    DIMENSIONS,
+    STANDINGS,
+    JudgeEvaluation,
+    Side,
+    Transcript,
+)
+from debate.stats._batched import (
+    argument_variance_batch,
+    bootstrap_margin_batch,
+    calibrate_batch,
+    fleiss_kappa_batch,
+    interval_alpha_batch,
+    leave_one_out_alpha_batch,
+    offset_corrected_batch,
+    side_vote_batch,
 )
 from debate.stats._calibration import Method as CalibrationMethod
+
+FloatArray = NDArray[np.float64]
 
 RESOLUTION = 6
 """Decimals the weighted scores are rounded to. Rubric scores are integers and weights are
@@ -32,10 +46,6 @@ given to a few decimals, so the rubric's resolution is far coarser than this; ro
 only removes the last-bit noise of floating-point sums (6.000000000000001 against
 5.999999999999999), which would otherwise make equal scores unequal and let min-max
 stretch that noise to the whole scale."""
-
-
-def _num(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
 
 
 @dataclass(frozen=True)
@@ -81,126 +91,262 @@ def score_matrices(
     return ScoreMatrices(judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings)
 
 
-def offset_corrected(raw: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Remove each judge's own offset (its mean score), keeping the 1-10 scale.
+def _nums(values: FloatArray) -> Any:
+    """Floats for the records (nested lists of any depth): None where undefined (NaN)."""
+    out = values.astype(object)
+    out[~np.isfinite(values)] = None
+    return out.tolist()
 
-    The per-argument variance check runs on these: a harsh and a lenient judge who rank
-    alike do not look split, and the threshold (3.0, i.e. about 1.7 points of standard
-    deviation) keeps the meaning it was written for. On min-max scores (0-1) it could
-    never be reached, and on z-scores it is reached only by near-total reversals.
+
+@dataclass(frozen=True)
+class ScoreBatch:
+    """Items of one shape: the same scored judges, the same sides of the units.
+
+    Arrays are items first; every score is present (an unscored judge is not in
+    ``judges``, never filled in).
     """
-    centred: NDArray[np.float64] = raw - raw.mean(axis=1, keepdims=True) + raw.mean()
-    return centred
+
+    judges: list[str]
+    ids: list[list[str]]
+    """Each item's unit (argument) ids, in column order."""
+    is_pro: NDArray[np.bool_]
+    """Per column: the unit belongs to PRO (the first option)."""
+    raw: FloatArray
+    """Items x judges x units: weighted scores on the 1-10 scale."""
+    dimensions: dict[str, FloatArray]
+    """Per rubric dimension, items x judges x units on the 1-10 scale."""
+    standings: NDArray[np.intp] | None = None
+    """Items x units x judges standing codes (any coding; UNCERTAIN a code of its own), or
+    None when the judgments carry no standings (kappa is then undefined)."""
+
+    @property
+    def size(self) -> int:
+        return int(self.raw.shape[0])
 
 
-def measure(
-    matrices: ScoreMatrices, calibration: CalibrationMethod, min_spread: float | None = None
-) -> tuple[Agreement, NDArray[np.float64]]:
-    """Agreement statistics and the calibrated matrix (spread floor ``min_spread`` points)."""
-    calibrated = calibrate(matrices.raw, calibration, min_spread)
-    enough = len(matrices.judges) >= 2
-    variance = (
-        argument_variance(offset_corrected(matrices.raw))
-        if enough
-        else np.full(len(matrices.ids), np.nan)
+@dataclass(frozen=True)
+class Setting:
+    """How every item of a batch is decided."""
+
+    thresholds: Thresholds
+    calibration: CalibrationMethod
+    seed: int | None
+    topic_type: str
+    topic_source: TopicSource = "keywords"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the rules read about one item besides its numbers."""
+
+    panel_size: int
+    """Judges asked (scored or not)."""
+    unscored: int = 0
+    evaluations: Sequence[JudgeEvaluation] = ()
+    """A live panel's evaluations, for the notes on unscored and swapped readings."""
+    notes: Sequence[str] = field(default_factory=tuple)
+    """Further reasons appended to the decision (recorded judges that gave no score)."""
+
+
+class Conclusion(NamedTuple):
+    """One item's agreement, vote, diagnostics and decision."""
+
+    agreement: Agreement
+    vote: Vote
+    diagnostics: Diagnostics
+    decision: Decision
+
+
+def batch_of(matrices: ScoreMatrices) -> ScoreBatch:
+    """A live panel's matrices as a batch of one item."""
+    # Coded by their place in STANDINGS, as a recorded table of a live run codes them, so
+    # that kappa's sums run in the same order on both paths.
+    standings = np.array(
+        [[STANDINGS.index(s) for s in row] for row in matrices.standings], dtype=np.intp
+    ).reshape(1, len(matrices.ids), len(matrices.judges))
+    return ScoreBatch(
+        judges=list(matrices.judges),
+        ids=[list(matrices.ids)],
+        is_pro=np.array([s == "PRO" for s in matrices.sides], dtype=bool),
+        raw=matrices.raw[None],
+        dimensions={d: m[None] for d, m in matrices.dimensions.items()},
+        standings=standings,
     )
-    agreement = Agreement(
-        alpha=_num(krippendorff_alpha(calibrated, "interval")) if enough else None,
-        alpha_raw=_num(krippendorff_alpha(matrices.raw, "interval")) if enough else None,
-        alpha_by_dimension={
-            d: (_num(krippendorff_alpha(m, "interval")) if enough else None)
-            for d, m in matrices.dimensions.items()
+
+
+@dataclass(frozen=True)
+class _Numbers:
+    """Every statistic of a batch, as lists per item (None where undefined)."""
+
+    alpha: list[float | None]
+    alpha_raw: list[float | None]
+    alpha_by_dimension: dict[str, list[float | None]]
+    kappa: list[float | None]
+    variance: list[list[float | None]]
+    without: list[list[float | None]]
+    no_difference: list[bool]
+    sides: list[list[float | None]]
+    """Per item: pro, con, margin, pro_points, con_points, margin_points."""
+    intervals: list[list[float | None]]
+    """Per item: the calibrated interval's ends, then those in points."""
+
+
+def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, object]:
+    items, judges = batch.raw.shape[:2]
+    enough = judges >= 2
+    undefined: list[float | None] = [None] * items
+    kappa = undefined
+    if enough and batch.standings is not None:
+        kappa = _nums(fleiss_kappa_batch(batch.standings))
+    variance = argument_variance_batch(offset_corrected_batch(batch.raw))
+    return {
+        "alpha": _nums(interval_alpha_batch(calibrated)) if enough else undefined,
+        "alpha_raw": _nums(interval_alpha_batch(batch.raw)) if enough else undefined,
+        "alpha_by_dimension": {
+            d: _nums(interval_alpha_batch(m)) if enough else undefined
+            for d, m in batch.dimensions.items()
         },
-        kappa=_num(fleiss_kappa_from_labels(matrices.standings)) if enough else None,
-        argument_variance={
-            arg_id: _num(float(v)) for arg_id, v in zip(matrices.ids, variance, strict=True)
-        },
-        judges_scored=len(matrices.judges),
-        judges_unscored=0,
-    )
-    return agreement, calibrated
-
-
-def vote(
-    matrices: ScoreMatrices,
-    calibrated: NDArray[np.float64],
-    judge_weights: Mapping[str, float],
-    *,
-    topic_type: str,
-    calibration: CalibrationMethod,
-    seed: int | None,
-    confidence: float = 0.95,
-) -> Vote:
-    """Weighted per-side means, calibrated and in points, each with a resampled interval.
-
-    Both intervals use the same seed, hence the same resampled judges and arguments: the
-    interval in points is the calibrated one's counterpart, not another draw.
-    """
-    common = {
-        "topic_type": topic_type,
-        "judge_weights": dict(judge_weights),
-        "calibration": calibration,
-        "confidence": confidence,
+        "kappa": kappa,
+        "variance": _nums(variance),
+        "without": _nums(leave_one_out_alpha_batch(calibrated)),
+        "no_difference": (
+            (batch.raw == batch.raw[:, :, :1]).all(axis=(1, 2)).tolist()
+            if batch.raw[0].size
+            else [False] * items
+        ),
     }
-    if not matrices.judges:
-        return Vote(pro=None, con=None, margin=None, **common)
-    weights = np.array([judge_weights[j] for j in matrices.judges])
-    is_pro = np.array([s == "PRO" for s in matrices.sides])
-    scaled = side_vote(calibrated, is_pro, weights)
-    points = side_vote(matrices.raw, is_pro, weights)
-    return Vote(
-        pro=scaled.pro,
-        con=scaled.con,
-        margin=scaled.margin,
-        margin_ci=_interval(calibrated, is_pro, weights, seed, confidence),
-        pro_points=points.pro,
-        con_points=points.con,
-        margin_points=points.margin,
-        margin_points_ci=_interval(matrices.raw, is_pro, weights, seed, confidence),
-        **common,
+
+
+def _interval_ends(interval: FloatArray) -> FloatArray:
+    """Interval ends rounded to 9 decimals, far below any real effect.
+
+    Floating-point noise must not move a bound that is exactly 0 across it (which would
+    turn "includes 0" into "excludes 0").
+    """
+    return np.round(interval, 9) + 0.0
+
+
+def _vote_numbers(
+    batch: ScoreBatch, calibrated: FloatArray, weights: FloatArray, setting: Setting
+) -> dict[str, object]:
+    items, judges = batch.raw.shape[:2]
+    if judges == 0:
+        return {"sides": [[None] * 6] * items, "intervals": [[None] * 4] * items}
+    scaled = side_vote_batch(calibrated, batch.is_pro, weights)
+    points = side_vote_batch(batch.raw, batch.is_pro, weights)
+    sides = np.stack([*scaled, *points], axis=1)
+    level, seed = setting.thresholds.confidence, setting.seed
+    intervals = np.concatenate(
+        [
+            bootstrap_margin_batch(calibrated, batch.is_pro, weights, ci=level, seed=seed),
+            bootstrap_margin_batch(batch.raw, batch.is_pro, weights, ci=level, seed=seed),
+        ],
+        axis=1,
+    )
+    return {
+        "sides": _nums(sides),
+        "intervals": _nums(_interval_ends(intervals)),
+    }
+
+
+def _numbers(batch: ScoreBatch, weights: FloatArray, setting: Setting) -> _Numbers:
+    calibrated = calibrate_batch(batch.raw, setting.calibration, setting.thresholds.min_spread)
+    return _Numbers(
+        **_agreement_numbers(batch, calibrated),  # type: ignore[arg-type]
+        **_vote_numbers(batch, calibrated, weights, setting),  # type: ignore[arg-type]
     )
 
 
-def _interval(
-    scores: NDArray[np.float64],
-    is_pro: NDArray[np.bool_],
-    weights: NDArray[np.float64],
-    seed: int | None,
-    confidence: float,
-) -> tuple[float, float] | None:
-    low, high = bootstrap_margin(scores, is_pro, weights, seed=seed, ci=confidence)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    # Floating-point noise must not move a bound that is exactly 0 across it (which would
-    # turn "includes 0" into "excludes 0"); 9 decimals is far below any real effect.
-    return round(low, 9) + 0.0, round(high, 9) + 0.0
+def _pair(values: list[float | None], at: int) -> tuple[float, float] | None:
+    low, high = values[at], values[at + 1]
+    return None if low is None or high is None else (low, high)
 
 
-def no_difference(matrices: ScoreMatrices) -> bool:
-    """Whether no scored judge told any argument from another (each gave one score to all).
-
-    Such a panel sees no difference between the sides; that is not disagreement, and every
-    statistic of variation (alpha, kappa) is undefined on it.
-    """
-    raw = matrices.raw
-    return bool(raw.size) and bool((raw == raw[:, :1]).all())
-
-
-def diagnose(
-    matrices: ScoreMatrices, calibrated: NDArray[np.float64], agreement: Agreement
-) -> Diagnostics:
-    """Where a split comes from: alpha without each judge, per dimension, per argument.
-
-    Leaving a judge out needs at least two judges left, so a panel of two has no
-    leave-one-out alphas (they stay null rather than being made up).
-    """
-    without: dict[str, float | None] = {}
-    for j, judge in enumerate(matrices.judges):
-        rest = np.delete(calibrated, j, axis=0)
-        without[judge] = _num(krippendorff_alpha(rest, "interval")) if rest.shape[0] >= 2 else None
-    return Diagnostics(
-        alpha_without_judge=without,
-        alpha_by_dimension=dict(agreement.alpha_by_dimension),
-        argument_variance=dict(agreement.argument_variance),
-        no_difference=no_difference(matrices),
+def _records(
+    numbers: _Numbers,
+    b: int,
+    batch: ScoreBatch,
+    judge_weights: dict[str, float],
+    setting: Setting,
+    unscored: int,
+) -> tuple[Agreement, Vote, Diagnostics]:
+    ids = batch.ids[b]
+    by_dimension = {d: v[b] for d, v in numbers.alpha_by_dimension.items()}
+    variance = dict(zip(ids, numbers.variance[b], strict=True))
+    agreement = Agreement(
+        alpha=numbers.alpha[b],
+        alpha_raw=numbers.alpha_raw[b],
+        alpha_by_dimension=by_dimension,
+        kappa=numbers.kappa[b],
+        argument_variance=variance,
+        judges_scored=len(batch.judges),
+        judges_unscored=unscored,
     )
+    pro, con, margin, pro_points, con_points, margin_points = numbers.sides[b]
+    intervals = numbers.intervals[b]
+    vote_ = Vote(
+        pro=pro,
+        con=con,
+        margin=margin,
+        margin_ci=_pair(intervals, 0) if margin is not None else None,
+        pro_points=pro_points,
+        con_points=con_points,
+        margin_points=margin_points,
+        margin_points_ci=_pair(intervals, 2) if margin is not None else None,
+        confidence=setting.thresholds.confidence,
+        topic_type=setting.topic_type,
+        topic_source=setting.topic_source,
+        judge_weights=judge_weights,
+        calibration=setting.calibration,
+    )
+    diagnostics = Diagnostics(
+        alpha_without_judge=dict(zip(batch.judges, numbers.without[b], strict=True)),
+        alpha_by_dimension=by_dimension,
+        argument_variance=variance,
+        no_difference=numbers.no_difference[b],
+    )
+    return agreement, vote_, diagnostics
+
+
+def conclude_batch(
+    batch: ScoreBatch,
+    judge_weights: Mapping[str, float],
+    setting: Setting,
+    contexts: Sequence[Context],
+) -> list[Conclusion]:
+    """Agreement, vote, diagnostics and decision of every item of ``batch``.
+
+    The one decision path of the package: a live panel calls it with a batch of one item,
+    ``decide_scores`` with every item of one shape. Both intervals use the same seed,
+    hence the same resampled judges and units: the interval in points is the calibrated
+    one's counterpart, not another draw.
+    """
+    if len(contexts) != batch.size:
+        raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
+    weights = np.array([judge_weights[j] for j in batch.judges], dtype=np.float64)
+    numbers = _numbers(batch, weights, setting)
+    shown = dict(judge_weights)
+    weightless = []
+    if batch.judges and not weights.sum() > 0:
+        weightless.append(
+            "no judge that scored carries a positive weight, so there is no weighted vote; "
+            "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
+        )
+    out = []
+    for b, context in enumerate(contexts):
+        agreement, vote_, diagnostics = _records(
+            numbers, b, batch, shown, setting, context.unscored
+        )
+        decision = decide(
+            agreement,
+            vote_,
+            setting.thresholds,
+            context.evaluations,
+            context.panel_size,
+            diagnostics,
+        )
+        notes = [*context.notes, *weightless]
+        if notes:
+            decision = decision.model_copy(update={"reasons": [*decision.reasons, *notes]})
+        out.append(Conclusion(agreement, vote_, diagnostics, decision))
+    return out

@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings
-from debate.panel._decision import diagnose, measure, score_matrices, vote
+from debate.panel._decision import Context, Setting, batch_of, conclude_batch, score_matrices
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
-from debate.panel._rules import decide
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
@@ -195,22 +194,22 @@ class MultiJudgePanel:
         """From the evaluations to agreement, the weighted vote and the decision."""
         transcript = sitting.transcript
         scored = [e for e in evaluations if e.status == "scored"]
-        calibration = self.calibration(transcript)
         matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
-        thresholds = self.config.thresholds
-        agreement, calibrated = measure(matrices, calibration, thresholds.min_spread)
-        agreement = agreement.model_copy(update={"judges_unscored": len(evaluations) - len(scored)})
-        vote_ = vote(
-            matrices,
-            calibrated,
-            self.judge_weights(topic_type),
-            topic_type=topic_type,
-            calibration=calibration,
+        setting = Setting(
+            thresholds=self.config.thresholds,
+            calibration=self.calibration(transcript),
             seed=seed,
-            confidence=thresholds.confidence,
-        ).model_copy(update={"topic_source": topic_source})
-        diagnostics = diagnose(matrices, calibrated, agreement)
-        decision = decide(agreement, vote_, thresholds, evaluations, len(self.judges), diagnostics)
+            topic_type=topic_type,
+            topic_source=topic_source,
+        )
+        context = Context(
+            panel_size=len(self.judges),
+            unscored=len(evaluations) - len(scored),
+            evaluations=evaluations,
+        )
+        [(agreement, vote_, _, decision)] = conclude_batch(
+            batch_of(matrices), self.judge_weights(topic_type), setting, [context]
+        )
         return PanelResult(
             evaluations=evaluations,
             agreement=agreement,
