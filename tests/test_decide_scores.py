@@ -170,13 +170,19 @@ def test_one_dimension_or_weighted_dimensions() -> None:
         decide_scores(t, thresholds=TH, dimension_weights={"style": 1})
 
 
-def test_judge_weights_are_checked_and_a_weightless_judge_still_counts_in_agreement() -> None:
+def test_judge_weights_are_checked_and_a_weightless_judge_has_no_say() -> None:
+    """A judge of weight 0 (say, one that earned nothing against people) cannot veto."""
     t = table(scores("s", {"a": {"x": 9, "y": 2}, "b": {"x": 8, "y": 3}, "z": {"x": 2, "y": 9}}))
     [weighted] = decide_scores(t, thresholds=TH, judge_weights={"a": 1, "b": 1, "z": 0})
     [equal] = decide_scores(t, thresholds=TH)
-    assert weighted.agreement is not None and equal.agreement is not None
-    assert weighted.agreement.alpha == equal.agreement.alpha  # z is in the statistics
-    assert weighted.margin_points == pytest.approx(6.0)  # but carries no vote
+    [without] = decide_scores(
+        table(scores("s", {"a": {"x": 9, "y": 2}, "b": {"x": 8, "y": 3}})), thresholds=TH
+    )
+    assert weighted.agreement is not None and without.agreement is not None
+    assert weighted.agreement.alpha == without.agreement.alpha  # z is in no statistic
+    assert equal.outcome == "irreconcilable" and weighted.outcome == "winner"
+    assert any("judge z carries weight 0" in r for r in weighted.reasons)
+    assert weighted.margin_points == pytest.approx(6.0)
     with pytest.raises(ValueError, match="no weight for judge 'z'"):
         decide_scores(t, thresholds=TH, judge_weights={"a": 1, "b": 1})
     with pytest.raises(ValueError, match=r"judge_weights\['a'\]: give a finite number >= 0"):

@@ -26,11 +26,13 @@ from debate._cli import (
     batch,
     calibrate,
     council,
+    decide,
     judge,
     leaderboard,
     report,
     run,
     schema,
+    validity,
 )
 from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
 from debate._version import __version__
@@ -44,7 +46,20 @@ from debate.exceptions import (
 )
 from debate.records._config import RunConfig
 
-COMMANDS = (run, judge, council, leaderboard, batch, calibrate, audit, report, agreement, schema)
+COMMANDS = (
+    run,
+    judge,
+    council,
+    leaderboard,
+    batch,
+    calibrate,
+    decide,
+    validity,
+    audit,
+    report,
+    agreement,
+    schema,
+)
 """One module per subcommand, in the order ``debate --help`` lists them."""
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (

@@ -386,12 +386,15 @@ class _Group:
     with_standings: bool
 
 
-def _groups(cells: Cells, found: Pairs) -> list[_Group]:
-    """The pairs grouped by shape, vectorised per number of cells."""
+def _groups(cells: Cells, found: Pairs, counted: NDArray[np.bool_]) -> list[_Group]:
+    """The pairs grouped by shape, vectorised per number of cells.
+
+    Only ``counted`` judges (positive weight) can be scored on a pair.
+    """
     out = []
     for members, index in found.cells.values():
         pattern = cells.option[index] == found.options[members, :1]
-        scored = np.asarray(np.isfinite(cells.points[index]).all(axis=1), bool)  # pairs x judges
+        scored = np.asarray(np.isfinite(cells.points[index]).all(axis=1), bool) & counted
         standing = cells.standing[index]
         full = ((standing != NO_CALL) | ~scored[:, None, :]).all(axis=(1, 2))
         key = np.concatenate([pattern, scored, full[:, None]], axis=1)
@@ -434,13 +437,25 @@ def _batch(table: ScoreTable, cells: Cells, group: _Group) -> ScoreBatch:
 
 
 def _missing_notes(
-    table: ScoreTable, cells: Cells, item: int, options: IntArray, row: IntArray, judges: IntArray
+    table: ScoreTable,
+    cells: Cells,
+    item: int,
+    options: IntArray,
+    row: IntArray,
+    judges: IntArray,
+    weights: Mapping[str, float],
 ) -> list[str]:
     """One reason per judge unscored on the pair, naming the options it left unscored."""
     scored = set(judges.tolist())
     notes = []
     for j, name in enumerate(table.judges):
         if j in scored:
+            continue
+        if weights[name] == 0:
+            notes.append(
+                f"judge {name} carries weight 0: it has no say, so it is left out of this "
+                "decision and of every statistic"
+            )
             continue
         gaps = [
             table.options[o]
@@ -529,7 +544,13 @@ def _decide_group(
             notes=[
                 *(
                     _missing_notes(
-                        table, cells, items[b], pair_options[b], group.index[b], group.judges
+                        table,
+                        cells,
+                        items[b],
+                        pair_options[b],
+                        group.index[b],
+                        group.judges,
+                        weights,
                     )
                     if partial
                     else ()
@@ -580,8 +601,11 @@ def decide_scores(
     Scores are rescaled to 1-10 (``table.scale``) so that the thresholds keep their
     meaning. ``dimension`` decides on one dimension; otherwise each judge's scores are
     weighted over the table's dimensions (equal weights unless ``dimension_weights``, one
-    mapping for all judges or one per judge). ``judge_weights`` None means equal; a judge
-    with weight 0 still counts in the agreement statistics, as in a live panel.
+    mapping for all judges or one per judge). ``judge_weights`` None means equal. A judge
+    with weight 0 has no say: it is left out of the decision and of its agreement
+    statistics (named in the reasons), as in the verdict engine, so that a judge whose
+    earned weight is 0 (no better than chance, or adversarial) cannot veto the others by
+    disagreeing with them.
     ``items`` restricts the decision to those item indices. Decisions come in table order,
     one per pair of options (first-seen order).
 
@@ -594,8 +618,9 @@ def decide_scores(
     found = pairs(cells)
     options = _Options(thresholds, calibration, seed, dimension)
     decided: list[ItemDecision | None] = [None] * len(found)
+    counted = np.array([weights[j] > 0 for j in table.judges], dtype=bool)
     with _acyclic_bulk():
-        for group in _groups(cells, found):
+        for group in _groups(cells, found, counted):
             for p, decision in zip(
                 group.pairs.tolist(),
                 _decide_group(table, cells, found, group, weights, options),

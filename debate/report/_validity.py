@@ -438,3 +438,56 @@ def render_validity_markdown(report: ValidityReport) -> str:
         *(f"- {cell(n)}" for n in report.notes),
     ]
     return "\n".join(lines) + "\n"
+
+
+SUMMARY_HEAD = [
+    "dimension",
+    "best judge",
+    "Spearman: best judge",
+    "Spearman: weighted panel",
+    "pairwise: best judge",
+    "pairwise: weighted panel",
+    "gated panel: coverage",
+    "gated panel: accuracy",
+    "best judge, same coverage",
+    "gated − judge",
+]
+"""One row per report: the figures that answer "does the panel beat its best judge?"."""
+
+
+def _short(estimate: Estimate | None) -> str:
+    """Value with its interval, two decimals: the summary has ten columns."""
+    if estimate is None or estimate.value is None:
+        return "—"
+    if estimate.low is None or estimate.high is None:
+        return f"{estimate.value:.2f}"
+    return f"{estimate.value:.2f} [{estimate.low:.2f}, {estimate.high:.2f}]"
+
+
+def _summary_cells(report: ValidityReport, panel: str) -> list[str]:
+    rows = {r.name: r for r in report.methods}
+    judge = rows.get(report.best_judge or "")
+    weighted = rows.get(panel)
+    gated = next((c for c in report.equal_coverage if c.panel == panel), None)
+    return [
+        cell(report.dimension or "all"),
+        cell(report.best_judge or "none"),
+        _short(judge.spearman if judge else None),
+        _short(weighted.spearman if weighted else None),
+        _short(judge.pairwise_accuracy if judge else None),
+        _short(weighted.pairwise_accuracy if weighted else None),
+        "—" if gated is None or gated.coverage is None else f"{gated.coverage:.0%}",
+        _short(gated.panel_accuracy if gated else None),
+        _short(gated.judge_accuracy if gated else None),
+        _short(gated.difference if gated else None),
+    ]
+
+
+def render_validity_summary(reports: Sequence[ValidityReport], panel: str = "labels") -> str:
+    """One Markdown table over several reports (one per dimension), for ``panel``.
+
+    ``panel`` is the weighting shown (default: label-trained weights, the calibrated
+    weighted panel); the per-report tables give every weighting.
+    """
+    rows = [_summary_cells(r, panel) for r in reports]
+    return md_table(SUMMARY_HEAD, rows) + "\n"

@@ -1,0 +1,154 @@
+"""``debate decide``: the panel's decision on judgments made elsewhere, with no model calls.
+
+Reads the tidy judgments table (``docs/judgments.md``: score rows or verdict rows, CSV or
+JSONL) and writes one decision per item (per pair of options when an item has more than
+two) as JSONL: outcome, winner, margin and its interval, agreement, reasons. The summary
+(counts of each outcome, the weights used) goes to stdout, or to stderr when the decisions
+themselves go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from debate._cli.common import EXIT_OK, Commands, seed, user_file
+from debate.exceptions import ConfigurationError
+from debate.quality._decide import Decided, Weights, decide_judgments
+from debate.quality._track import TrackRecords
+from debate.records._config import Thresholds, load_config
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate decide``."""
+    parser = commands.add_parser(
+        "decide",
+        help="decide from recorded judgments (no model calls)",
+        description="Run the panel's decision rules on judgments made elsewhere: a tidy "
+        "table of scores or pairwise verdicts (see docs/judgments.md).",
+    )
+    parser.add_argument("file", metavar="FILE", help="judgments table, .csv or .jsonl")
+    table_flags(parser)
+    parser.add_argument(
+        "--weights",
+        default="equal",
+        metavar="equal|latent|FILE.json",
+        help="judge weights: equal (default), latent (fitted from the judges' agreement, "
+        "no labels needed), or a JSON object of judge name to weight",
+    )
+    parser.add_argument(
+        "--track-records",
+        metavar="DB",
+        help="weigh each judge by its track record in this store (a judge's name is its key)",
+    )
+    parser.add_argument(
+        "--out", metavar="FILE.jsonl", help="write the decisions here (default: stdout)"
+    )
+    parser.add_argument("--json", action="store_true", help="the summary as JSON")
+    parser.set_defaults(func=decide_command)
+
+
+def table_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by ``decide`` and ``validity``: how to read the table and decide."""
+    parser.add_argument(
+        "--scale",
+        metavar="LOW-HIGH",
+        help="the scores' scale, e.g. 1-5, when the file does not declare it",
+    )
+    parser.add_argument(
+        "--dimension", metavar="NAME", help="decide on this dimension only (score tables)"
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="config TOML whose [thresholds] the rules use"
+    )
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap intervals")
+
+
+def thresholds(args: argparse.Namespace) -> Thresholds:
+    """``[thresholds]`` of ``--config``, else the defaults."""
+    if args.config is None:
+        return Thresholds()
+    return load_config(args.config).thresholds
+
+
+def _weights(args: argparse.Namespace) -> Weights:
+    if args.track_records is not None:
+        if args.weights != "equal":
+            raise ConfigurationError(
+                "--track-records: give either --weights or --track-records, not both",
+                field="--track-records",
+            )
+        return TrackRecords(args.track_records)
+    if args.weights in ("equal", "latent"):
+        return str(args.weights)
+    path = Path(args.weights)
+    if not path.is_file():
+        raise ConfigurationError(
+            f"--weights {args.weights}: not equal, latent or a JSON file; give one of them",
+            field="--weights",
+        )
+    with user_file(path, "weights file"):
+        try:
+            weights = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"--weights {path}: not JSON ({exc.msg} at line {exc.lineno}); write an "
+                'object such as {"judge-1": 1.0, "judge-2": 0.5}',
+                field="--weights",
+            ) from exc
+    if not isinstance(weights, dict):
+        raise ConfigurationError(
+            f"--weights {path}: a JSON object of judge name to weight is needed",
+            field="--weights",
+        )
+    return weights
+
+
+def decide_command(args: argparse.Namespace) -> int:
+    """Decide, write the decisions, print the summary."""
+    with user_file(args.file, "judgments table"):
+        decided = decide_judgments(
+            args.file,
+            scale=args.scale,
+            weights=_weights(args),
+            thresholds=thresholds(args),
+            dimension=args.dimension,
+            seed=args.seed,
+        )
+    lines = "".join(d.model_dump_json() + "\n" for d in decided.decisions)
+    if args.out:
+        with user_file(args.out, "decisions file"):
+            Path(args.out).write_text(lines, encoding="utf-8")
+        summary_stream = sys.stdout
+    else:
+        sys.stdout.write(lines)
+        summary_stream = sys.stderr
+    if args.json:
+        summary_stream.write(decided.summary.model_dump_json(indent=2) + "\n")
+    else:
+        summary_stream.write(summary_text(decided) + "\n")
+    return EXIT_OK
+
+
+def summary_text(decided: Decided) -> str:
+    """Counts of each outcome and where the weights came from, in a few lines."""
+    s = decided.summary
+    counts = ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in s.outcomes.items() if n)
+    what: dict[str, Any] = {
+        "read": f"{s.rows} {s.kind} rows, {s.items} items, {len(s.judges)} judges",
+        "decided": f"{s.decisions} decisions: {counts or 'none'}",
+        "weights": s.weights_source
+        + ("" if s.weights_source == "equal" else ": " + _weights_text(s.weights)),
+    }
+    lines = [f"{k}: {v}" for k, v in what.items()]
+    lines += [f"note: {n}" for n in s.notes]
+    if s.ignored_columns:
+        lines.append(f"note: ignored columns {', '.join(s.ignored_columns)}")
+    return "\n".join(lines)
+
+
+def _weights_text(weights: dict[str, float]) -> str:
+    return ", ".join(f"{j} {w:.3g}" for j, w in weights.items())

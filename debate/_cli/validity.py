@@ -1,0 +1,129 @@
+"""``debate validity``: does the panel beat its best judge? Measured against people.
+
+Cross-fits the panel on a judgments table against people's labels (a second table, or the
+people's rows of the same one named with ``--people``): every weighting that learns does so
+on the other folds only. Writes ``validity.json``, ``validity.html`` (with the
+risk-coverage plot), ``validity.md`` and ``rows.csv`` (one row per unit and method or judge)
+into ``--out``; prints the markdown tables (or the JSON report with ``--json``). With
+``--dimension each`` a score table is validated once per dimension and once over all of
+them, each into its own files (``validity-<dimension>.*``), and ``summary.md`` (printed
+first) gives one row per dimension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from debate._cli.common import EXIT_OK, Commands, at_least, user_file
+from debate._cli.decide import table_flags, thresholds
+from debate.exceptions import ConfigurationError
+from debate.quality._decide import Validity, load_table, validate_judgments
+from debate.quality._metrics import write_frame_csv
+from debate.records._judgments import ScoreTable
+from debate.report._validity import (
+    render_validity_html,
+    render_validity_markdown,
+    render_validity_summary,
+)
+from debate.storage._files import write_json_atomic
+
+MAX_BOOTSTRAP = 100_000
+MAX_FOLDS = 100
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate validity``."""
+    parser = commands.add_parser(
+        "validity",
+        help="measure the panel against people, with cross-fitting",
+        description="Measure the panel (and every single judge) against people's labels on "
+        "recorded judgments; weights learn only on the other folds.",
+    )
+    parser.add_argument("file", metavar="FILE", help="judgments table, .csv or .jsonl")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--labels", metavar="FILE", help="people's labels, the same format")
+    source.add_argument(
+        "--people",
+        metavar="LIST",
+        help="comma-separated judges of FILE who are people (their rows are the labels)",
+    )
+    table_flags(parser)
+    parser.add_argument(
+        "--label-scale", metavar="LOW-HIGH", help="the labels' scale when not declared"
+    )
+    parser.add_argument(
+        "--folds", type=at_least(2, MAX_FOLDS), default=5, help="cross-fitting folds (default 5)"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=at_least(10, MAX_BOOTSTRAP),
+        default=1000,
+        metavar="N",
+        help="bootstrap replicates of every interval (default 1000)",
+    )
+    parser.add_argument("--out", default="validity-out", metavar="DIR", help="report folder")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=validity_command)
+
+
+def validity_command(args: argparse.Namespace) -> int:
+    """Validate (per dimension with ``--dimension each``), write the files, print tables."""
+    if args.labels is None and args.people is None:
+        raise ConfigurationError(
+            "give people's labels: --labels FILE, or --people NAME,... naming the people "
+            "among the judges of FILE",
+            field="--labels",
+        )
+    with user_file(args.file, "judgments table"):
+        table = load_table(args.file, args.scale)
+    labels = None
+    if args.labels is not None:
+        with user_file(args.labels, "labels table"):
+            labels = load_table(args.labels, args.label_scale or args.scale)
+    dimensions: list[str | None] = [args.dimension]
+    if args.dimension == "each":
+        if not isinstance(table, ScoreTable):
+            raise ConfigurationError(
+                "--dimension each applies to score tables", field="--dimension"
+            )
+        dimensions = [*table.dimensions, None]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    people = [p.strip() for p in args.people.split(",")] if args.people else []
+    texts = []
+    reports = []
+    for dimension in dimensions:
+        validity = validate_judgments(
+            table,
+            labels,
+            people=people,
+            folds=args.folds,
+            seed=args.seed,
+            n_boot=args.bootstrap,
+            dimension=dimension,
+            thresholds=thresholds(args),
+        )
+        suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
+        _write(out, suffix, validity)
+        reports.append(validity.report)
+        texts.append(
+            validity.report.model_dump_json(indent=2)
+            if args.json
+            else render_validity_markdown(validity.report)
+        )
+    if len(reports) > 1 and not args.json:
+        summary = render_validity_summary(reports)
+        (out / "summary.md").write_text(summary, encoding="utf-8")
+        texts.insert(0, summary)
+    sys.stdout.write("\n".join(texts) + "\n")
+    return EXIT_OK
+
+
+def _write(out: Path, suffix: str, validity: Validity) -> None:
+    report = validity.report
+    write_json_atomic(out / f"validity{suffix}.json", report.model_dump_json(indent=2) + "\n")
+    (out / f"validity{suffix}.html").write_text(render_validity_html(report), encoding="utf-8")
+    (out / f"validity{suffix}.md").write_text(render_validity_markdown(report), encoding="utf-8")
+    write_frame_csv(out / f"rows{suffix}.csv", validity.frame)

@@ -1,0 +1,232 @@
+"""Decide from recorded judgments, and validate them against people: the Python entry points.
+
+``decide_judgments`` runs the panel's decision engine on judgments made elsewhere (people,
+or LLM judges run by another tool), with no model calls; ``validate_judgments`` measures
+that engine against people with cross-fitting. Both read the tidy table of
+``docs/judgments.md`` from a path or take a table already read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from debate.exceptions import ConfigurationError
+from debate.panel._earned import latent_weights
+from debate.quality._crossfit import Rules, alphas, cross_fit, decide
+from debate.quality._metrics import validity_report
+from debate.quality._track import TrackRecords
+from debate.records._config import Thresholds
+from debate.records._judgments import (
+    DecideSummary,
+    DecisionFrame,
+    ItemDecision,
+    Scale,
+    ScoreTable,
+    Table,
+)
+from debate.records._transcript import Frozen
+from debate.records._validity import ValidityReport
+from debate.storage._judgments import read_judgments
+
+Weights = str | Mapping[str, float] | TrackRecords
+"""``"equal"``, ``"latent"``, a mapping judge -> weight, or track records."""
+
+
+class Decided(Frozen):
+    """Every item's decision and the summary, as ``debate decide`` writes them."""
+
+    summary: DecideSummary
+    decisions: list[ItemDecision]
+
+
+def load_table(source: str | Path | Table, scale: Scale | str | None = None) -> Table:
+    """A table from a path (read and checked) or as given."""
+    if isinstance(source, (str, Path)):
+        return read_judgments(source, scale=scale)
+    return source
+
+
+def resolve_weights(
+    table: Table, weights: Weights, dimension: str | None
+) -> tuple[dict[str, float] | None, str, list[str]]:
+    """The judge weights to decide with, where they come from, and notes on them."""
+    if isinstance(weights, TrackRecords):
+        earned = {j: weights.get(j).accuracy for j in table.judges}
+        return earned, f"track-records:{weights.path}", []
+    if weights == "equal":
+        return None, "equal", []
+    if weights == "latent":
+        fit = latent_weights(table, dimension=dimension)
+        notes = [
+            f"latent weights ({fit.model}, {fit.iterations} iterations"
+            + ("" if fit.converged else ", NOT converged")
+            + ")"
+        ]
+        if fit.note is not None:
+            notes.append(fit.note + ": equal weights instead")
+        elif fit.weights is None:
+            notes.append("no judge is more reliable than chance: equal weights instead")
+        return fit.weights, "latent", notes
+    if isinstance(weights, str):
+        raise ConfigurationError(
+            f"weights: {weights!r} is not a weighting; use equal, latent, a mapping of judge "
+            "to weight, or track records",
+            field="--weights",
+        )
+    return _given(table, weights), "given", []
+
+
+def _given(table: Table, weights: Mapping[str, float]) -> dict[str, float]:
+    unknown = sorted(set(weights) - set(table.judges))
+    missing = [j for j in table.judges if j not in weights]
+    if unknown or missing:
+        what = f"unknown judge {unknown[0]!r}" if unknown else f"no weight for judge {missing[0]!r}"
+        raise ConfigurationError(
+            f"weights: {what}; give one weight for each of {', '.join(table.judges)}",
+            field="--weights",
+        )
+    for judge, w in weights.items():
+        if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
+            raise ConfigurationError(
+                f"weights[{judge!r}]: {w!r} is not a finite number >= 0", field="--weights"
+            )
+    if not any(w > 0 for w in weights.values()):
+        raise ConfigurationError("weights: every weight is 0; give at least one judge a weight")
+    return {j: float(weights[j]) for j in table.judges}
+
+
+def decide_judgments(
+    source: str | Path | Table,
+    *,
+    scale: Scale | str | None = None,
+    weights: Weights = "equal",
+    thresholds: Thresholds | None = None,
+    dimension: str | None = None,
+    seed: int = 0,
+) -> Decided:
+    """Decide every item of a judgments table with the panel's rules; no model is called."""
+    table = load_table(source, scale)
+    _check_dimension(table, dimension)
+    thresholds = thresholds or Thresholds()
+    chosen, weights_source, notes = resolve_weights(table, weights, dimension)
+    decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
+    outcomes = {o: 0 for o in ("winner", "too_close", "irreconcilable", "insufficient")}
+    for d in decisions:
+        outcomes[d.outcome] += 1
+    summary = DecideSummary(
+        source=table.source,
+        kind=table.kind,
+        scale=str(table.scale) if isinstance(table, ScoreTable) else None,
+        rows=table.rows,
+        items=len(table.items),
+        decisions=len(decisions),
+        judges=list(table.judges),
+        dimensions=list(table.dimensions) if isinstance(table, ScoreTable) else [],
+        dimension=dimension,
+        outcomes=outcomes,
+        weights=chosen or dict.fromkeys(table.judges, 1.0),
+        weights_source=weights_source,
+        ignored_columns=list(table.ignored_columns),
+        notes=notes,
+    )
+    return Decided(summary=summary, decisions=decisions)
+
+
+def _check_dimension(table: Table, dimension: str | None) -> None:
+    if dimension is None:
+        return
+    if not isinstance(table, ScoreTable):
+        raise ConfigurationError(
+            "--dimension applies to score tables; verdict tables have no dimensions",
+            field="--dimension",
+        )
+    if dimension not in table.dimensions:
+        raise ConfigurationError(
+            f"--dimension {dimension!r} is not in {table.source}; use one of "
+            f"{', '.join(table.dimensions)}",
+            field="--dimension",
+        )
+
+
+def select_judges(table: Table, names: Sequence[str], *, keep: bool) -> Table:
+    """The rows of the judges in ``names`` (``keep``) or of every other judge."""
+    unknown = sorted(set(names) - set(table.judges))
+    if unknown:
+        raise ConfigurationError(
+            f"--people: {unknown[0]!r} is not a judge in {table.source}; its judges are "
+            f"{', '.join(table.judges)}",
+            field="--people",
+        )
+    chosen = [j for j in table.judges if (j in names) == keep]
+    old = np.array([table.judges.index(j) for j in chosen], dtype=np.int32)
+    new = np.full(len(table.judges), -1, dtype=np.int32)
+    new[old] = np.arange(old.size, dtype=np.int32)
+    rows = new[table.judge] >= 0
+    columns = {
+        name: getattr(table, name)[rows]
+        for name in ("item", "option", "unit", "dimension", "score", "order", "standing", "verdict")
+        if hasattr(table, name) and isinstance(getattr(table, name), np.ndarray)
+    }
+    return replace(table, judges=tuple(chosen), judge=new[table.judge][rows], **columns)
+
+
+@dataclass(frozen=True)
+class Validity:
+    """A validity report and the cross-fitted frame it was computed from."""
+
+    report: ValidityReport
+    frame: DecisionFrame
+
+
+def validate_judgments(
+    judgments: str | Path | Table,
+    labels: str | Path | Table | None = None,
+    *,
+    people: Sequence[str] = (),
+    scale: Scale | str | None = None,
+    label_scale: Scale | str | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    n_boot: int = 1000,
+    dimension: str | None = None,
+    thresholds: Thresholds | None = None,
+) -> Validity:
+    """Cross-fit the panel on ``judgments`` against people's ``labels`` and report it.
+
+    People's labels are a second table, or the rows of the judges named in ``people`` in
+    the same table. ``label_scale`` is the labels' scale when their file does not declare
+    it (default: ``scale``).
+    """
+    table = load_table(judgments, scale)
+    _check_dimension(table, dimension)
+    if labels is None:
+        if not people:
+            raise ConfigurationError(
+                "give people's labels: --labels FILE, or --people NAME,... naming the "
+                "people among the judges of the same file",
+                field="--labels",
+            )
+        truth = select_judges(table, people, keep=True)
+        table = select_judges(table, people, keep=False)
+    else:
+        truth = load_table(labels, label_scale or scale)
+    frame = cross_fit(
+        table, truth, folds=folds, seed=seed, thresholds=thresholds, dimension=dimension
+    )
+    alpha_judges, alpha_people, level = alphas(table, truth, dimension)
+    report = validity_report(
+        frame,
+        alpha_judges=alpha_judges,
+        alpha_people=alpha_people,
+        alpha_level=level,
+        n_boot=n_boot,
+        seed=seed,
+        source=table.source,
+        folds=folds,
+    )
+    return Validity(report=report, frame=frame)
