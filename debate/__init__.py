@@ -45,9 +45,11 @@ from debate.models import (
     TokenUsage,
 )
 from debate.panel._panel import MultiJudgePanel
+from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
 from debate.quality._track import TrackRecords
 from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
 from debate.records._council import Candidate, CouncilResult
+from debate.records._judgments import DecideSummary, ItemDecision, Scale, ScoreTable, VerdictTable
 from debate.records._result import (
     Agreement,
     DebateResult,
@@ -65,6 +67,7 @@ from debate.records._transcript import (
     RubricScore,
     Transcript,
 )
+from debate.records._validity import ValidityReport
 from debate.report import charts, render_html, render_markdown, write_report
 from debate.runtime._budget import Budget
 from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
@@ -72,6 +75,7 @@ from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
 from debate.storage._files import load_result
+from debate.storage._judgments import read_judgments, write_judgments
 
 if TYPE_CHECKING:
     from debate.models.local import LocalModel
@@ -106,11 +110,14 @@ __all__ = [
     "DebateError",
     "DebateResult",
     "DebaterError",
+    "DecideSummary",
+    "Decided",
     "Decision",
     "Diagnostics",
     "Event",
     "EventHandler",
     "FunctionModel",
+    "ItemDecision",
     "JudgeEvaluation",
     "JudgeSpec",
     "LocalModel",
@@ -128,6 +135,8 @@ __all__ = [
     "ResponseCache",
     "RubricScore",
     "RunConfig",
+    "Scale",
+    "ScoreTable",
     "ScriptedModel",
     "StepFinished",
     "StepStarted",
@@ -137,9 +146,13 @@ __all__ = [
     "TrackRecords",
     "Transcript",
     "Usage",
+    "Validity",
+    "ValidityReport",
+    "VerdictTable",
     "Vote",
     "__version__",
     "charts",
+    "decide_judgments",
     "default_judges",
     "judge_transcript",
     "judge_transcript_sync",
@@ -148,6 +161,7 @@ __all__ = [
     "load_config",
     "load_result",
     "load_transcript",
+    "read_judgments",
     "render_html",
     "render_markdown",
     "run_batch",
@@ -155,6 +169,8 @@ __all__ = [
     "run_council_sync",
     "run_debate",
     "run_debate_sync",
+    "validate_judgments",
+    "write_judgments",
     "write_report",
     "write_result",
 ]

@@ -72,6 +72,8 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "report": ["report", "result.json"],
         "agreement": ["agreement", "r.csv"],
         "schema": ["schema", "result"],
+        "decide": ["decide", "j.csv"],
+        "validity": ["validity", "j.csv"],
     }
     for module in COMMANDS:
         name = module.__name__.rsplit(".", 1)[-1]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from debate.exceptions import ConfigurationError
 from debate.quality._crossfit import cross_fit, fold_of_items
 from debate.quality._decide import select_judges, validate_judgments
 from debate.quality._simulate import planted_scores, planted_verdicts
@@ -150,3 +151,16 @@ def _merge(judged, people):  # type: ignore[no-untyped-def]
         verdict=np.concatenate([judged.verdict, people.verdict]),
         order=np.concatenate([judged.order, people.order]),
     )
+
+
+def test_to_dataframe_gives_every_row_or_names_the_extra() -> None:
+    judged, people = planted_verdicts(120, ACCURACY, people=3, seed=7)
+    validity = validate_judgments(judged, people, folds=3, n_boot=20)
+    rows = len(validity.frame.group) * (len(validity.frame.methods) + len(validity.frame.judges))
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigurationError, match=r'pip install -e "\.\[pandas\]"'):
+            validity.to_dataframe()
+    else:
+        assert len(validity.to_dataframe()) == rows

@@ -35,7 +35,14 @@ from debate.panel._decision import (
     conclude_batch,
 )
 from debate.records._config import Thresholds
-from debate.records._judgments import NO_CALL, ORDERS, ItemDecision, Scale, ScoreTable
+from debate.records._judgments import (
+    NO_CALL,
+    ORDERS,
+    ItemDecision,
+    Scale,
+    ScoreTable,
+    interval_confidence,
+)
 from debate.records._transcript import (
     DIMENSIONS,
     SIDES,
@@ -490,11 +497,6 @@ def _item_decision(
     agreement, vote_, diagnostics, decision = conclusion
     first, second = (table.options[o] for o in pair)
     interval = vote_.margin_points_ci
-    confidence = 0.0
-    if interval is not None and interval[0] > 0:
-        confidence = interval[0]
-    elif interval is not None and interval[1] < 0:
-        confidence = -interval[1]
     return ItemDecision(
         item=table.items[item],
         options=(first, second),
@@ -504,7 +506,7 @@ def _item_decision(
         margin=vote_.margin,
         margin_points=vote_.margin_points,
         interval=interval,
-        confidence=confidence,
+        confidence=interval_confidence(interval),
         agreement=agreement,
         judge_margins=judge_margins,
         weights=weights,

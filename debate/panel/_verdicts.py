@@ -32,7 +32,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.records._config import Thresholds
-from debate.records._judgments import NO_CALL, ORDERS, VERDICTS, ItemDecision, VerdictTable
+from debate.records._judgments import (
+    NO_CALL,
+    ORDERS,
+    VERDICTS,
+    ItemDecision,
+    VerdictTable,
+    interval_confidence,
+)
 from debate.records._transcript import Outcome
 
 SPLIT_SHARE = 0.25
@@ -292,7 +299,7 @@ def _fields(
         "winner": winner,
         "margin": margin,
         "interval": interval,
-        "confidence": _confidence(interval),
+        "confidence": interval_confidence(interval),
         "shares": shares,
         "judge_margins": {j: _judge_margin(v) for j, v in zip(table.judges, calls, strict=True)},
         "weights": weights,
@@ -302,14 +309,6 @@ def _fields(
 
 def _judge_margin(call: np.int8) -> float | None:
     return None if call < 0 else float(_SIGN[call])
-
-
-def _confidence(interval: tuple[float, float] | None) -> float:
-    """Distance of the interval from 0 when it excludes 0 (|margin| if it is one point)."""
-    if interval is None:
-        return 0.0
-    low, high = interval
-    return low if low > 0 else -high if high < 0 else 0.0
 
 
 def _reasons(

@@ -12,13 +12,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights
 from debate.quality._crossfit import Rules, alphas, cross_fit, decide
-from debate.quality._metrics import validity_report
+from debate.quality._metrics import frame_dataframe, validity_report
 from debate.quality._track import TrackRecords
 from debate.records._config import Thresholds
 from debate.records._judgments import (
@@ -181,6 +182,14 @@ class Validity:
 
     report: ValidityReport
     frame: DecisionFrame
+
+    def to_dataframe(self) -> Any:
+        """Every per-unit, per-method and per-judge row as a pandas DataFrame.
+
+        pandas is an optional extra (``pip install -e ".[pandas]"``); without it this raises
+        a one-line error saying so.
+        """
+        return frame_dataframe(self.frame)
 
 
 def validate_judgments(

@@ -159,6 +159,17 @@ class ItemDecision(Frozen):
     diagnostics: Diagnostics | None = None
 
 
+def interval_confidence(interval: tuple[float, float] | None) -> float:
+    """:attr:`ItemDecision.confidence`: the interval's distance from 0 when it excludes 0.
+
+    One definition for both engines, so that score and verdict decisions rank alike.
+    """
+    if interval is None:
+        return 0.0
+    low, high = interval
+    return low if low > 0 else -high if high < 0 else 0.0
+
+
 class DecideSummary(Frozen):
     """What ``debate decide`` read and concluded, over all items."""
 

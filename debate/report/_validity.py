@@ -205,18 +205,20 @@ def _markers(
 
 
 def _legend(report: ValidityReport, inks: dict[str, str]) -> list[str]:
-    parts, top = [], PLOT_TOP + 8
-    for i, rc in enumerate(report.risk_coverage):
+    parts, yy = [], PLOT_TOP + 8.0
+    for rc in report.risk_coverage:
         ink = inks.get(rc.method, INK)
         dash = ' stroke-dasharray="6 4"' if rc.kind == "judge" else ""
-        yy = top + i * 22
-        label = rc.method if rc.kind == "panel" else f"{rc.method} (best judge)"
         parts.append(
             f'<line x1="{PLOT_RIGHT + 18}" y1="{yy}" x2="{PLOT_RIGHT + 46}" y2="{yy}" '
             f'stroke="{ink}" stroke-width="2.5"{dash}/>'
         )
-        parts.append(text(PLOT_RIGHT + 52, yy + 4, label[:24]))
-    yy = top + len(report.risk_coverage) * 22 + 10
+        parts.append(text(PLOT_RIGHT + 52, yy + 4, rc.method[:24]))
+        if rc.kind == "judge":  # a judge's name fills the line: its role goes under it
+            parts.append(text(PLOT_RIGHT + 52, yy + 18, "best single judge", font_size="11"))
+            yy += 14
+        yy += 22
+    yy += 10
     parts.append(f'<circle cx="{PLOT_RIGHT + 32}" cy="{yy}" r="5" fill="{INK}"/>')
     parts.append(text(PLOT_RIGHT + 52, yy + 4, "panel at its coverage", font_size="11"))
     parts.append(
