@@ -91,6 +91,7 @@ def validity_command(args: argparse.Namespace) -> int:
         dimensions = [*table.dimensions, None]
     out = out_folder(args)
     people = [p.strip() for p in args.people.split(",")] if args.people else []
+    rules = thresholds(args)  # read --config once, not once per dimension
     texts = []
     reports = []
     for dimension in dimensions:
@@ -102,7 +103,7 @@ def validity_command(args: argparse.Namespace) -> int:
             seed=args.seed,
             n_boot=args.bootstrap,
             dimension=dimension,
-            thresholds=thresholds(args),
+            thresholds=rules,
         )
         suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
         _write(out, suffix, validity)

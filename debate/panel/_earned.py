@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from debate.panel._recorded import option_points
 from debate.panel._verdicts import verdict_matrix
-from debate.records._judgments import ScoreTable, Table, VerdictTable
+from debate.records._judgments import Table, VerdictTable
 from debate.records._transcript import Frozen
 from debate.stats import dawid_skene, one_factor, reliability_weights
 from debate.stats._latent import FactorFit, LatentClassFit
@@ -40,21 +41,48 @@ class Earned(Frozen):
     """Why the model could not be fitted, when it could not."""
 
 
-def latent_weights(
-    table: Table, *, dimension: str | None = None, items: Sequence[int] | None = None
-) -> Earned:
-    """Fit the latent-class model on ``items`` (all by default) and turn it into weights."""
+@dataclass(frozen=True)
+class Observed:
+    """What a latent-class model reads of a table, computed once however often it is fitted.
+
+    Cross-fitting fits once per fold on a subset of items; the per-judge matrix is the same
+    each time, so it is built once and only its rows are chosen per fold.
+    """
+
     model: Literal["dawid-skene", "one-factor"]
+    rows: NDArray[Any]
+    """Verdicts: items x judges calls. Scores: (item, option) x judges points."""
+    item: NDArray[np.intp]
+    """The item of each row."""
+
+
+def observed(table: Table, dimension: str | None = None) -> Observed:
+    """The matrix the table's latent-class model is fitted on."""
+    if isinstance(table, VerdictTable):
+        calls = verdict_matrix(table).calls
+        return Observed("dawid-skene", calls, np.arange(calls.shape[0], dtype=np.intp))
+    group, _, scores = option_points(table, dimension=dimension)
+    return Observed("one-factor", scores, group.astype(np.intp))
+
+
+def latent_weights(
+    table: Table,
+    *,
+    dimension: str | None = None,
+    items: Sequence[int] | None = None,
+    seen: Observed | None = None,
+) -> Earned:
+    """Fit the latent-class model on ``items`` (all by default) and turn it into weights.
+
+    ``seen`` is :func:`observed` of the same table and dimension, when the caller has it.
+    """
+    seen = seen or observed(table, dimension)
+    rows = seen.rows if items is None else seen.rows[np.isin(seen.item, np.asarray(items))]
+    model = seen.model
     try:
-        if isinstance(table, VerdictTable):
-            model = "dawid-skene"
-            calls = verdict_matrix(table).calls
-            fit: LatentClassFit | FactorFit = dawid_skene(
-                calls if items is None else calls[np.asarray(items, dtype=np.intp)]
-            )
-        else:
-            model = "one-factor"
-            fit = one_factor(_score_rows(table, dimension, items))
+        fit: LatentClassFit | FactorFit = (
+            dawid_skene(rows) if model == "dawid-skene" else one_factor(rows)
+        )
     except ValueError as exc:  # too few judges or labels for the model to be identified
         log.info("%s cannot be fitted (%s); equal weights", model, exc)
         return Earned(
@@ -81,12 +109,3 @@ def latent_weights(
         converged=bool(fit.converged),
         iterations=int(fit.iterations),
     )
-
-
-def _score_rows(
-    table: ScoreTable, dimension: str | None, items: Sequence[int] | None
-) -> NDArray[np.float64]:
-    group, _, scores = option_points(table, dimension=dimension)
-    if items is None:
-        return scores
-    return scores[np.isin(group, np.asarray(items))]

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
-from debate.panel._earned import latent_weights
+from debate.panel._earned import latent_weights, observed
 from debate.panel._recorded import decide_scores, option_points
 from debate.panel._verdicts import decide_verdicts
 from debate.records._config import Thresholds
@@ -322,10 +322,12 @@ def _by_labels(judge_calls: Mapping[str, NDArray[np.int8]], label: NDArray[np.in
 
 
 def _by_latent(judgments: Table, dimension: str | None) -> _WeighFn:
+    seen = observed(judgments, dimension)  # once; each fold picks its training rows
+
     def weigh(
         _train_units: NDArray[np.bool_], train_items: NDArray[np.intp]
     ) -> dict[str, float] | None:
-        return latent_weights(judgments, dimension=dimension, items=train_items.tolist()).weights
+        return latent_weights(judgments, items=train_items.tolist(), seen=seen).weights
 
     return weigh
 
