@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from debate._checks import repeated
+from debate.stats._batched import bootstrap_margin_batch
 
 FloatArray = NDArray[np.float64]
 Confidence = Literal["high", "medium", "low"]
@@ -109,23 +110,11 @@ def bootstrap_margin(
     x, w = x[keep], w[keep]
     if x.shape[0] == 0 or not pro_mask.any() or pro_mask.all():
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    judges = rng.integers(0, x.shape[0], size=(n_boot, x.shape[0]))
-    pro_cols = np.flatnonzero(pro_mask)
-    con_cols = np.flatnonzero(~pro_mask)
-    pro_pick = pro_cols[rng.integers(0, pro_cols.size, size=(n_boot, pro_cols.size))]
-    con_pick = con_cols[rng.integers(0, con_cols.size, size=(n_boot, con_cols.size))]
-    rows = x[judges]  # n_boot x judges x arguments
-    pro_mean = np.take_along_axis(rows, pro_pick[:, None, :].repeat(x.shape[0], 1), 2).mean(2)
-    con_mean = np.take_along_axis(rows, con_pick[:, None, :].repeat(x.shape[0], 1), 2).mean(2)
-    wj = w[judges]
-    total = wj.sum(axis=1)
-    valid = total > 0
-    margins = ((pro_mean - con_mean) * wj).sum(axis=1)[valid] / total[valid]
-    if margins.size == 0:
-        return math.nan, math.nan
-    tail = (1 - ci) / 2
-    low, high = np.quantile(margins, [tail, 1 - tail])
+    # One implementation of the draws and the percentiles: the batched one, which gives
+    # this function's exact figures for a batch of one item (tests/test_stats_batched.py).
+    low, high = bootstrap_margin_batch(x[None], pro_mask, w[None], n_boot=n_boot, ci=ci, seed=seed)[
+        0
+    ]
     return float(low), float(high)
 
 
