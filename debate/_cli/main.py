@@ -29,6 +29,7 @@ from debate._cli import (
     decide,
     judge,
     leaderboard,
+    mcp,
     report,
     run,
     schema,
@@ -59,6 +60,7 @@ COMMANDS = (
     report,
     agreement,
     schema,
+    mcp,
 )
 """One module per subcommand, in the order ``debate --help`` lists them."""
 
