@@ -16,20 +16,18 @@ environment by the model backends and appear in no reply and no log line.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from debate._version import __version__
 from debate.api import judge_transcript, run_debate
@@ -45,7 +43,7 @@ from debate.exceptions import (
 )
 from debate.models._base import Model
 from debate.quality._decide import decide_judgments
-from debate.records._config import RunConfig, build_config, default_judges, validation_message
+from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._transcript import Frozen, Transcript
 from debate.runtime._events import Event, Planned, StepFinished, planned_calls
@@ -59,6 +57,13 @@ from debate.service._models import (
     JudgementRequest,
     PanelOverrides,
 )
+from debate.service._requests import (
+    checked,
+    one_line,
+    panel_overrides,
+    rows_table,
+    with_overrides,
+)
 from debate.service._verdict import (
     Verdict,
     council_verdict,
@@ -66,13 +71,13 @@ from debate.service._verdict import (
     decision_verdict,
     summary,
 )
-from debate.storage._judgments import _finish, _read_jsonl, parse_scale
 
 logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http"]
 MCP_PATH = "/mcp"
 """Where the streamable HTTP transport listens."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (ConfigurationError, "configuration"),
@@ -84,8 +89,6 @@ ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (DebateError, "runtime"),
 )
 """The ``kind`` of a tool error, by exception class (first match), as ``--json`` names it."""
-
-M = TypeVar("M", bound=BaseModel)
 
 LEADING_FIELD = re.compile(r"([A-Za-z_][\w.\[\]'-]*): ")
 
@@ -126,37 +129,6 @@ class DecisionsReply(Frozen):
 
 VerdictResult = Annotated[CallToolResult, VerdictReply]
 DecisionsResult = Annotated[CallToolResult, DecisionsReply]
-
-
-def with_overrides(config: RunConfig, overrides: PanelOverrides) -> RunConfig:
-    """The server's config with what the client may change, checked by RunConfig.
-
-    A role the server's config defines keeps its model and endpoint; any other must be a
-    built-in role. A bad value is reported under the tool argument that set it.
-    """
-    data = config.model_dump()
-    names: dict[str, str] = {}
-    if overrides.judges is not None:
-        data["judges"] = [j.model_dump() for j in _judges(config, overrides.judges)]
-        names["judges"] = "judges"
-    for name in ("arguments", "rounds"):
-        if (value := getattr(overrides, name)) is not None:
-            data[name], names[name] = value, name
-    if overrides.thresholds is not None:
-        data["thresholds"] = {**data["thresholds"], **overrides.thresholds}
-        names["thresholds"] = "thresholds"
-    return build_config(data, "config", names)
-
-
-def _judges(config: RunConfig, roles: list[str]) -> list[Any]:
-    wanted = [r.strip() for r in roles if r.strip()]
-    if not wanted:
-        raise ConfigurationError("judges: an empty list; name at least one role", field="judges")
-    own = {j.name: j for j in config.judges} | {j.role: j for j in config.judges}
-    try:
-        return [own[r] if r in own else default_judges([r])[0] for r in wanted]
-    except ConfigurationError as exc:
-        raise ConfigurationError(str(exc).replace("--judges", "judges", 1), field="judges") from exc
 
 
 class Progress:
@@ -230,8 +202,8 @@ class DebateTools:
         Returns the verdict: a winner only when the judges agree, otherwise an honest
         too_close, irreconcilable or insufficient, with the reasons.
         """
-        overrides = _overrides(judges=judges, arguments=arguments, rounds=rounds, seed=seed)
-        request = _checked(DebateRequest, topic=topic, config=overrides)
+        changes = panel_overrides(judges=judges, arguments=arguments, rounds=rounds, seed=seed)
+        request = checked(DebateRequest, topic=topic, config=changes)
         config = with_overrides(self.config, request.config)
         models = self.models(config)
         result = await self._run(
@@ -260,8 +232,8 @@ class DebateTools:
         seed: Annotated[int | None, Field(description="Sampling seed")] = None,
     ) -> VerdictResult:
         """Judge a transcript written anywhere (our debaters, a meeting, another tool)."""
-        overrides = _overrides(judges=judges, seed=seed)
-        request = _checked(JudgementRequest, transcript=transcript, config=overrides)
+        changes = panel_overrides(judges=judges, seed=seed)
+        request = checked(JudgementRequest, transcript=transcript, config=changes)
         config = with_overrides(self.config, request.config)
         models = self.models(config)
         result = await self._run(
@@ -291,10 +263,8 @@ class DebateTools:
         seed: Annotated[int | None, Field(description="Sampling seed")] = None,
     ) -> VerdictResult:
         """Rank candidate answers with a council of reviewers; ties are reported as ties."""
-        overrides = _overrides(judges=judges, seed=seed)
-        request = _checked(
-            CouncilRequest, question=question, candidates=candidates, config=overrides
-        )
+        changes = panel_overrides(judges=judges, seed=seed)
+        request = checked(CouncilRequest, question=question, candidates=candidates, config=changes)
         config = with_overrides(self.config, request.config)
         models = self.models(config)
         given = [Candidate(id=c.id, text=c.text, author_model=c.model) for c in request.candidates]
@@ -336,7 +306,7 @@ class DebateTools:
 
         One decision per item (per pair of options when an item has more than two).
         """
-        request = _checked(
+        request = checked(
             DecisionRequest,
             rows=rows,
             scale=scale,
@@ -363,38 +333,6 @@ class DebateTools:
             content=[TextContent(type="text", text=text)],
             structured_content=reply.model_dump(mode="json"),
         )
-
-
-def rows_table(rows: list[dict[str, Any]], scale: str | None) -> Any:
-    """The judgments table of ``rows``, read and checked as a JSONL file would be.
-
-    A bad row is reported as ``rows line N`` (N counts rows from 1), with its column.
-    """
-    source = Path("rows")
-    text = "\n".join(json.dumps(row) for row in rows)
-    builder, declared, _ = _read_jsonl(source, text)
-    given = parse_scale(scale, where="scale") if scale is not None else None
-    return _finish(source, builder, declared, given)
-
-
-def _checked(model: type[M], **values: Any) -> M:
-    """``model`` validated from the tool's arguments; a problem is a one-line error."""
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigurationError(_one_line(exc, model)) from exc
-
-
-def _overrides(**values: Any) -> PanelOverrides:
-    """What the client changes of the panel, checked first so its errors name the argument."""
-    return _checked(PanelOverrides, **values)
-
-
-def _one_line(exc: ValidationError, bounds: type[BaseModel] | None = None) -> str:
-    """The first problem, named by the tool argument it is about (``arguments: ...``)."""
-    loc = exc.errors()[0]["loc"]
-    names = {str(loc[0]): str(loc[0])} if loc else None
-    return validation_message(exc, "arguments", names, bounds)
 
 
 def tool_error(exc: BaseException) -> CallToolResult:
@@ -441,7 +379,7 @@ class DebateServer(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                return tool_error(ConfigurationError(_one_line(cause, PanelOverrides)))
+                return tool_error(ConfigurationError(one_line(cause, PanelOverrides)))
             if isinstance(cause, DebateError):
                 if not isinstance(cause, ConfigurationError):
                     logger.warning("tool %s failed: %s", name, " ".join(str(cause).split()))
@@ -482,14 +420,26 @@ def build_server(
 
 
 def serve(server: DebateServer, transport: Transport, host: str, port: int) -> None:
-    """Run ``server`` over stdio, or over streamable HTTP at ``http://HOST:PORT/mcp``."""
+    """Run ``server`` over stdio, or over streamable HTTP at ``http://HOST:PORT/mcp``.
+
+    Over HTTP the SDK's DNS-rebinding check accepts only this address as the ``Host`` (and
+    ``localhost`` for a loopback address): a web page cannot reach the server through a name
+    it controls. The endpoint has no authentication of its own, so on another address than
+    loopback it must sit behind a proxy that authenticates (``debate serve`` has tokens).
+    """
     if transport == "stdio":
         server.run("stdio")
         return
+    names = [host, "localhost"] if host in LOOPBACK else [host]
     security = TransportSecuritySettings(
-        allowed_hosts=[f"{host}:{port}", f"{host}:*"], allowed_origins=[f"http://{host}:{port}"]
+        allowed_hosts=[f"{n}:{port}" for n in names],
+        allowed_origins=[f"http://{n}:{port}" for n in names],
     )
-    logger.info("MCP server on http://%s:%d%s", host, port, MCP_PATH)
+    if host not in LOOPBACK:
+        logger.warning(
+            "MCP over HTTP on %s has no authentication; serve it behind an authenticating proxy",
+            host,
+        )
     server.run(
         "streamable-http",
         host=host,
