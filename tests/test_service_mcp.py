@@ -387,3 +387,12 @@ def test_streamable_http_serves_the_tools_at_mcp(tmp_path: Path) -> None:
     assert verdict["outcome"] in ("winner", "too_close", "irreconcilable", "insufficient")
     assert verdict["reasons"]
     assert seen == [0, 1, 2, 3, 4, 5, 6]  # plan, 2 openings, 2 closings, 2 judges
+
+
+def test_without_the_sdk_the_command_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "debate.service._mcp", None)  # import raises ImportError
+    assert main(["mcp", "--model", "scripted"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[server]" in err and "mcp SDK 2" in err

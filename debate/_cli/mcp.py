@@ -85,8 +85,8 @@ def mcp_command(args: argparse.Namespace) -> int:
         from debate.service._mcp import build_server, serve
     except ImportError as exc:
         raise ConfigurationError(
-            f"--transport: the MCP server needs the 'server' extra ({exc.name} is missing); "
-            'install it with pip install "debate[server]"'
+            f"debate mcp needs the 'server' extra with the mcp SDK 2 or later ({exc.name} "
+            'cannot be imported); install it with pip install -e ".[server]"'
         ) from exc
     server = build_server(config, model_path=args.model_path)
     serve(server, args.transport, args.host, args.port)
