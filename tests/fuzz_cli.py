@@ -458,6 +458,102 @@ def agreement_cases() -> Iterator[Case]:
     )
 
 
+GOOD_SCORES = (
+    b"# scale: 1-5\nitem,option,judge,dimension,score\n"
+    b"q,a,j1,d,5\nq,b,j1,d,2\nq,a,j2,d,4\nq,b,j2,d,1\n"
+)
+GOOD_VERDICTS = b"item,judge,verdict\nq,j1,A\nq,j2,A\nr,j1,B\nr,j2,tie\n"
+BAD_TABLES: dict[str, tuple[str, bytes]] = {
+    "no header": ("t.csv", b""),
+    "header only": ("t.csv", b"item,judge,verdict\n"),
+    "a missing column": ("t.csv", b"item,verdict\nq,A\n"),
+    "verdict '1'": ("t.csv", b"item,judge,verdict\nq,j1,1\n"),
+    "score nan": ("t.csv", b"# scale: 1-5\nitem,option,judge,dimension,score\nq,a,j,d,nan\n"),
+    "score inf": ("t.csv", b"# scale: 1-5\nitem,option,judge,dimension,score\nq,a,j,d,inf\n"),
+    "score out of scale": (
+        "t.csv",
+        b"# scale: 1-5\nitem,option,judge,dimension,score\nq,a,j,d,9\n",
+    ),
+    "no scale": ("t.csv", b"item,option,judge,dimension,score\nq,a,j,d,3\n"),
+    "bad scale line": ("t.csv", b"# scale: 5-1\nitem,option,judge,dimension,score\nq,a,j,d,3\n"),
+    "a duplicate row": ("t.csv", b"item,judge,verdict\nq,j1,A\nq,j1,B\n"),
+    "ragged row": ("t.csv", b"item,judge,verdict\nq,j1\n"),
+    "bad JSON line": ("t.jsonl", b'{"item": "q", "judge": "j", "verdict": "A"}\n{oops\n'),
+    "a JSON array line": ("t.jsonl", b"[1, 2]\n"),
+    "'..' suffix": ("t.txt", b"item,judge,verdict\nq,j,A\n"),
+    "scores and verdicts": ("t.csv", b"item,option,judge,dimension,score,verdict\nq,a,j,d,3,A\n"),
+}
+
+
+def _table_file_cases(command: str, tail: tuple[str, ...]) -> Iterator[Case]:
+    for name, path in BAD_PATHS.items():
+        yield Case(command, f"file {name}", (command, path, *tail), folders=("folder",))
+    for label, (name, data) in BAD_TABLES.items():
+        yield Case(command, label, (command, name, *tail), {name: data})
+
+
+def decide_cases() -> Iterator[Case]:
+    files = {"s.csv": GOOD_SCORES, "v.csv": GOOD_VERDICTS}
+    yield from _table_file_cases("decide", ())
+    for flag, values in {
+        "--scale": ["5", "a-b", "5-1", "nan-3"],
+        "--dimension": ["nope"],
+        "--weights": ["heavy", "missing.json", "folder"],
+        "--seed": ["-1", "abc", str(2**64 + 1)],
+        "--config": ["nope.toml", "nonutf8"],
+        "--track-records": ["folder", "nonutf8"],
+    }.items():
+        for value in values:
+            argv = ("decide", "s.csv", flag, value)
+            yield Case("decide", f"{flag} {value!r}", argv, files, folders=("folder",))
+    for label, weights in {
+        "weights a list": b"[1, 2]",
+        "weights bad JSON": b"{oops",
+        "weights unknown judge": b'{"j1": 1, "j2": 1, "j3": 1}',
+        "weights negative": b'{"j1": -1, "j2": 1}',
+        "weights nan": b'{"j1": NaN, "j2": 1}',
+        "weights all zero": b'{"j1": 0, "j2": 0}',
+    }.items():
+        yield Case(
+            "decide",
+            label,
+            ("decide", "s.csv", "--weights", "w.json"),
+            {**files, "w.json": weights},
+        )
+    yield Case("decide", "--dimension on verdicts", ("decide", "v.csv", "--dimension", "d"), files)
+    yield Case(
+        "decide",
+        "--out a folder",
+        ("decide", "s.csv", "--out", "folder"),
+        files,
+        folders=("folder",),
+    )
+    yield Case("decide", "no file", ("decide",))
+
+
+def validity_cases() -> Iterator[Case]:
+    files = {"v.csv": GOOD_VERDICTS, "p.csv": GOOD_VERDICTS, "s.csv": GOOD_SCORES}
+    yield from _table_file_cases("validity", ("--labels", "p.csv"))
+    base = ("validity", "v.csv", "--labels", "p.csv")
+    for flag, values in {
+        "--folds": ["1", "0", "abc", "1000"],
+        "--bootstrap": ["0", "-5", "abc", "1e9"],
+        "--seed": ["-1"],
+        "--dimension": ["nope"],
+    }.items():
+        for value in values:
+            yield Case("validity", f"{flag} {value!r}", (*base, flag, value), files)
+    yield Case("validity", "no labels", ("validity", "v.csv"), files)
+    yield Case("validity", "labels and people", (*base, "--people", "j1"), files)
+    yield Case("validity", "--people unknown", ("validity", "v.csv", "--people", "nobody"), files)
+    yield Case("validity", "labels missing", ("validity", "v.csv", "--labels", "nope.csv"), files)
+    yield Case(
+        "validity", "score labels for verdicts", ("validity", "v.csv", "--labels", "s.csv"), files
+    )
+    yield Case("validity", "more folds than items", (*base, "--folds", "5"), files)
+    yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
+
+
 def schema_cases() -> Iterator[Case]:
     yield Case("schema", "no kind", ("schema",))
     yield Case("schema", "unknown kind", ("schema", "transcript"))
@@ -473,6 +569,8 @@ def all_cases() -> list[Case]:
         leaderboard_cases,
         batch_cases,
         calibrate_cases,
+        decide_cases,
+        validity_cases,
         audit_cases,
         report_cases,
         agreement_cases,

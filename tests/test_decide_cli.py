@@ -277,3 +277,27 @@ def test_validity_config_thresholds_reach_the_gate(
     assert coverage[1] < coverage[0]
     code, _, err = run(capsys, *base[:-2], "--out", str(tmp_path / "c"))
     assert code == 2 and "scale" in err
+
+
+def test_a_dimension_the_labels_lack_is_named_in_one_line(
+    capsys: pytest.CaptureFixture[str], scores: Path, tmp_path: Path
+) -> None:
+    labels = tmp_path / "people.csv"
+    labels.write_text(SCORES.replace("clarity", "Clarity").replace("j1", "p1").replace("j2", "p2"))
+    code, _, err = run(
+        capsys,
+        "validity",
+        str(scores),
+        "--labels",
+        str(labels),
+        "--dimension",
+        "clarity",
+        "--folds",
+        "2",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 2
+    assert err.strip() == (
+        f"error: --labels: dimension 'clarity' is not in {labels}; use one of Clarity, depth"
+    )

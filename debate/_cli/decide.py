@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def _weights(args: argparse.Namespace) -> Weights:
                 "--track-records: give either --weights or --track-records, not both",
                 field="--track-records",
             )
-        return TrackRecords(args.track_records)
+        return _track_records(Path(args.track_records))
     if args.weights in ("equal", "latent"):
         return str(args.weights)
     path = Path(args.weights)
@@ -105,6 +106,23 @@ def _weights(args: argparse.Namespace) -> Weights:
             field="--weights",
         )
     return weights
+
+
+def _track_records(path: Path) -> TrackRecords:
+    """The store of ``--track-records``; one that cannot be opened is bad input."""
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "it is a folder", str(path))
+        records = TrackRecords(path)
+        records.get("")  # reads the tables: a file that is not SQLite fails here
+        return records
+    except (OSError, sqlite3.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigurationError(
+            f"--track-records {path}: cannot open the track records ({reason}); give the "
+            "run store that `debate calibrate` wrote (SQLite)",
+            field="--track-records",
+        ) from exc
 
 
 def decide_command(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from debate._cli.common import EXIT_OK, Commands, at_least, user_file
+from debate._cli.common import EXIT_OK, Commands, at_least, out_folder, user_file
 from debate._cli.decide import table_flags, thresholds
 from debate.exceptions import ConfigurationError
 from debate.quality._decide import Validity, load_table, validate_judgments
@@ -89,8 +89,7 @@ def validity_command(args: argparse.Namespace) -> int:
                 "--dimension each applies to score tables", field="--dimension"
             )
         dimensions = [*table.dimensions, None]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(args)
     people = [p.strip() for p in args.people.split(",")] if args.people else []
     texts = []
     reports = []

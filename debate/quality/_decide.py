@@ -9,7 +9,8 @@ that engine against people with cross-fitting. Both read the tidy table of
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,9 @@ def decide_judgments(
     table = load_table(source, scale)
     _check_dimension(table, dimension)
     thresholds = thresholds or Thresholds()
-    chosen, weights_source, notes = resolve_weights(table, weights, dimension)
-    decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
+    with _bad_input():
+        chosen, weights_source, notes = resolve_weights(table, weights, dimension)
+        decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
     outcomes = {o: 0 for o in ("winner", "too_close", "irreconcilable", "insufficient")}
     for d in decisions:
         outcomes[d.outcome] += 1
@@ -138,8 +140,8 @@ def decide_judgments(
     return Decided(summary=summary, decisions=decisions)
 
 
-def _check_dimension(table: Table, dimension: str | None) -> None:
-    if dimension is None:
+def _check_dimension(table: Table, dimension: str | None, flag: str = "--dimension") -> None:
+    if dimension is None or (flag != "--dimension" and not isinstance(table, ScoreTable)):
         return
     if not isinstance(table, ScoreTable):
         raise ConfigurationError(
@@ -148,10 +150,19 @@ def _check_dimension(table: Table, dimension: str | None) -> None:
         )
     if dimension not in table.dimensions:
         raise ConfigurationError(
-            f"--dimension {dimension!r} is not in {table.source}; use one of "
+            f"{flag}: dimension {dimension!r} is not in {table.source}; use one of "
             f"{', '.join(table.dimensions)}",
-            field="--dimension",
+            field=flag,
         )
+
+
+@contextmanager
+def _bad_input() -> Iterator[None]:
+    """The engines refuse bad input with a one-line ValueError; here it becomes bad input."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ConfigurationError(" ".join(str(exc).split())) from exc
 
 
 def select_judges(table: Table, names: Sequence[str], *, keep: bool) -> Table:
@@ -224,10 +235,12 @@ def validate_judgments(
         table = select_judges(table, people, keep=False)
     else:
         truth = load_table(labels, label_scale or scale)
-    frame = cross_fit(
-        table, truth, folds=folds, seed=seed, thresholds=thresholds, dimension=dimension
-    )
-    alpha_judges, alpha_people, level = alphas(table, truth, dimension)
+    _check_dimension(truth, dimension, "--labels")
+    with _bad_input():
+        frame = cross_fit(
+            table, truth, folds=folds, seed=seed, thresholds=thresholds, dimension=dimension
+        )
+        alpha_judges, alpha_people, level = alphas(table, truth, dimension)
     report = validity_report(
         frame,
         alpha_judges=alpha_judges,
