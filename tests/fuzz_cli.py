@@ -554,6 +554,19 @@ def validity_cases() -> Iterator[Case]:
     yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
 
 
+def mcp_cases() -> Iterator[Case]:
+    for flag, values in {
+        "--transport": ["smoke", ""],
+        "--port": ["0", "-1", "abc", "70000"],
+        "--model-path": ["nope.gguf", "folder"],
+        "--config": ["nope.toml", "nonutf8"],
+    }.items():
+        for value in values:
+            yield Case("mcp", f"{flag} {value!r}", ("mcp", flag, value), folders=("folder",))
+    yield Case("mcp", "--base-url without --model", ("mcp", "--base-url", "http://127.0.0.1:9/v1"))
+    yield Case("mcp", "a stray argument", ("mcp", "extra"))
+
+
 def schema_cases() -> Iterator[Case]:
     yield Case("schema", "no kind", ("schema",))
     yield Case("schema", "unknown kind", ("schema", "transcript"))
@@ -571,6 +584,7 @@ def all_cases() -> list[Case]:
         calibrate_cases,
         decide_cases,
         validity_cases,
+        mcp_cases,
         audit_cases,
         report_cases,
         agreement_cases,
