@@ -32,6 +32,7 @@ from debate._cli import (
     report,
     run,
     schema,
+    serve,
     validity,
 )
 from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
@@ -59,6 +60,7 @@ COMMANDS = (
     report,
     agreement,
     schema,
+    serve,
 )
 """One module per subcommand, in the order ``debate --help`` lists them."""
 
