@@ -786,3 +786,42 @@ def test_serve_refuses_bad_values_in_one_line(capsys: pytest.CaptureFixture[str]
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert flag in err and len(err.strip().splitlines()) == 1, err
+
+
+# --- the SQLite store and runner (when they are in the tree) --------------------------------
+
+needs_runner = pytest.mark.skipif(not HAS_RUNNER, reason="debate.service._runner not merged yet")
+
+
+def real_app(database: Path, **limits: Any) -> FastAPI:
+    from debate.service._runner import ModelBundle  # type: ignore[import-not-found,unused-ignore]
+
+    environ = {"DEBATE_SERVICE_TOKENS": token_digest(TOKEN_A)}
+    chosen = ServiceSettings(database=str(database), limits=ServiceLimits(**limits))
+    return create_app(  # type: ignore[no-any-return,unused-ignore]
+        chosen,
+        CONFIG,
+        make_models=lambda: ModelBundle(model=TestModel(seed=1, delay=0.05)),
+        environ=environ,
+    )
+
+
+@needs_runner
+def test_real_store_keeps_no_token_and_a_restart_finishes_every_job(tmp_path: Path) -> None:
+    database = tmp_path / "jobs.sqlite"
+    first = Served(real_app(database))
+    with first, httpx.Client(base_url=first.url, headers=bearer(TOKEN_A)) as client:
+        assert client.get("/readyz").status_code == 200
+        ids = [
+            client.post("/v1/debates", json={"topic": f"{TOPIC} {i}"}).json()["id"]
+            for i in range(3)
+        ]
+        time.sleep(0.3)  # some calls made, the jobs not finished: then the server stops
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert TOKEN_A.encode() not in raw and token_digest(TOKEN_A).encode() not in raw
+    second = Served(real_app(database))
+    with second, httpx.Client(base_url=second.url, headers=bearer(TOKEN_A)) as client:
+        jobs = [wait_final(client, job_id, bearer(TOKEN_A)) for job_id in ids]
+        assert [j["status"] for j in jobs] == ["done"] * 3
+        report = client.get(f"/v1/jobs/{ids[0]}/report")
+        assert report.status_code == 200 and report.text.startswith("<!DOCTYPE html>")
