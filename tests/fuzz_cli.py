@@ -573,6 +573,26 @@ def schema_cases() -> Iterator[Case]:
     yield Case("schema", "two kinds", ("schema", "result", "council"))
 
 
+def serve_cases() -> Iterator[Case]:
+    """Refused before the server binds: a case let through would start a server."""
+    for flag, values in {
+        "--port": ["-1", "65536", "http"],
+        "--workers": ["0", "abc"],
+        "--queue-bound": ["0", "1e3"],
+        "--per-token": ["0"],
+        "--max-body": ["10", "2GB"],
+        "--log-format": ["xml"],
+    }.items():
+        for value in values:
+            yield Case("serve", f"{flag} {value!r}", ("serve", flag, value))
+    yield Case("serve", "public host without tokens", ("serve", "--host", "0.0.0.0"))
+    yield Case("serve", "unset webhook secret", ("serve", "--webhook-secret-env", "NO_SUCH_VAR_"))
+    yield Case("serve", "--base-url without --model", ("serve", "--base-url", "http://x/v1"))
+    yield Case("serve", "--model-path missing", ("serve", "--model-path", "missing.gguf"))
+    yield Case("serve", "config missing", ("serve", "--config", "missing.toml"))
+    yield Case("serve", "a positional", ("serve", "extra"))
+
+
 def all_cases() -> list[Case]:
     """Every case, grouped by subcommand in ``debate --help`` order."""
     makers = (
@@ -589,6 +609,7 @@ def all_cases() -> list[Case]:
         report_cases,
         agreement_cases,
         schema_cases,
+        serve_cases,
     )
     return [case for make in makers for case in make()]
 

@@ -33,6 +33,7 @@ from debate._cli import (
     report,
     run,
     schema,
+    serve,
     validity,
 )
 from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
@@ -60,6 +61,7 @@ COMMANDS = (
     report,
     agreement,
     schema,
+    serve,
     mcp,
 )
 """One module per subcommand, in the order ``debate --help`` lists them."""
