@@ -81,11 +81,14 @@ that the server took up only after it (still in a socket buffer), before the res
 
 
 class ModelServer:
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, folder: Path) -> None:
+        # Its stderr gets the tracebacks of requests a killed service left half sent.
+        self.log = (folder / "model-server.log").open("a")
         self.process = subprocess.Popen(
             [sys.executable, "-c", MODEL_SERVER.format(root=str(ROOT), latency=latency)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=self.log,
             text=True,
         )
         assert self.process.stdout is not None
@@ -101,6 +104,7 @@ class ModelServer:
         assert self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(10)
+        self.log.close()
 
 
 def free_port() -> int:
@@ -331,8 +335,8 @@ def report_kill(load: Load, stats: dict[str, Any], url: str, args: argparse.Name
 
 
 def one_run(args: argparse.Namespace, kill: bool) -> bool:
-    model = ModelServer(args.latency)
     with tempfile.TemporaryDirectory(prefix="bench-service-") as folder:
+        model = ModelServer(args.latency, Path(folder))
         service = Service(args, model.base_url, Path(folder))
         try:
             service.start()

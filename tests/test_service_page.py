@@ -534,3 +534,41 @@ def write_screenshot(path: Path) -> None:
 
 if __name__ == "__main__":
     write_screenshot(ROOT / "docs" / "service.png")
+
+
+def real_app(database: Path, base_url: str) -> FastAPI | None:
+    """The service's own app over a model server, with the page; None before it exists."""
+    try:
+        from debate.service._app import create_app
+    except ImportError:
+        return None
+    from debate.records._config import RunConfig
+    from debate.service._models import ServiceSettings
+
+    config = RunConfig(model="m", base_url=base_url, api_key_env="")
+    app = create_app(ServiceSettings(database=str(database)), config)
+    if not any(getattr(route, "path", None) == "/" for route in app.routes):
+        add_page_routes(app, None)
+    return app
+
+
+@needs_chromium
+def test_page_watches_a_real_debate_job_finish(tmp_path: Path) -> None:
+    from tests.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(latency=0.3) as model:
+        app = real_app(tmp_path / "service.sqlite", model.base_url)
+        if app is None:
+            pytest.skip("debate.service._app (issue 19b) is not on this branch yet")
+        with Served(app) as url, Browser(tmp_path / "profile") as browser:
+            job_id = httpx.post(url + "/v1/debates", json={"topic": "Adopt it?"}).json()["id"]
+            browser.open(url + "/")
+            first = browser.wait_for(row_of(job_id), timeout=20)
+            selector = json.dumps(f'tr[data-job="{job_id}"][data-status="done"]')
+            browser.wait_for(f"!!document.querySelector({selector})", timeout=60)
+            cells = browser.evaluate(row_of(job_id)).split("\t")
+            job = httpx.get(f"{url}/v1/jobs/{job_id}").json()
+    assert "done" not in first  # it finished while the page watched
+    assert job["status"] == "done" and cells[2] == "done"
+    assert re.fullmatch(r"(\d+)/\1 calls", cells[3])  # every planned call finished
+    assert cells[4].startswith(job["outcome"].replace("_", " "))
