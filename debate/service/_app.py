@@ -46,6 +46,7 @@ from debate.service._models import (
     JobRequest,
     ServiceSettings,
 )
+from debate.service._page import add_page_routes
 from debate.service._routes import (
     BEARER_NOTE,
     HEARTBEAT_S,
@@ -125,6 +126,7 @@ def _assemble(service: Service) -> FastAPI:
     add_job_routes(app, service)
     add_read_routes(app, service)
     add_health_routes(app, service)
+    add_page_routes(app, service)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.add_middleware(RequestMiddleware, max_body=service.settings.limits.max_body_bytes)
     return app

@@ -245,6 +245,15 @@ class JobStore:
         row = self._db().execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else _job(row)
 
+    def owns(self, job_id: str, token: str | None) -> bool:
+        """Whether the job was submitted with ``token`` (a token sees only its own jobs)."""
+        row = (
+            self._db()
+            .execute("SELECT 1 FROM jobs WHERE id = ? AND token = ?", (job_id, token_id(token)))
+            .fetchone()
+        )
+        return row is not None
+
     def request(self, job_id: str) -> JobRequest | None:
         """The job's stored request (its seed fixed), as the model of its kind."""
         row = self._db().execute("SELECT kind, request FROM jobs WHERE id = ?", (job_id,))
