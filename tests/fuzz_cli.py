@@ -554,10 +554,43 @@ def validity_cases() -> Iterator[Case]:
     yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
 
 
+def mcp_cases() -> Iterator[Case]:
+    for flag, values in {
+        "--transport": ["smoke", ""],
+        "--port": ["0", "-1", "abc", "70000"],
+        "--model-path": ["nope.gguf", "folder"],
+        "--config": ["nope.toml", "nonutf8"],
+    }.items():
+        for value in values:
+            yield Case("mcp", f"{flag} {value!r}", ("mcp", flag, value), folders=("folder",))
+    yield Case("mcp", "--base-url without --model", ("mcp", "--base-url", "http://127.0.0.1:9/v1"))
+    yield Case("mcp", "a stray argument", ("mcp", "extra"))
+
+
 def schema_cases() -> Iterator[Case]:
     yield Case("schema", "no kind", ("schema",))
     yield Case("schema", "unknown kind", ("schema", "transcript"))
     yield Case("schema", "two kinds", ("schema", "result", "council"))
+
+
+def serve_cases() -> Iterator[Case]:
+    """Refused before the server binds: a case let through would start a server."""
+    for flag, values in {
+        "--port": ["-1", "65536", "http"],
+        "--workers": ["0", "abc"],
+        "--queue-bound": ["0", "1e3"],
+        "--per-token": ["0"],
+        "--max-body": ["10", "2GB"],
+        "--log-format": ["xml"],
+    }.items():
+        for value in values:
+            yield Case("serve", f"{flag} {value!r}", ("serve", flag, value))
+    yield Case("serve", "public host without tokens", ("serve", "--host", "0.0.0.0"))
+    yield Case("serve", "unset webhook secret", ("serve", "--webhook-secret-env", "NO_SUCH_VAR_"))
+    yield Case("serve", "--base-url without --model", ("serve", "--base-url", "http://x/v1"))
+    yield Case("serve", "--model-path missing", ("serve", "--model-path", "missing.gguf"))
+    yield Case("serve", "config missing", ("serve", "--config", "missing.toml"))
+    yield Case("serve", "a positional", ("serve", "extra"))
 
 
 def all_cases() -> list[Case]:
@@ -571,10 +604,12 @@ def all_cases() -> list[Case]:
         calibrate_cases,
         decide_cases,
         validity_cases,
+        mcp_cases,
         audit_cases,
         report_cases,
         agreement_cases,
         schema_cases,
+        serve_cases,
     )
     return [case for make in makers for case in make()]
 

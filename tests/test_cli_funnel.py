@@ -74,6 +74,8 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "schema": ["schema", "result"],
         "decide": ["decide", "j.csv"],
         "validity": ["validity", "j.csv"],
+        "serve": ["serve"],
+        "mcp": ["mcp"],
     }
     for module in COMMANDS:
         name = module.__name__.rsplit(".", 1)[-1]

@@ -29,9 +29,11 @@ from debate._cli import (
     decide,
     judge,
     leaderboard,
+    mcp,
     report,
     run,
     schema,
+    serve,
     validity,
 )
 from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parser, UsageExit
@@ -59,6 +61,8 @@ COMMANDS = (
     report,
     agreement,
     schema,
+    serve,
+    mcp,
 )
 """One module per subcommand, in the order ``debate --help`` lists them."""
 

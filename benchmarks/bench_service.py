@@ -1,0 +1,392 @@
+"""The service under load, and killed under load, against a model server with 200 ms latency.
+
+    python benchmarks/bench_service.py [--jobs 500] [--clients 50] [--workers 64]
+                                       [--latency 0.2] [--runs both|load|kill]
+
+Everything runs on 127.0.0.1: the model server (tests/openai_server.py's FakeOpenAIServer,
+threaded, in its own process), the service (``debate serve`` in its own process, on its own
+SQLite database), and the clients (httpx, in this process).
+
+1. Load: ``--jobs`` debate jobs submitted by ``--clients`` concurrent clients. Reported:
+   every job finishes with its own result (ids unique, each result's topic the one sent,
+   the service lists no extra job); submission latency p50/p99 (bound: p99 < 50 ms); and
+   model-call throughput against the server's ideal at the configured concurrency
+   (bound: >= 0.80). The configured concurrency C is the calls a ``--workers`` W service
+   keeps in flight when only the model server makes it wait: each of the W jobs runs its
+   debate's critical path (openings, cross-examinations, closings, the judges: 3 + rounds
+   steps of L each) and makes its calls in that time, so C = W x calls per job / steps and
+   the ideal is C / L calls/s.
+2. Kill: the same load, the service SIGKILLed once when about half the calls are made and
+   restarted on the same database. Reported: every job finishes; calls re-sent (prompts
+   the model server saw twice) against the calls in flight at the kill (bound: <=).
+
+Prints each figure with its ratio to the bound and exits 1 if a bound fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FINAL = ("done", "failed", "cancelled")
+ROUNDS = 1
+"""The debates' cross-examination rounds (the default): 3 + ROUNDS steps on the critical path."""
+
+MODEL_SERVER = """
+import hashlib, json, sys, threading
+sys.path.insert(0, {root!r})
+from tests.openai_server import FakeOpenAIServer
+with FakeOpenAIServer(latency={latency}) as server:
+    print(server.base_url, flush=True)
+    for line in sys.stdin:
+        kill, restart = (list(map(float, line.split()[1:])) + [0.0, 0.0])[:2]
+        with server._lock:
+            records, in_flight = list(server.records), server.in_flight
+        seen = {{}}
+        for r in records:
+            key = hashlib.sha256(json.dumps(r.body["messages"]).encode()).hexdigest()
+            seen[key] = seen.get(key, 0) + 1
+        print(json.dumps({{
+            "calls": len(records),
+            "in_flight": in_flight,
+            "max_in_flight": server.max_in_flight,
+            "resent": sum(n - 1 for n in seen.values()),
+            "unfinished_at_kill": sum(r.end > kill and r.start < restart for r in records),
+            "busy": sum(r.end - r.start for r in records),
+            "first": min((r.start for r in records), default=0.0),
+            "last": max((r.end for r in records), default=0.0),
+        }}), flush=True)
+"""
+"""The model server, in its own process so that the clients' work does not slow it; each
+line on its stdin asks for its figures (one JSON line back). ``stats KILL RESTART``
+(``time.monotonic()`` seconds, one clock for every process here) also counts the calls the
+killed service had sent and not got back: those still running at the kill, and those it sent
+that the server took up only after it (still in a socket buffer), before the restart."""
+
+
+class ModelServer:
+    def __init__(self, latency: float, folder: Path) -> None:
+        # Its stderr gets the tracebacks of requests a killed service left half sent.
+        self.log = (folder / "model-server.log").open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", MODEL_SERVER.format(root=str(ROOT), latency=latency)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().strip()
+
+    def stats(self, kill: float = 0.0, restart: float = 0.0) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"stats {kill} {restart}\n")
+        self.process.stdin.flush()
+        return dict(json.loads(self.process.stdout.readline()))
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(10)
+        self.log.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Service:
+    """``debate serve`` as a subprocess on a fixed port and database, restartable."""
+
+    def __init__(self, args: argparse.Namespace, base_url: str, folder: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.folder = folder
+        self.log = (folder / "service.log").open("a")
+        self.command = [
+            *args.serve.split(),
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--database", str(folder / "service.sqlite"),
+            "--workers", str(args.workers),
+            "--per-token", str(args.workers),
+            "--queue-bound", str(max(1000, args.jobs)),
+            "--model", "bench",
+            "--base-url", base_url,
+            "--api-key-env", "",
+        ]  # fmt: skip
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            self.command, stdout=self.log, stderr=self.log, cwd=self.folder
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"the service exited; see {self.log.name}"
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit(f"the service was not ready in 60 s; see {self.log.name}")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.log.close()
+
+
+@dataclass
+class Load:
+    """What the clients saw: each job's id, the POST latencies, and the jobs as finished."""
+
+    ids: dict[int, str] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    """Seconds of each POST answered at the first attempt."""
+    retried: int = 0
+    """POSTs sent again (with the same Idempotency-Key) after a refused or lost connection."""
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+async def submit(client: httpx.AsyncClient, load: Load, i: int, tag: str) -> None:
+    """POST one debate until answered; a retry carries the same Idempotency-Key."""
+    body = {"topic": topic(i), "config": {"seed": i}}
+    headers = {"Idempotency-Key": f"{tag}-{i}"}
+    for attempt in range(600):
+        start = time.perf_counter()
+        try:
+            response = await client.post("/v1/debates", json=body, headers=headers)
+        except httpx.TransportError:
+            response = None
+        if response is not None and response.status_code == 202:
+            if attempt == 0:
+                load.latencies.append(time.perf_counter() - start)
+            load.ids[i] = response.json()["id"]
+            return
+        load.retried += 1
+        await asyncio.sleep(0.2)
+    raise SystemExit(f"job {i}: not accepted after 600 attempts")
+
+
+def topic(i: int) -> str:
+    return f"Should team {i} adopt plan {i} this quarter?"
+
+
+async def clients(url: str, load: Load, jobs: int, n: int, tag: str) -> None:
+    queue = iter(range(jobs))
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+
+        async def one() -> None:
+            for i in queue:
+                await submit(client, load, i, tag)
+
+        await asyncio.gather(*(one() for _ in range(n)))
+
+
+async def watch(url: str, load: Load, jobs: int) -> None:
+    """Read jobs until every one is final, lightly: a sweep stops at a few unfinished ones."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        while len(load.jobs) < jobs:
+            unfinished = 0
+            for i in sorted(load.ids):
+                job_id = load.ids[i]
+                if job_id in load.jobs:
+                    continue
+                try:
+                    job = (await client.get(f"/v1/jobs/{job_id}")).json()
+                except (httpx.TransportError, ValueError):
+                    break  # the service is down: wait for it
+                if job.get("status") in FINAL:
+                    load.jobs[job_id] = job
+                    continue
+                unfinished += 1
+                if unfinished >= 8:
+                    break
+            await asyncio.sleep(0.5)
+
+
+async def run_load(service: Service, args: argparse.Namespace, tag: str) -> Load:
+    load = Load()
+    watcher = asyncio.create_task(watch(service.url, load, args.jobs))
+    await clients(service.url, load, args.jobs, args.clients, tag)
+    await asyncio.wait_for(watcher, timeout=args.timeout)
+    return load
+
+
+async def killer(service: Service, model: ModelServer, at_calls: int) -> tuple[float, float]:
+    """SIGKILL the service once the model server has seen ``at_calls`` calls; restart it.
+
+    Returns the kill's and the restart's ``time.monotonic()``.
+    """
+    while (await asyncio.to_thread(model.stats))["calls"] < at_calls:
+        await asyncio.sleep(0.05)
+    kill = time.monotonic()
+    await asyncio.to_thread(service.kill)
+    restart = time.monotonic()
+    await asyncio.to_thread(service.start)
+    return kill, restart
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+
+
+def check_jobs(load: Load, url: str, jobs: int) -> list[str]:
+    """Every job finished with its own result; none lost, none made twice."""
+    lines, failed = [], []
+    ids = list(load.ids.values())
+    done = [j for j in load.jobs.values() if j["status"] == "done" and j.get("result")]
+    mixed = [
+        i for i, job_id in load.ids.items() if load.jobs[job_id]["result"]["topic"] != topic(i)
+    ] if len(done) == jobs else []  # fmt: skip
+    listed = httpx.get(url + "/v1/jobs", params={"limit": 1000}, timeout=60)
+    count = len(listed.json()) if listed.status_code == 200 else None
+    lines.append(
+        f"jobs: {len(ids)} accepted, {len(set(ids))} distinct ids, {len(done)} done with a "
+        f"result, {len(mixed)} with another job's topic; the service lists {count}"
+    )
+    if not (len(set(ids)) == len(ids) == len(done) == jobs and not mixed and count == jobs):
+        failed.append("lost or duplicated jobs")
+    for job in load.jobs.values():
+        if job["status"] != "done":
+            failed.append(f"job {job['id']} {job['status']}: {job.get('error')}")
+            break
+    return lines + [f"FAILED: {f}" for f in failed]
+
+
+def throughput(load: Load, stats: dict[str, Any], args: argparse.Namespace) -> tuple[str, bool]:
+    jobs = list(load.jobs.values())
+    window = max(j["finished"] for j in jobs) - min(j["created"] for j in jobs)
+    per_job = stats["calls"] / len(jobs)
+    concurrency = args.workers * per_job / (3 + ROUNDS)
+    ideal = concurrency / args.latency
+    rate = stats["calls"] / window
+    mean_in_flight = stats["busy"] / window
+    ratio = rate / ideal
+    return (
+        f"throughput: {stats['calls']} calls ({per_job:.1f} per job) in {window:.2f} s = "
+        f"{rate:.1f} calls/s = {ratio:.3f} x the ideal {ideal:.0f} calls/s at concurrency "
+        f"C = {concurrency:.0f} (W {args.workers} x {per_job:.1f} calls / {3 + ROUNDS} "
+        f"steps) (bound >= 0.80); server mean in flight {mean_in_flight:.1f}, "
+        f"max {stats['max_in_flight']}",
+        ratio >= 0.80,
+    )
+
+
+def report_load(load: Load, stats: dict[str, Any], url: str, args: argparse.Namespace) -> bool:
+    lines = check_jobs(load, url, args.jobs)
+    p50, p99 = percentile(load.latencies, 0.5) * 1000, percentile(load.latencies, 0.99) * 1000
+    lines.append(
+        f"submission: p50 {p50:.1f} ms, p99 {p99:.1f} ms = {p99 / 50:.3f} x the 50 ms bound "
+        f"({len(load.latencies)} first attempts, {load.retried} retried)"
+    )
+    ok = p99 < 50 and not any(line.startswith("FAILED") for line in lines)
+    if load.jobs and len(load.jobs) == args.jobs:
+        line, fast = throughput(load, stats, args)
+        lines.append(line)
+        ok = ok and fast
+    lines.append(f"calls re-sent without a kill: {stats['resent']}")
+    print("\n".join("  " + line for line in lines))
+    return ok and stats["resent"] == 0
+
+
+def report_kill(load: Load, stats: dict[str, Any], url: str, args: argparse.Namespace) -> bool:
+    lines = check_jobs(load, url, args.jobs)
+    in_flight, resent = stats["unfinished_at_kill"], stats["resent"]
+    ratio = resent / in_flight if in_flight else float("inf") if resent else 0.0
+    lines.append(
+        f"killed with {in_flight} calls in flight (of {stats['calls']} in the run); calls "
+        f"re-sent {resent} = {ratio:.3f} x the bound (<= 1.0); {load.retried} POSTs retried"
+    )
+    print("\n".join("  " + line for line in lines))
+    return resent <= in_flight and not any(line.startswith("FAILED") for line in lines)
+
+
+def one_run(args: argparse.Namespace, kill: bool) -> bool:
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as folder:
+        model = ModelServer(args.latency, Path(folder))
+        service = Service(args, model.base_url, Path(folder))
+        try:
+            service.start()
+            tag = f"{'kill' if kill else 'load'}-{os.getpid()}"
+            if not kill:
+                load = asyncio.run(run_load(service, args, tag))
+                return report_load(load, model.stats(), service.url, args)
+            at_calls = args.jobs * args.calls_per_job // 2
+
+            async def both() -> tuple[Load, tuple[float, float]]:
+                stop = asyncio.create_task(killer(service, model, at_calls))
+                load = await run_load(service, args, tag)
+                return load, await stop
+
+            load, (kill, restart) = asyncio.run(both())
+            return report_kill(load, model.stats(kill, restart), service.url, args)
+        finally:
+            service.stop()
+            model.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--runs", choices=["both", "load", "kill"], default="both")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for a run")
+    parser.add_argument(
+        "--calls-per-job", type=int, default=10, help="to time the kill at half the calls"
+    )
+    parser.add_argument(
+        "--serve", default=f"{sys.executable} -m debate serve", help="the service's command"
+    )
+    args = parser.parse_args()
+    print(
+        f"{args.jobs} debate jobs, {args.clients} clients, {args.workers} workers, "
+        f"model server latency {args.latency * 1000:.0f} ms"
+    )
+    ok = True
+    if args.runs in ("both", "load"):
+        print("1. load")
+        ok = one_run(args, kill=False) and ok
+    if args.runs in ("both", "kill"):
+        print("2. load, SIGKILL once, restart on the same database")
+        ok = one_run(args, kill=True) and ok
+    print("all bounds met" if ok else "A BOUND FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""``debate serve``: the HTTP API (jobs, events, reports) on uvicorn.
+
+Needs the ``server`` extra (``pip install -e ".[server]"``). Tokens are given as SHA-256
+digests in ``DEBATE_SERVICE_TOKENS`` (``debate serve --print-token-hash TOKEN`` prints one);
+without any, every request is let in, so the server then listens on loopback only.
+
+SIGTERM (or Ctrl-C) drains: uvicorn stops accepting connections and gives open ones a few
+seconds, then the runner stops and the jobs it was running go back to the queue, to be
+taken up by the next start (completed model calls replay from the response cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import sys
+from typing import Any
+
+from debate._cli.common import CONFIG_FLAGS, Commands, _check_model_path, at_least
+from debate.exceptions import ConfigurationError
+from debate.records._config import RunConfig, load_config
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+DRAIN_S = 5
+"""Seconds uvicorn gives open connections (event streams, mostly) at shutdown."""
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate serve``."""
+    parser = commands.add_parser(
+        "serve",
+        help="serve the HTTP API: jobs, their events and reports",
+        description="Run the service: submit debates, judgements, councils and decisions "
+        "over HTTP; jobs are kept in a SQLite database and survive a restart.",
+    )
+    net = parser.add_argument_group("network")
+    net.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    net.add_argument("--port", type=at_least(0, 65535), default=8765, help="port (8765)")
+    net.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines for people (text) or one JSON object per line (json)",
+    )
+    net.add_argument(
+        "--print-token-hash",
+        metavar="TOKEN",
+        help="print the SHA-256 digest of TOKEN (for DEBATE_SERVICE_TOKENS) and exit",
+    )
+    _job_flags(parser)
+    model = parser.add_argument_group("model")
+    model.add_argument("--config", metavar="FILE", help="panel config TOML")
+    model.add_argument("--model", help="model for debaters and judges (as debate run)")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint of --model")
+    model.add_argument("--api-key-env", metavar="NAME", help="variable holding its key")
+    model.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
+    parser.set_defaults(func=serve_command)
+
+
+def _job_flags(parser: argparse.ArgumentParser) -> None:
+    jobs = parser.add_argument_group("jobs")
+    jobs.add_argument(
+        "--database",
+        metavar="PATH",
+        default="debate-service.sqlite",
+        help="SQLite file of jobs, events and the response cache (debate-service.sqlite)",
+    )
+    jobs.add_argument(
+        "--workers", type=at_least(1, 10_000), default=64, help="jobs run at once (64)"
+    )
+    jobs.add_argument(
+        "--queue-bound",
+        type=at_least(1, 10_000_000),
+        default=1000,
+        metavar="N",
+        help="jobs queued or running at once; beyond it a POST gets 429 (1000)",
+    )
+    jobs.add_argument(
+        "--per-token",
+        type=at_least(1, 10_000),
+        default=4,
+        metavar="N",
+        help="jobs one token runs at once (4)",
+    )
+    jobs.add_argument(
+        "--max-body",
+        type=at_least(1024, 1 << 30),
+        default=2_000_000,
+        metavar="BYTES",
+        help="largest request body; a larger one gets 413 (2000000)",
+    )
+    jobs.add_argument(
+        "--webhook-secret-env",
+        metavar="NAME",
+        help="variable holding the HMAC-SHA256 key webhooks are signed with (without it, "
+        "a request with a webhook is refused)",
+    )
+    jobs.add_argument(
+        "--allow-private-webhooks",
+        action="store_true",
+        help="let webhooks reach loopback and private addresses (refused by default: a "
+        "client could otherwise make the server call inside your network)",
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Check everything, then run the server until SIGTERM or Ctrl-C."""
+    if args.print_token_hash is not None:
+        from debate.service._auth import token_digest
+
+        sys.stdout.write(token_digest(args.print_token_hash) + "\n")
+        return 0
+    app, handler = build(args)
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
+        raise ConfigurationError(_EXTRA) from exc
+    logging.getLogger().handlers[:] = [handler]
+    logging.getLogger().setLevel(logging.INFO)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=DRAIN_S,
+    )
+    return 0
+
+
+_EXTRA = 'debate serve: needs the server extra; pip install -e ".[server]"'
+
+
+def settings(args: argparse.Namespace) -> Any:
+    """The service's settings from the flags."""
+    from debate.service._models import ServiceLimits, ServiceSettings
+
+    limits = ServiceLimits(
+        max_body_bytes=args.max_body,
+        per_token_concurrency=args.per_token,
+        queue_bound=args.queue_bound,
+        workers=args.workers,
+    )
+    return ServiceSettings(
+        database=args.database, webhook_secret_env=args.webhook_secret_env, limits=limits
+    )
+
+
+def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
+    """The app and its log handler; every refusal is a one-line error before the bind."""
+    try:
+        from debate.service._app import create_app
+        from debate.service._auth import accepted_digests
+        from debate.service._http import log_handler
+    except ImportError as exc:
+        raise ConfigurationError(_EXTRA) from exc
+    chosen = settings(args)
+    if not accepted_digests(chosen.token_hashes) and not _loopback(args.host):
+        raise ConfigurationError(
+            f"--host: {args.host} would serve anyone without a token; set "
+            "DEBATE_SERVICE_TOKENS to token digests (debate serve --print-token-hash TOKEN) "
+            "or use --host 127.0.0.1",
+            field="--host",
+        )
+    app = create_app(
+        chosen,
+        _config(args),
+        model_path=args.model_path,
+        allow_private_webhooks=args.allow_private_webhooks,
+        environ=dict(os.environ),
+    )
+    return app, log_handler(args.log_format, sys.stderr)
+
+
+def _loopback(host: str) -> bool:
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _config(args: argparse.Namespace) -> RunConfig:
+    """``--config`` with the model flags on top, checked as ``debate run`` checks them."""
+    if args.model is None and args.base_url is not None:
+        raise ConfigurationError("--model: name the model served at --base-url")
+    _check_model_path(args)
+    given = {"model": args.model, "base_url": args.base_url, "api_key_env": args.api_key_env}
+    return load_config(args.config, given, flags=CONFIG_FLAGS)

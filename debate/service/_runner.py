@@ -1,0 +1,402 @@
+"""The service's job runner: claims queued jobs and runs them through the package API.
+
+One runner per process and database. It shares one model pool, one limiter and one
+response cache across all its jobs (as a batch shares them across items), so an
+endpoint's rate limit holds over every job, and a job re-run after a crash (SIGKILL,
+power loss) replays from the cache every call that had completed: the job's seed was fixed
+at submit, so its calls have the same cache keys the second time.
+
+A job's failure is the job's: it is recorded as a :class:`JobError` with the kind and the
+one-line message the CLI would print, and the runner goes on with the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from debate.api import judge_transcript, run_debate
+from debate.council._run import run_council
+from debate.exceptions import (
+    ConfigurationError,
+    DeadlineExceeded,
+    DebateError,
+    DebaterError,
+    ModelOutputError,
+    ProviderError,
+)
+from debate.models._base import Model
+from debate.quality._decide import Decided, decide_judgments
+from debate.records._config import RunConfig, build_config, default_judges
+from debate.records._council import Candidate
+from debate.runtime._events import Event, Planned, event_record, planned_calls
+from debate.runtime._limiter import RateLimiter
+from debate.runtime._pool import ModelPool
+from debate.runtime._pricing import PriceTable
+from debate.service._models import (
+    CouncilRequest,
+    DebateRequest,
+    DecisionRequest,
+    Job,
+    JobError,
+    JobRequest,
+    JudgementRequest,
+    PanelOverrides,
+    ServiceSettings,
+)
+from debate.service._store import JobStore
+from debate.storage._cache import ResponseCache
+
+logger = logging.getLogger(__name__)
+
+ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConfigurationError, "configuration"),
+    (ProviderError, "provider"),
+    (DebaterError, "debater"),
+    (ModelOutputError, "model_output"),
+    (DeadlineExceeded, "deadline"),
+    (DebateError, "runtime"),
+    (OSError, "io"),
+)
+"""The CLI's error kinds (``debate._cli.main.ERROR_KINDS``, which this layer may not import;
+a test holds the two equal)."""
+
+LEADING_FIELD = re.compile(r"([a-z_][a-z0-9_]*(?:\.\w+)*): ")
+
+FinishedHook = Callable[[Job], Any]
+
+
+@dataclass(frozen=True)
+class ModelBundle:
+    """Models given to the runner instead of the server's (tests, embedding apps).
+
+    Each field is passed to the package API as the argument of the same name; ``None``
+    leaves the config's model (built once in the runner's pool).
+    """
+
+    model: Model | None = None
+    """Every debater, judge and reviewer."""
+    pro: Model | None = None
+    con: Model | None = None
+    judges: Mapping[str, Model] | None = None
+    """Model per judge name (also the council's reviewers when ``reviewers`` is None)."""
+    reviewers: Mapping[str, Model] | None = None
+
+
+def job_error(exc: BaseException) -> JobError:
+    """The error a failed job records: the CLI's kind, its one-line message and field."""
+    kind = next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "runtime")
+    message = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
+    field = exc.field if isinstance(exc, ConfigurationError) else None
+    if field is None and isinstance(exc, ConfigurationError):
+        match = LEADING_FIELD.match(message)
+        root = match.group(1).removeprefix("config.").split(".")[0] if match else ""
+        field = match.group(1) if match and root in RunConfig.model_fields else None
+    return JobError(kind=kind, message=message, field=field)
+
+
+def job_config(base: RunConfig, overrides: PanelOverrides) -> RunConfig:
+    """The server's config with a job's overrides, checked as the CLI checks its flags.
+
+    A role the server's panel defines keeps the server's definition (model, endpoint,
+    weights); any other must be a built-in role.
+
+    Raises:
+        ConfigurationError: an unknown role or a value out of range, naming the field
+            (``config.judges``, ``config.arguments``...) and the fix.
+    """
+    data = base.model_dump()
+    if overrides.judges is not None:
+        data["judges"] = [_judge(base, role) for role in overrides.judges]
+    for name in ("arguments", "rounds"):
+        if (value := getattr(overrides, name)) is not None:
+            data[name] = value
+    if overrides.thresholds is not None:
+        data["thresholds"] = {**data["thresholds"], **overrides.thresholds}
+    return build_config(data, "config")
+
+
+def _judge(base: RunConfig, role: str) -> dict[str, Any]:
+    own = next((j for j in base.judges if role in (j.name, j.role)), None)
+    if own is not None:
+        return own.model_dump()
+    try:
+        [spec] = default_judges([role])
+    except ConfigurationError as exc:
+        message = str(exc).replace("--judges: ", "config.judges: ", 1)
+        raise ConfigurationError(message, field="config.judges") from exc
+    return spec.model_dump()
+
+
+class JobRunner:
+    """Runs the store's queued jobs, ``settings.limits.workers`` at a time.
+
+    Use ``async with JobRunner(...)`` (or :meth:`start` / :meth:`stop`) inside the
+    server's event loop; call :meth:`wake` after a submit so the job starts at once
+    rather than at the next poll.
+
+    Args:
+        store: The jobs.
+        settings: The service's limits (``workers``, ``per_token_concurrency``).
+        make_models: Called once per job for the models to run it with (test doubles);
+            None: the config's models, built once in the runner's shared pool.
+        config: The server's run config; a job's ``PanelOverrides`` apply on top.
+        cache_path: The shared response cache (default: the store's own file, where it
+            is the table ``responses``).
+        limiter: A requests/tokens-per-minute limiter over every job's calls.
+        prices: Price table for each result's cost.
+        on_finished: Called with each job that ended (done, failed or cancelled); its
+            failure is logged, never the job's.
+        poll: Seconds between looks at the store for new jobs and cancel requests.
+        model_path: A GGUF file for the embedded backend.
+    """
+
+    def __init__(
+        self,
+        store: JobStore,
+        settings: ServiceSettings,
+        *,
+        make_models: Callable[[], ModelBundle] | None = None,
+        config: RunConfig,
+        cache_path: str | Path | None = None,
+        limiter: RateLimiter | None = None,
+        prices: PriceTable | None = None,
+        on_finished: FinishedHook | None = None,
+        poll: float = 0.2,
+        model_path: str | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.make_models = make_models
+        self.config = config
+        self.cache = ResponseCache(cache_path if cache_path is not None else store.path)
+        self.limiter = limiter
+        self.prices = prices
+        self.on_finished = on_finished
+        self.poll = poll
+        self.pool = ModelPool(config, model_path=model_path)
+        self.recovered = 0
+        """Jobs :meth:`start` put back in the queue (left running by a killed process)."""
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._cancelling: set[str] = set()
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> JobRunner:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of the jobs this runner is running now."""
+        return list(self._tasks)
+
+    async def start(self) -> None:
+        """Requeue what a killed process left running, then start taking jobs."""
+        self.recovered = self.store.recover()
+        if self.recovered:
+            logger.info("requeued %d job(s) left running by a stopped process", self.recovered)
+        self._loop_task = asyncio.create_task(self._loop(), name="debate-service-runner")
+
+    async def stop(self) -> None:
+        """Stop taking jobs; the jobs running go back to the queue for the next start."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+            self._loop_task = None
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.pool.aclose()
+        self.cache.close()
+
+    def wake(self) -> None:
+        """Look at the queue now (a job was submitted, or a cancel requested)."""
+        self._wake.set()
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Cancel a job: in the store, and at once if this runner is running it."""
+        job = self.store.cancel(job_id)
+        if job is not None and job.status == "running" and job_id in self._tasks:
+            self._cancelling.add(job_id)
+            self._tasks[job_id].cancel()
+        return job
+
+    async def _loop(self) -> None:
+        """Claim what fits, stop what was cancelled, wait for a wake-up or the poll.
+
+        The wait uses ``asyncio.timeout``: Python 3.11's ``wait_for`` can lose a
+        cancellation that arrives as the awaited event is set, which left :meth:`stop`
+        waiting forever.
+        """
+        limits = self.settings.limits
+        while True:
+            self._wake.clear()
+            free = limits.workers - len(self._tasks)
+            claimed: list[tuple[Job, JobRequest]] = []
+            try:
+                claimed = self.store.claim(free, per_token=limits.per_token_concurrency)
+                self._stop_cancelled()
+            except Exception:  # the store is busy or broken: log, and try again at the next poll
+                logger.exception("the job store failed; retrying in %.1fs", self.poll)
+            for job, request in claimed:
+                task = asyncio.create_task(self._run(job, request), name=f"job-{job.id}")
+                self._tasks[job.id] = task
+                task.add_done_callback(self._done)
+            try:  # a finished job, a submit (wake) or the poll: look again
+                async with asyncio.timeout(self.poll):  # not wait_for: see the note above
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task.get_name().removeprefix("job-"), None)
+        self._wake.set()
+
+    def _stop_cancelled(self) -> None:
+        for job_id in self.store.cancel_requested(list(self._tasks)):
+            if job_id not in self._cancelling:
+                self._cancelling.add(job_id)
+                self._tasks[job_id].cancel()
+
+    async def _run(self, job: Job, request: JobRequest) -> None:
+        """Run one job and record how it ended; nothing it raises reaches the runner."""
+        ended: Job | None
+        try:
+            result, outcome = await self._execute(job, request)
+        except asyncio.CancelledError:
+            if job.id not in self._cancelling:  # the runner is stopping: run it next time
+                self.store.requeue(job.id)
+                raise
+            self._cancelling.discard(job.id)
+            ended = self.store.cancelled(job.id)
+        except Exception as exc:  # one job's failure is its own, recorded with its kind
+            error = job_error(exc)
+            if not isinstance(exc, (DebateError, ValidationError, OSError)):
+                logger.exception("job %s failed unexpectedly", job.id)
+            ended = self.store.fail(job.id, error)
+        else:
+            ended = self.store.finish(job.id, result, outcome)
+        if ended is not None and self.on_finished is not None:
+            await self._hook(ended)
+
+    async def _hook(self, job: Job) -> None:
+        try:
+            returned = self.on_finished(job) if self.on_finished is not None else None
+            if asyncio.iscoroutine(returned):
+                await returned
+        except Exception:  # a webhook that fails must not fail the job
+            logger.exception("on_finished failed for job %s", job.id)
+
+    async def _execute(self, job: Job, request: JobRequest) -> tuple[dict[str, Any], str | None]:
+        """The job's result as JSON, and its outcome (debate and judgement jobs)."""
+        if isinstance(request, DecisionRequest):
+            decided = await asyncio.to_thread(decide_rows, request, self.config)
+            return decided.model_dump(mode="json"), None
+        cfg = job_config(self.config, request.config)
+        record = self._recorder(job.id)
+        common = self._common(cfg, request.config.seed, record)
+        if isinstance(request, DebateRequest):
+            record(Planned(command="run", total=planned_calls(cfg, debate=True)))
+            result = await run_debate(request.topic, **common, **self._models(debate=True))
+        elif isinstance(request, JudgementRequest):
+            record(Planned(command="judge", total=planned_calls(cfg, debate=False)))
+            result = await judge_transcript(request.transcript, **common, **self._models())
+        else:
+            council = await self._council(request, cfg, common, record)
+            return council.model_dump(mode="json"), None
+        return result.model_dump(mode="json"), result.decision.outcome
+
+    async def _council(
+        self,
+        request: CouncilRequest,
+        cfg: RunConfig,
+        common: dict[str, Any],
+        record: Callable[[Event], None],
+    ) -> Any:
+        bundle = self.make_models() if self.make_models is not None else ModelBundle()
+        reviewers = bundle.reviewers or bundle.judges
+        record(Planned(command="council", total=len(reviewers or cfg.judges)))
+        candidates = [
+            Candidate(id=c.id, text=c.text, author_model=c.model) for c in request.candidates
+        ]
+        return await run_council(
+            request.question, candidates, reviewers=reviewers, model=bundle.model, **common
+        )
+
+    def _common(
+        self, cfg: RunConfig, seed: int | None, record: Callable[[Event], None]
+    ) -> dict[str, Any]:
+        """The arguments every kind of run takes: the shared pool, limiter and cache."""
+        return {
+            "config": cfg,
+            "seed": seed,
+            "pool": self.pool,
+            "limiter": self.limiter,
+            "cache": self.cache,
+            "prices": self.prices,
+            "on_event": record,
+        }
+
+    def _models(self, *, debate: bool = False) -> dict[str, Any]:
+        if self.make_models is None:
+            return {}
+        bundle = self.make_models()
+        models: dict[str, Any] = {"model": bundle.model, "judges": bundle.judges}
+        if debate:
+            models |= {"pro": bundle.pro, "con": bundle.con}
+        return models
+
+    def _recorder(self, job_id: str) -> Callable[[Event], None]:
+        """Each package event of a job, stored as the CLI's ``--progress jsonl`` writes it."""
+
+        def record(event: Event) -> None:
+            data = event_record(event)
+            kind = data.pop("type")
+            data.pop("ts")
+            self.store.append_event(job_id, kind, data)
+
+        return record
+
+
+def decide_rows(request: DecisionRequest, config: RunConfig) -> Decided:
+    """``debate decide`` on the request's rows, with the server's thresholds.
+
+    The rows go through the same reader as a file (written to a temporary ``.jsonl``), so
+    the checks and messages are the CLI's; a message names the rows as ``rows line N`` (the
+    N-th row, from 1) instead of the temporary file.
+    """
+    with tempfile.TemporaryDirectory(prefix="debate-decide-") as folder:
+        path = Path(folder) / "rows.jsonl"
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in request.rows)
+        path.write_text("".join(lines), encoding="utf-8")
+        try:
+            decided = decide_judgments(
+                path,
+                scale=request.scale,
+                weights=request.weights,
+                thresholds=config.thresholds,
+                dimension=request.dimension,
+                seed=request.seed,
+            )
+        except ConfigurationError as exc:
+            message = str(exc).replace(str(path), "rows")
+            raise ConfigurationError(message, field=exc.field) from exc
+    summary = decided.summary.model_copy(update={"source": "rows"})
+    return decided.model_copy(update={"summary": summary})
