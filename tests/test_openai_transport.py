@@ -424,3 +424,30 @@ def test_an_echoed_key_reaches_no_file_and_no_output(
         if path.is_file():
             assert SENTINEL.encode() not in path.read_bytes(), path
     assert SENTINEL not in out and SENTINEL not in err
+
+
+def test_concurrent_first_calls_build_one_http_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first calls of a run arrive together; each building a client cost seconds."""
+    import debate.models.openai as module
+
+    built: list[object] = []
+    real = module.AsyncOpenAI
+
+    def counting(**kwargs: Any) -> Any:
+        time.sleep(0.01)  # widen the window in which a second build could start
+        client = real(**kwargs)
+        built.append(client)
+        return client
+
+    monkeypatch.setattr(module, "AsyncOpenAI", counting)
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key_env="")
+
+    async def first_calls() -> set[int]:
+        clients = await asyncio.gather(*(model._client() for _ in range(50)))
+        await model.aclose()
+        again = await model._client()  # a closed model builds a fresh client
+        await model.aclose()
+        return {id(c) for c in clients} | {id(again)}
+
+    assert len(asyncio.run(first_calls())) == 2
+    assert len(built) == 2

@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -164,6 +165,7 @@ class OpenAIModel:
             else (api_key or resolve_api_key(base_url, api_key_env, endpoint))
         )
         self._owned: AsyncOpenAI | None = None
+        self._building = threading.Lock()
         self._modes: dict[ReplySchema, Mode] = {}
         """The form each schema is sent in, once a server refused a stricter one."""
 
@@ -172,21 +174,24 @@ class OpenAIModel:
 
         Building one loads the CA certificates (about 0.15 s of CPU); that is done in a
         worker thread, since ``timeout`` bounds each call's wall time and a build on the
-        event loop would be charged to every other call in flight.
+        event loop would be charged to every other call in flight. The build is done once
+        under a lock: the first calls of a run arrive together (a service starting 64 jobs
+        sends 160), and each building its own client cost seconds of CPU at start-up.
         """
         if self._given is not None:
             return self._given
-        if self._owned is None:
-            built = await asyncio.to_thread(self._build)
-            if self._owned is None:
-                self._owned = built
-            else:  # another call built one meanwhile
-                await built.close()
-        return self._owned
+        if self._owned is not None:
+            return self._owned
+        return await asyncio.to_thread(self._build_once)
 
-    def _build(self) -> AsyncOpenAI:
-        # Retries are ours (debate.runtime._ask), so that every retry is counted and recorded.
-        return AsyncOpenAI(api_key=self._key or KEYLESS, base_url=self.base_url, max_retries=0)
+    def _build_once(self) -> AsyncOpenAI:
+        with self._building:
+            if self._owned is None:
+                # Retries are ours (debate.runtime._ask), so that every retry is recorded.
+                self._owned = AsyncOpenAI(
+                    api_key=self._key or KEYLESS, base_url=self.base_url, max_retries=0
+                )
+            return self._owned
 
     async def aclose(self) -> None:
         """Close the HTTP client this model built (a caller's own client is left alone).
