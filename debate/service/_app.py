@@ -19,7 +19,6 @@ given others.
 from __future__ import annotations
 
 import builtins
-import importlib
 import json
 import logging
 import os
@@ -59,6 +58,9 @@ from debate.service._routes import (
     add_job_routes,
     add_read_routes,
 )
+from debate.service._runner import JobRunner
+from debate.service._store import JobStore
+from debate.service._thread import RunnerThread
 from debate.service._webhooks import WebhookSender
 
 logger = logging.getLogger(__name__)
@@ -98,18 +100,18 @@ def create_app(
     if store is None or runner is None:
         store, runner = _default_service(settings, config, store, make_models, model_path)
     path = getattr(store, "path", None)
+    threaded = RunnerThread(runner)
     service = Service(
         settings=settings,
         store=store,
-        runner=runner,
+        runner=threaded,
         auth=auth,
         webhooks=webhooks,
         allow_private_webhooks=allow_private_webhooks,
         heartbeat=heartbeat,
         database=Path(path) if path is not None else None,
     )
-    if runner.on_finished is None:
-        runner.on_finished = service.finished
+    threaded.on_finished = service.finished
     return _assemble(service)
 
 
@@ -139,11 +141,14 @@ def _default_service(
     make_models: Callable[[], Any] | None,
     model_path: str | None,
 ) -> tuple[JobStoreLike, JobRunnerLike]:
-    """The SQLite store and the runner (imported by name: they are built alongside)."""
-    stores = importlib.import_module("debate.service._store")
-    runners = importlib.import_module("debate.service._runner")
-    store = store if store is not None else stores.JobStore(settings.database)
-    runner = runners.JobRunner(
+    """The SQLite store and the runner over it (a store of another kind brings its runner)."""
+    store = store if store is not None else JobStore(settings.database)
+    if not isinstance(store, JobStore):
+        raise ConfigurationError(
+            "runner: a store other than JobStore needs its own runner; pass runner=",
+            field="runner",
+        )
+    runner = JobRunner(
         store, settings, make_models=make_models, config=config, model_path=model_path
     )
     return store, runner

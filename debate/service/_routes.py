@@ -238,7 +238,7 @@ def add_job_routes(app: FastAPI, service: Service) -> None:
     )
     async def cancel_job(job_id: str, authorization: AuthHeader = None) -> JSONResponse:
         await _own_job(service, job_id, authorization)
-        job = service.runner.cancel(job_id)
+        job = await asyncio.to_thread(service.runner.cancel, job_id)
         if job is None:
             raise _refuse(404, "not_found", f"job {job_id}: no such job")
         return JSONResponse(job.model_dump(mode="json"))

@@ -17,7 +17,9 @@ import json
 import logging
 import re
 import tempfile
+import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -71,6 +73,8 @@ ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
 """The CLI's error kinds (``debate._cli.main.ERROR_KINDS``, which this layer may not import;
 a test holds the two equal)."""
 
+FLUSH_S = 0.1
+"""Seconds between writes of the running jobs' events (one transaction each)."""
 LEADING_FIELD = re.compile(r"([a-z_][a-z0-9_]*(?:\.\w+)*): ")
 
 FinishedHook = Callable[[Job], Any]
@@ -187,6 +191,12 @@ class JobRunner:
         self.pool = ModelPool(config, model_path=model_path)
         self.recovered = 0
         """Jobs :meth:`start` put back in the queue (left running by a killed process)."""
+        self._pending: list[tuple[str, str, dict[str, Any], float]] = []
+        """Events recorded and not yet written (see :meth:`_flush`)."""
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="debate-events")
+        """Writes the events, one batch at a time in the order given (FIFO). A cancel
+        made in the store by another process may precede up to :data:`FLUSH_S` of the
+        job's progress; one made through :meth:`cancel` follows it."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancelling: set[str] = set()
         self._wake = asyncio.Event()
@@ -208,6 +218,7 @@ class JobRunner:
 
     async def start(self) -> None:
         """Requeue what a killed process left running, then start taking jobs."""
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="debate-events")
         self.recovered = self.store.recover()
         if self.recovered:
             logger.info("requeued %d job(s) left running by a stopped process", self.recovered)
@@ -223,7 +234,9 @@ class JobRunner:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._flush()
         await self.pool.aclose()
+        self._writer.shutdown(wait=True)
         self.cache.close()
 
     def wake(self) -> None:
@@ -232,6 +245,7 @@ class JobRunner:
 
     def cancel(self, job_id: str) -> Job | None:
         """Cancel a job: in the store, and at once if this runner is running it."""
+        self._flush_now()  # what the job did before the cancel is recorded before it
         job = self.store.cancel(job_id)
         if job is not None and job.status == "running" and job_id in self._tasks:
             self._cancelling.add(job_id)
@@ -260,10 +274,11 @@ class JobRunner:
                 self._tasks[job.id] = task
                 task.add_done_callback(self._done)
             try:  # a finished job, a submit (wake) or the poll: look again
-                async with asyncio.timeout(self.poll):  # not wait_for: see the note above
-                    await self._wake.wait()
+                async with asyncio.timeout(FLUSH_S if self._pending else self.poll):
+                    await self._wake.wait()  # not wait_for: see the note above
             except TimeoutError:
                 pass
+            await self._flush()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.pop(task.get_name().removeprefix("job-"), None)
@@ -280,13 +295,16 @@ class JobRunner:
         ended: Job | None
         try:
             result, outcome = await self._execute(job, request)
+            await self._flush()  # the job's events before its end
         except asyncio.CancelledError:
             if job.id not in self._cancelling:  # the runner is stopping: run it next time
                 self.store.requeue(job.id)
                 raise
             self._cancelling.discard(job.id)
+            await self._flush()
             ended = self.store.cancelled(job.id)
         except Exception as exc:  # one job's failure is its own, recorded with its kind
+            await self._flush()
             error = job_error(exc)
             if not isinstance(exc, (DebateError, ValidationError, OSError)):
                 logger.exception("job %s failed unexpectedly", job.id)
@@ -370,9 +388,32 @@ class JobRunner:
             data = event_record(event)
             kind = data.pop("type")
             data.pop("ts")
-            self.store.append_event(job_id, kind, data)
+            self._pending.append((job_id, kind, data, time.time()))
 
         return record
+
+    async def _flush(self) -> None:
+        """Write the events recorded so far, in one transaction off the loop.
+
+        Events are written every :data:`FLUSH_S` while jobs run and before a job ends, so
+        an event stream is at most that late and a job's events always precede its end.
+        Batches go through one writer thread, so they are written in the order taken.
+        """
+        if self._pending:
+            batch, self._pending = self._pending, []
+            await asyncio.get_running_loop().run_in_executor(self._writer, self._write, batch)
+
+    def _flush_now(self) -> None:
+        """:meth:`_flush`, waited for on the loop (before a write that must follow it)."""
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._writer.submit(self._write, batch).result()
+
+    def _write(self, batch: list[tuple[str, str, dict[str, Any], float]]) -> None:
+        try:
+            self.store.append_events(batch)
+        except Exception:  # progress only: the job's result does not depend on it
+            logger.exception("%d progress event(s) could not be written", len(batch))
 
 
 def decide_rows(request: DecisionRequest, config: RunConfig) -> Decided:
