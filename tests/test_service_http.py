@@ -93,7 +93,13 @@ class MemoryStore:
         return hashlib.sha256(token.encode()).hexdigest()[:16] if token else ""
 
     def submit(
-        self, kind: JobKind, request: JobRequest, *, token: str | None, idempotency_key: str | None
+        self,
+        kind: JobKind,
+        request: JobRequest,
+        *,
+        token: str | None,
+        idempotency_key: str | None,
+        room: tuple[int, int] | None = None,
     ) -> tuple[Job, bool]:
         owner = self._owner(token)
         with self.lock:
@@ -103,6 +109,12 @@ class MemoryStore:
                         error = JobError(kind="conflict", message="Idempotency-Key: reused")
                         raise _Conflict(error)
                     return row.job, False
+            if room is not None:
+                active = [r for r in self.rows.values() if r.job.status in ("queued", "running")]
+                if len(active) >= room[0] or (
+                    owner and sum(r.owner == owner for r in active) >= room[1]
+                ):
+                    raise _Full(JobError(kind="rate_limit", message="queue: full; retry later"))
             self.count += 1
             job = Job(id=f"J{self.count:04d}", kind=kind, status="queued", created=time.time())
             self.rows[job.id] = _Row(job, request, owner, idempotency_key)
@@ -155,9 +167,15 @@ class MemoryStore:
 
 
 class _Conflict(ValueError):
+    status = 409
+
     def __init__(self, error: JobError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+class _Full(_Conflict):
+    status = 429
 
 
 class MemoryRunner:
@@ -479,9 +497,10 @@ def test_queue_bound_and_token_share_are_429_with_retry_after() -> None:
         service_settings=settings(queue_bound=4, per_token_concurrency=1),
     )
     with served, httpx.Client(base_url=served.url) as client:
-        codes = [
+        keyed = {**bearer(TOKEN_A), "Idempotency-Key": "a-0"}
+        codes = [client.post("/v1/debates", json={"topic": "T0?"}, headers=keyed)] + [
             client.post("/v1/debates", json={"topic": f"T{i}?"}, headers=bearer(TOKEN_A))
-            for i in range(3)
+            for i in (1, 2)
         ]
         assert [c.status_code for c in codes] == [202, 202, 429]  # A's share: 4 // 2 tokens
         assert codes[2].headers["Retry-After"] == "5"
@@ -492,6 +511,9 @@ def test_queue_bound_and_token_share_are_429_with_retry_after() -> None:
         full = client.post("/v1/debates", json={"topic": "B9?"}, headers=bearer(TOKEN_B))
         assert full.status_code == 429
         assert "full" in full.json()["error"]["message"]
+        # A retried POST of an accepted job gets its job, full queue or not.
+        retried = client.post("/v1/debates", json={"topic": "T0?"}, headers=keyed)
+        assert retried.status_code == 202 and retried.json()["id"] == codes[0].json()["id"]
 
 
 def test_idempotency_key_returns_the_same_job_and_409_for_another_body() -> None:

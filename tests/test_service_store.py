@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from debate.service._models import DebateRequest, DecisionRequest, JobError, PanelOverrides
-from debate.service._store import IdempotencyConflict, JobStore, new_id, token_id
+from debate.service._store import IdempotencyConflict, JobStore, QueueFull, new_id, token_id
 
 
 def debate(topic: str = "Should we adopt the plan?", seed: int | None = None) -> DebateRequest:
@@ -253,3 +253,33 @@ def test_claim_latency(store: JobStore) -> None:
         times.append(time.perf_counter() - t0)
     times.sort()
     assert times[len(times) // 2] < 0.02
+
+
+def test_room_is_checked_in_the_submit_transaction(tmp_path: Path) -> None:
+    """Eight threads racing for a bound of 3 admit exactly 3; a keyed retry still gets its job."""
+    store = JobStore(tmp_path / "jobs.sqlite")
+    outcomes: list[str] = []
+
+    def one(i: int) -> None:
+        try:
+            store.submit("debate", DebateRequest(topic=f"T{i}?"), token=None,
+                         idempotency_key=f"k{i}", room=(3, 3))  # fmt: skip
+            outcomes.append("queued")
+        except QueueFull as exc:
+            assert exc.status == 429 and exc.error.kind == "rate_limit"
+            outcomes.append("full")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["full"] * 5 + ["queued"] * 3
+    assert store.active() == 3
+    accepted = store.list()[0]
+    request = store.request(accepted.id)
+    assert isinstance(request, DebateRequest)
+    i = int(request.topic[1:-1])
+    again, created = store.submit("debate", DebateRequest(topic=f"T{i}?"), token=None,
+                                  idempotency_key=f"k{i}", room=(3, 3))  # fmt: skip
+    assert (again.id, created) == (accepted.id, False)

@@ -229,7 +229,13 @@ class _NoStore:
     """A store that holds nothing: enough to build the app for its document."""
 
     def submit(
-        self, kind: JobKind, request: JobRequest, *, token: str | None, idempotency_key: str | None
+        self,
+        kind: JobKind,
+        request: JobRequest,
+        *,
+        token: str | None,
+        idempotency_key: str | None,
+        room: tuple[int, int] | None = None,
     ) -> tuple[Job, bool]:
         raise NotImplementedError
 

@@ -69,8 +69,15 @@ class JobStoreLike(Protocol):
     """What the app needs of the job store (``debate.service._store.JobStore``)."""
 
     def submit(
-        self, kind: JobKind, request: JobRequest, *, token: str | None, idempotency_key: str | None
-    ) -> tuple[Job, bool]: ...  # noqa: D102
+        self,
+        kind: JobKind,
+        request: JobRequest,
+        *,
+        token: str | None,
+        idempotency_key: str | None,
+        room: tuple[int, int] | None = None,
+    ) -> tuple[Job, bool]:
+        """Queue a job (see ``JobStore.submit``); errors with ``status``/``error`` refuse it."""
 
     def get(self, job_id: str) -> Job | None: ...  # noqa: D102
 
@@ -256,7 +263,6 @@ def _add_submit(
         note(token=caller.label)
         job_request = cast(JobRequest, await _parse(request, model))
         await _check_webhook(service, getattr(job_request, "webhook", None))
-        await _check_room(service, caller)
         job = await _submit(service, kind, job_request, caller, idempotency_key)
         note(job=job.id)
         service.runner.wake()
@@ -301,33 +307,28 @@ async def _check_webhook(service: Service, url: str | None) -> None:
         raise _refuse(422, "configuration", str(exc), "webhook") from exc
 
 
-async def _check_room(service: Service, caller: Caller) -> None:
-    """429 when the queue is at its bound, or the caller has its share of it."""
-    limits = service.settings.limits
-    active = await asyncio.to_thread(service.store.active)
-    mine = await asyncio.to_thread(service.store.active, caller.digest) if caller.digest else 0
-    if active >= limits.queue_bound:
-        message = f"queue: full ({active} jobs queued or running); retry later"
-    elif caller.digest and mine >= service.share():
-        message = f"queue: this token has {mine} jobs queued or running, its share; retry later"
-    else:
-        return
-    error = JobError(kind="rate_limit", message=message)
-    raise ServiceError(429, error, {"Retry-After": str(RETRY_AFTER_S)})
-
-
 async def _submit(
     service: Service, kind: JobKind, request: JobRequest, caller: Caller, key: str | None
 ) -> Job:
+    """Queue the job in one store call (one transaction).
+
+    The retry lookup, the room check and the insert happen together (the queue bound cannot be overshot by concurrent POSTs, and
+    a retried POST of an accepted job gets its job even once the queue is full).
+    """
+    room = (service.settings.limits.queue_bound, service.share())
     try:
         job, _created = await asyncio.to_thread(
-            lambda: service.store.submit(kind, request, token=caller.digest, idempotency_key=key)
+            lambda: service.store.submit(
+                kind, request, token=caller.digest, idempotency_key=key, room=room
+            )
         )
-    except ValueError as exc:  # the store's IdempotencyConflict carries its JobError
+    except ValueError as exc:  # IdempotencyConflict (409), QueueFull (429): their JobError
         error = getattr(exc, "error", None)
-        if isinstance(error, JobError):
-            raise ServiceError(409, error) from exc
-        raise
+        if not isinstance(error, JobError):
+            raise
+        status = int(getattr(exc, "status", 409))
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
+        raise ServiceError(status, error, headers) from exc
     return job
 
 

@@ -107,6 +107,23 @@ class IdempotencyConflict(ValueError):
         )
         super().__init__(self.error.message)
 
+    status = 409
+
+
+class QueueFull(ValueError):
+    """No room for another job (HTTP ``429`` with ``Retry-After``).
+
+    The queue is at its bound, or the token has its share of it. Checked inside the submit's transaction, so
+    concurrent submits cannot overshoot the bound, and after the idempotency lookup, so a
+    retried POST of an accepted job gets its job even when the queue has filled since.
+    """
+
+    status = 429
+
+    def __init__(self, message: str) -> None:
+        self.error = JobError(kind="rate_limit", message=message)
+        super().__init__(message)
+
 
 def new_id(now: float | None = None) -> str:
     """A ULID: 48 bits of milliseconds, 80 random bits, in 26 Crockford base-32 characters."""
@@ -206,8 +223,17 @@ class JobStore:
         *,
         token: str | None,
         idempotency_key: str | None,
+        room: tuple[int, int] | None = None,
     ) -> tuple[Job, bool]:
         """Queue a job, or return the job an earlier submit with the same key made.
+
+        Args:
+            kind: The job's kind; ``request`` must be its request model.
+            request: What to run.
+            token: The submitter's token (None: no auth); the job is its own.
+            idempotency_key: The client's key for this request, or None.
+            room: ``(bound, share)``: refuse a new job when ``bound`` jobs are queued or
+                running, or ``share`` of them are this token's (None: no limit).
 
         Returns:
             The job, and True if this call created it.
@@ -215,6 +241,7 @@ class JobStore:
         Raises:
             IdempotencyConflict: ``idempotency_key`` was used by this token for another
                 request body.
+            QueueFull: no room (see ``room``).
             ValueError: ``request`` is not the request model of ``kind``.
         """
         if not isinstance(request, REQUESTS[kind]):
@@ -230,6 +257,8 @@ class JobStore:
                     if row["digest"] != digest:
                         raise IdempotencyConflict(_job(row))
                     return _job(row), False
+            if room is not None:
+                _check_room(db, who, *room)
             job_id = new_id(now)
             db.execute(
                 "INSERT INTO jobs (id, kind, status, request, digest, token, idempotency_key, "
@@ -443,6 +472,17 @@ class JobStore:
 
 
 _CANCELLED = JobError(kind="cancelled", message="cancelled by the client").model_dump_json()
+
+
+def _check_room(db: sqlite3.Connection, who: str, bound: int, share: int) -> None:
+    active = "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')"
+    total = int(db.execute(active).fetchone()[0])
+    if total >= bound:
+        raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
+    if who and (mine := int(db.execute(active + " AND token = ?", (who,)).fetchone()[0])) >= share:
+        raise QueueFull(
+            f"queue: this token has {mine} jobs queued or running, its share; retry later"
+        )
 
 
 def _pick(db: sqlite3.Connection, limit: int, per_token: int | None) -> builtins.list[str]:
