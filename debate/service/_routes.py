@@ -312,8 +312,9 @@ async def _submit(
 ) -> Job:
     """Queue the job in one store call (one transaction).
 
-    The retry lookup, the room check and the insert happen together (the queue bound cannot be overshot by concurrent POSTs, and
-    a retried POST of an accepted job gets its job even once the queue is full).
+    The retry lookup, the room check and the insert happen together: the queue bound
+    cannot be overshot by concurrent POSTs, and a retried POST of an accepted job gets its
+    job even once the queue is full.
     """
     room = (service.settings.limits.queue_bound, service.share())
     try:

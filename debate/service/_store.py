@@ -113,9 +113,10 @@ class IdempotencyConflict(ValueError):
 class QueueFull(ValueError):
     """No room for another job (HTTP ``429`` with ``Retry-After``).
 
-    The queue is at its bound, or the token has its share of it. Checked inside the submit's transaction, so
-    concurrent submits cannot overshoot the bound, and after the idempotency lookup, so a
-    retried POST of an accepted job gets its job even when the queue has filled since.
+    The queue is at its bound, or the token has its share of it. Checked inside the
+    submit's transaction, so concurrent submits cannot overshoot the bound, and after the
+    idempotency lookup, so a retried POST of an accepted job gets its job even when the
+    queue has filled since.
     """
 
     status = 429
