@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import importlib.util
 import io
 import json
 import logging
@@ -65,7 +64,6 @@ TOKEN_B = "tok-B-1a2b3c4d5e6f7a8b9c0d"
 SECRET = "webhook-secret-123"
 TOPIC = "Should we adopt the plan?"
 CONFIG = RunConfig(arguments=1, rounds=0)
-HAS_RUNNER = importlib.util.find_spec("debate.service._runner") is not None
 
 
 # --- an in-memory stand-in for the job store and runner -------------------------------------
@@ -467,6 +465,29 @@ def test_bad_input_is_422_naming_the_field_as_the_cli_does() -> None:
         query = client.get("/v1/jobs", params={"limit": 0})
         assert query.status_code == 422
         assert query.json()["error"]["field"] == "limit"
+        # A panel the server cannot build is refused at the POST, not found at run time.
+        for path, body in (
+            ("/v1/debates", {"topic": "T?", "config": {"judges": ["risk", "wizard"]}}),
+            (
+                "/v1/judgements",
+                {
+                    "transcript": json.loads(transcript().model_dump_json()),
+                    "config": {"judges": ["wizard"]},
+                },
+            ),
+        ):
+            role = client.post(path, json=body)
+            assert role.status_code == 422, path
+            assert role.json()["error"]["field"] == "config.judges"
+            assert role.json()["error"]["message"].startswith(
+                "config.judges: unknown judge role 'wizard'"
+            )
+        gap = client.post(
+            "/v1/debates", json={"topic": "T?", "config": {"thresholds": {"nope": 1}}}
+        )
+        assert gap.status_code == 422
+        assert gap.json()["error"]["message"].startswith("config.thresholds.nope")
+        assert client.get("/v1/jobs").json() == []  # nothing refused was queued
 
 
 def test_a_body_over_the_limit_is_413_by_length_and_while_read() -> None:
@@ -812,8 +833,6 @@ def test_serve_refuses_bad_values_in_one_line(capsys: pytest.CaptureFixture[str]
 
 # --- the SQLite store and runner (when they are in the tree) --------------------------------
 
-needs_runner = pytest.mark.skipif(not HAS_RUNNER, reason="debate.service._runner not merged yet")
-
 
 def real_app(database: Path, **limits: Any) -> FastAPI:
     from debate.service._runner import ModelBundle  # type: ignore[import-not-found,unused-ignore]
@@ -828,7 +847,6 @@ def real_app(database: Path, **limits: Any) -> FastAPI:
     )
 
 
-@needs_runner
 def test_real_store_keeps_no_token_and_a_restart_finishes_every_job(tmp_path: Path) -> None:
     database = tmp_path / "jobs.sqlite"
     first = Served(real_app(database))

@@ -110,6 +110,7 @@ def create_app(
         allow_private_webhooks=allow_private_webhooks,
         heartbeat=heartbeat,
         database=Path(path) if path is not None else None,
+        config=config,
     )
     threaded.on_finished = service.finished
     return _assemble(service)

@@ -29,35 +29,40 @@ from debate.storage._judgments import _finish, _read_jsonl, parse_scale
 M = TypeVar("M", bound=BaseModel)
 
 
-def with_overrides(config: RunConfig, overrides: PanelOverrides) -> RunConfig:
+def with_overrides(config: RunConfig, overrides: PanelOverrides, *, prefix: str = "") -> RunConfig:
     """The server's config with what the client may change, checked by RunConfig.
 
     A role the server's config defines keeps its model and endpoint; any other must be a
-    built-in role. A bad value is reported under the tool argument that set it.
+    built-in role. A bad value is reported under the argument that set it: ``judges`` for
+    an MCP tool, ``config.judges`` (``prefix="config."``) for an HTTP body.
+
+    Raises:
+        ConfigurationError: an unknown role or a value out of range, naming the field.
     """
     data = config.model_dump()
     names: dict[str, str] = {}
     if overrides.judges is not None:
-        data["judges"] = [j.model_dump() for j in _judges(config, overrides.judges)]
-        names["judges"] = "judges"
+        data["judges"] = [j.model_dump() for j in _judges(config, overrides.judges, prefix)]
+        names["judges"] = prefix + "judges"
     for name in ("arguments", "rounds"):
         if (value := getattr(overrides, name)) is not None:
-            data[name], names[name] = value, name
+            data[name], names[name] = value, prefix + name
     if overrides.thresholds is not None:
         data["thresholds"] = {**data["thresholds"], **overrides.thresholds}
-        names["thresholds"] = "thresholds"
+        names["thresholds"] = prefix + "thresholds"
     return build_config(data, "config", names)
 
 
-def _judges(config: RunConfig, roles: list[str]) -> list[JudgeSpec]:
+def _judges(config: RunConfig, roles: list[str], prefix: str) -> list[JudgeSpec]:
+    field = prefix + "judges"
     wanted = [r.strip() for r in roles if r.strip()]
     if not wanted:
-        raise ConfigurationError("judges: an empty list; name at least one role", field="judges")
+        raise ConfigurationError(f"{field}: an empty list; name at least one role", field=field)
     own = {j.name: j for j in config.judges} | {j.role: j for j in config.judges}
     try:
         return [own[r] if r in own else default_judges([r])[0] for r in wanted]
     except ConfigurationError as exc:
-        raise ConfigurationError(str(exc).replace("--judges", "judges", 1), field="judges") from exc
+        raise ConfigurationError(str(exc).replace("--judges", field, 1), field=field) from exc
 
 
 def rows_table(rows: list[dict[str, Any]], scale: str | None) -> Table:

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from debate.exceptions import ConfigurationError
 from debate.quality._decide import Decided
-from debate.records._config import validation_message
+from debate.records._config import RunConfig, validation_message
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.report import render_html
@@ -44,8 +44,10 @@ from debate.service._models import (
     JobKind,
     JobRequest,
     JudgementRequest,
+    PanelOverrides,
     ServiceSettings,
 )
+from debate.service._requests import with_overrides
 from debate.service._webhooks import WebhookSender, check_url
 
 logger = logging.getLogger(__name__)
@@ -126,6 +128,8 @@ class Service:
     allow_private_webhooks: bool = False
     heartbeat: float = HEARTBEAT_S
     database: Path | None = None
+    config: RunConfig | None = None
+    """The server's run config: a job's panel overrides are checked against it at submit."""
     running: bool = field(default=False)
 
     def share(self) -> int:
@@ -262,6 +266,7 @@ def _add_submit(
         caller = service.auth.caller(authorization)
         note(token=caller.label)
         job_request = cast(JobRequest, await _parse(request, model))
+        _check_overrides(service, job_request)
         await _check_webhook(service, getattr(job_request, "webhook", None))
         job = await _submit(service, kind, job_request, caller, idempotency_key)
         note(job=job.id)
@@ -288,6 +293,20 @@ def _add_submit(
             "requestBody": {"required": True, "content": {"application/json": {"schema": body}}}
         },
     )(submit)
+
+
+def _check_overrides(service: Service, request: JobRequest) -> None:
+    """422 for a panel the server cannot build (an unknown role, a bad threshold).
+
+    The job would fail with the same message at run time; the client hears it from the POST.
+    """
+    overrides = getattr(request, "config", None)
+    if service.config is None or not isinstance(overrides, PanelOverrides):
+        return
+    try:
+        with_overrides(service.config, overrides, prefix="config.")
+    except ConfigurationError as exc:
+        raise _refuse(422, "configuration", str(exc), exc.field) from exc
 
 
 async def _check_webhook(service: Service, url: str | None) -> None:

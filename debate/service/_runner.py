@@ -39,7 +39,7 @@ from debate.exceptions import (
 )
 from debate.models._base import Model
 from debate.quality._decide import Decided, decide_judgments
-from debate.records._config import RunConfig, build_config, default_judges
+from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.runtime._events import Event, Planned, event_record, planned_calls
 from debate.runtime._limiter import RateLimiter
@@ -56,6 +56,7 @@ from debate.service._models import (
     PanelOverrides,
     ServiceSettings,
 )
+from debate.service._requests import with_overrides
 from debate.service._store import JobStore
 from debate.storage._cache import ResponseCache
 
@@ -110,36 +111,8 @@ def job_error(exc: BaseException) -> JobError:
 
 
 def job_config(base: RunConfig, overrides: PanelOverrides) -> RunConfig:
-    """The server's config with a job's overrides, checked as the CLI checks its flags.
-
-    A role the server's panel defines keeps the server's definition (model, endpoint,
-    weights); any other must be a built-in role.
-
-    Raises:
-        ConfigurationError: an unknown role or a value out of range, naming the field
-            (``config.judges``, ``config.arguments``...) and the fix.
-    """
-    data = base.model_dump()
-    if overrides.judges is not None:
-        data["judges"] = [_judge(base, role) for role in overrides.judges]
-    for name in ("arguments", "rounds"):
-        if (value := getattr(overrides, name)) is not None:
-            data[name] = value
-    if overrides.thresholds is not None:
-        data["thresholds"] = {**data["thresholds"], **overrides.thresholds}
-    return build_config(data, "config")
-
-
-def _judge(base: RunConfig, role: str) -> dict[str, Any]:
-    own = next((j for j in base.judges if role in (j.name, j.role)), None)
-    if own is not None:
-        return own.model_dump()
-    try:
-        [spec] = default_judges([role])
-    except ConfigurationError as exc:
-        message = str(exc).replace("--judges: ", "config.judges: ", 1)
-        raise ConfigurationError(message, field="config.judges") from exc
-    return spec.model_dump()
+    """The server's config with a job's overrides, errors named as in the HTTP body."""
+    return with_overrides(base, overrides, prefix="config.")
 
 
 class JobRunner:
