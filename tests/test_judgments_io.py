@@ -14,7 +14,7 @@ import pytest
 from debate._cli.main import main
 from debate.exceptions import ConfigurationError
 from debate.records._judgments import NO_CALL, Scale, ScoreTable, VerdictTable
-from debate.storage import read_judgments, table_rows, write_judgments
+from debate.storage import read_judgment_rows, read_judgments, table_rows, write_judgments
 from tests.openai_server import FakeOpenAIServer
 from tests.test_calibrate_cli import GOOD, prefers_the_good_answer
 
@@ -318,3 +318,36 @@ def test_calibrate_on_debates_writes_units_sides_and_standings(tmp_path: Path) -
     assert len(table.units) > len(table.options)  # argument ids, each under one side
     labels = read_judgments(tmp_path / "out" / "labels.csv")
     assert [r["verdict"] for r in table_rows(labels)] == ["A", "B"]
+
+
+JSONL_MALFORMED = [case for case in MALFORMED if case[0].endswith(".jsonl")]
+
+
+@pytest.mark.parametrize(("name", "content", "line", "column", "words"), JSONL_MALFORMED)
+def test_rows_sent_as_objects_fail_as_the_same_lines_of_a_file(
+    name: str, content: str, line: int, column: str, words: str
+) -> None:
+    """A service's rows are a file's lines: the same message, named ``rows line N``."""
+    objects = [json.loads(text) for text in content.splitlines() if text.strip()]
+    with pytest.raises(ConfigurationError) as caught:
+        read_judgment_rows(objects)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("rows")
+    assert f"line {line}" in message and words in message
+    assert caught.value.field == column
+
+
+def test_rows_sent_as_objects_read_as_a_file_would() -> None:
+    rows = [
+        {"item": "i1", "judge": "j1", "verdict": "A"},
+        {"item": "i1", "judge": "j1", "verdict": "B"},
+    ]
+    duplicate = r"^rows line 2, column verdict: duplicate of line 1"
+    with pytest.raises(ConfigurationError, match=duplicate):
+        read_judgment_rows(rows)  # a judge's second call on the item: the file's message
+    with pytest.raises(ConfigurationError, match="no rows"):
+        read_judgment_rows([])
+    scored = [{"item": "i1", "option": o, "judge": "j", "dimension": "d", "score": s}
+              for o, s in (("a", 4), ("b", 2))]  # fmt: skip
+    table = read_judgment_rows(scored, scale="1-5")
+    assert isinstance(table, ScoreTable) and table.rows == 2 and table.source == "rows"

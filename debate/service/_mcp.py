@@ -61,7 +61,6 @@ from debate.service._requests import (
     checked,
     one_line,
     panel_overrides,
-    rows_table,
     with_overrides,
 )
 from debate.service._verdict import (
@@ -71,6 +70,7 @@ from debate.service._verdict import (
     decision_verdict,
     summary,
 )
+from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
 
@@ -317,7 +317,7 @@ class DebateTools:
         thresholds = self.config.thresholds
         decided = await asyncio.to_thread(
             decide_judgments,
-            rows_table(request.rows, request.scale),
+            read_judgment_rows(request.rows, scale=request.scale),
             weights=request.weights,
             thresholds=thresholds,
             dimension=request.dimension,

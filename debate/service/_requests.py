@@ -8,8 +8,6 @@ is one line naming the argument, as the CLI names a flag, and a client can chang
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -22,9 +20,7 @@ from debate.records._config import (
     default_judges,
     validation_message,
 )
-from debate.records._judgments import Table
 from debate.service._models import PanelOverrides
-from debate.storage._judgments import _finish, _read_jsonl, parse_scale
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,18 +59,6 @@ def _judges(config: RunConfig, roles: list[str], prefix: str) -> list[JudgeSpec]
         return [own[r] if r in own else default_judges([r])[0] for r in wanted]
     except ConfigurationError as exc:
         raise ConfigurationError(str(exc).replace("--judges", field, 1), field=field) from exc
-
-
-def rows_table(rows: list[dict[str, Any]], scale: str | None) -> Table:
-    """The judgments table of ``rows``, read and checked as a JSONL file would be.
-
-    A bad row is reported as ``rows line N`` (N counts rows from 1), with its column.
-    """
-    source = Path("rows")
-    text = "\n".join(json.dumps(row) for row in rows)
-    builder, declared, _ = _read_jsonl(source, text)
-    given = parse_scale(scale, where="scale") if scale is not None else None
-    return _finish(source, builder, declared, given)
 
 
 def checked(model: type[M], **values: Any) -> M:

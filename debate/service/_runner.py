@@ -13,10 +13,8 @@ one-line message the CLI would print, and the runner goes on with the others.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +57,7 @@ from debate.service._models import (
 from debate.service._requests import with_overrides
 from debate.service._store import JobStore
 from debate.storage._cache import ResponseCache
+from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
 
@@ -392,25 +391,13 @@ class JobRunner:
 def decide_rows(request: DecisionRequest, config: RunConfig) -> Decided:
     """``debate decide`` on the request's rows, with the server's thresholds.
 
-    The rows go through the same reader as a file (written to a temporary ``.jsonl``), so
-    the checks and messages are the CLI's; a message names the rows as ``rows line N`` (the
-    N-th row, from 1) instead of the temporary file.
+    The rows are read as a JSON Lines file's lines, so the checks and messages are the
+    CLI's; a message names the rows as ``rows line N`` (the N-th row, from 1).
     """
-    with tempfile.TemporaryDirectory(prefix="debate-decide-") as folder:
-        path = Path(folder) / "rows.jsonl"
-        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in request.rows)
-        path.write_text("".join(lines), encoding="utf-8")
-        try:
-            decided = decide_judgments(
-                path,
-                scale=request.scale,
-                weights=request.weights,
-                thresholds=config.thresholds,
-                dimension=request.dimension,
-                seed=request.seed,
-            )
-        except ConfigurationError as exc:
-            message = str(exc).replace(str(path), "rows")
-            raise ConfigurationError(message, field=exc.field) from exc
-    summary = decided.summary.model_copy(update={"source": "rows"})
-    return decided.model_copy(update={"summary": summary})
+    return decide_judgments(
+        read_judgment_rows(request.rows, scale=request.scale),
+        weights=request.weights,
+        thresholds=config.thresholds,
+        dimension=request.dimension,
+        seed=request.seed,
+    )

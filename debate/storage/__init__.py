@@ -3,6 +3,18 @@
 SQLite in WAL mode where several processes may share a file.
 """
 
-from debate.storage._judgments import parse_scale, read_judgments, table_rows, write_judgments
+from debate.storage._judgments import (
+    parse_scale,
+    read_judgment_rows,
+    read_judgments,
+    table_rows,
+    write_judgments,
+)
 
-__all__ = ["parse_scale", "read_judgments", "table_rows", "write_judgments"]
+__all__ = [
+    "parse_scale",
+    "read_judgment_rows",
+    "read_judgments",
+    "table_rows",
+    "write_judgments",
+]

@@ -634,7 +634,34 @@ def read_judgments(path: str | Path, *, scale: Scale | str | None = None) -> Tab
     fmt = _format_of(source)
     given = parse_scale(scale) if isinstance(scale, str) else scale
     text = _text_of(source)
-    builder, declared, line_of = (_read_csv if fmt == "csv" else _read_jsonl)(source, text)
+    return _table(source, (_read_csv if fmt == "csv" else _read_jsonl)(source, text), given)
+
+
+def read_judgment_rows(
+    rows: Sequence[Mapping[str, object]], *, scale: Scale | str | None = None, source: str = "rows"
+) -> Table:
+    """Rows given as JSON objects (an HTTP body, an MCP tool's argument) as a table.
+
+    They are read and checked as the lines of a JSON Lines file, so the messages are the
+    CLI's; a bad row is named ``rows line N`` (N counts the rows from 1).
+
+    Raises:
+        ConfigurationError: one line naming the row, the column and the fix.
+    """
+    where = Path(source)
+    if not rows:
+        raise ConfigurationError(f"{source}: no rows; give one row per judgment", field=source)
+    given = parse_scale(scale, where="scale") if isinstance(scale, str) else scale
+    text = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
+    return _table(where, _read_jsonl(where, text), given)
+
+
+def _table(
+    source: Path,
+    read: tuple[_Builder, Scale | None, Callable[[int], int]],
+    given: Scale | None,
+) -> Table:
+    builder, declared, line_of = read
     try:
         return _finish(source, builder, declared, given)
     except _BadRow as bad:
