@@ -32,10 +32,12 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,7 @@ with FakeOpenAIServer(latency={latency}) as server:
             "max_in_flight": server.max_in_flight,
             "resent": sum(n - 1 for n in seen.values()),
             "unfinished_at_kill": sum(r.end > kill and r.start < restart for r in records),
+            "sent_by_killed": sum(r.start < restart for r in records),
             "busy": sum(r.end - r.start for r in records),
             "first": min((r.start for r in records), default=0.0),
             "last": max((r.end for r in records), default=0.0),
@@ -252,18 +255,26 @@ async def run_load(service: Service, args: argparse.Namespace, tag: str) -> Load
     return load
 
 
-async def killer(service: Service, model: ModelServer, at_calls: int) -> tuple[float, float]:
+async def killer(service: Service, model: ModelServer, at_calls: int) -> tuple[float, float, int]:
     """SIGKILL the service once the model server has seen ``at_calls`` calls; restart it.
 
-    Returns the kill's and the restart's ``time.monotonic()``.
+    Returns the kill's and the restart's ``time.monotonic()``, and the replies the killed
+    service had stored (rows of its response cache, read between the kill and the restart).
     """
     while (await asyncio.to_thread(model.stats))["calls"] < at_calls:
         await asyncio.sleep(0.05)
     kill = time.monotonic()
     await asyncio.to_thread(service.kill)
+    stored = await asyncio.to_thread(stored_replies, service.folder / "service.sqlite")
     restart = time.monotonic()
     await asyncio.to_thread(service.start)
-    return kill, restart
+    return kill, restart, stored
+
+
+def stored_replies(database: Path) -> int:
+    """Rows of the response cache: the calls whose replies are durable."""
+    with closing(sqlite3.connect(database)) as db:
+        return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -330,13 +341,24 @@ def report_load(load: Load, stats: dict[str, Any], url: str, args: argparse.Name
     return ok and stats["resent"] == 0
 
 
-def report_kill(load: Load, stats: dict[str, Any], url: str, args: argparse.Namespace) -> bool:
+def report_kill(
+    load: Load, stats: dict[str, Any], stored: int, url: str, args: argparse.Namespace
+) -> bool:
+    """Re-sent calls against the calls in flight at the kill.
+
+    A call is in flight from its send until its reply is stored: the killed service sent
+    ``sent_by_killed`` calls (all the model server saw before the restart) and had stored
+    ``stored`` replies. The model server's own count (calls it had not answered at the kill)
+    leaves out the replies it had sent that the service had not yet read and stored.
+    """
     lines = check_jobs(load, url, args.jobs)
-    in_flight, resent = stats["unfinished_at_kill"], stats["resent"]
+    in_flight, resent = stats["sent_by_killed"] - stored, stats["resent"]
     ratio = resent / in_flight if in_flight else float("inf") if resent else 0.0
     lines.append(
-        f"killed with {in_flight} calls in flight (of {stats['calls']} in the run); calls "
-        f"re-sent {resent} = {ratio:.3f} x the bound (<= 1.0); {load.retried} POSTs retried"
+        f"killed with {in_flight} calls in flight ({stats['sent_by_killed']} sent, {stored} "
+        f"replies stored; {stats['unfinished_at_kill']} not yet answered by the model "
+        f"server) of {stats['calls']} in the run; calls re-sent {resent} = {ratio:.3f} x the "
+        f"bound (<= 1.0); {load.retried} POSTs retried"
     )
     print("\n".join("  " + line for line in lines))
     return resent <= in_flight and not any(line.startswith("FAILED") for line in lines)
@@ -354,13 +376,13 @@ def one_run(args: argparse.Namespace, kill: bool) -> bool:
                 return report_load(load, model.stats(), service.url, args)
             at_calls = args.jobs * args.calls_per_job // 2
 
-            async def both() -> tuple[Load, tuple[float, float]]:
+            async def both() -> tuple[Load, tuple[float, float, int]]:
                 stop = asyncio.create_task(killer(service, model, at_calls))
                 load = await run_load(service, args, tag)
                 return load, await stop
 
-            load, (kill, restart) = asyncio.run(both())
-            return report_kill(load, model.stats(kill, restart), service.url, args)
+            load, (kill, restart, stored) = asyncio.run(both())
+            return report_kill(load, model.stats(kill, restart), stored, service.url, args)
         finally:
             service.stop()
             model.close()

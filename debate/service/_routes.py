@@ -303,6 +303,9 @@ def _check_overrides(service: Service, request: JobRequest) -> None:
     overrides = getattr(request, "config", None)
     if service.config is None or not isinstance(overrides, PanelOverrides):
         return
+    changed = (overrides.judges, overrides.arguments, overrides.rounds, overrides.thresholds)
+    if all(value is None for value in changed):
+        return  # the server's own config, checked when it started
     try:
         with_overrides(service.config, overrides, prefix="config.")
     except ConfigurationError as exc:

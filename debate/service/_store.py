@@ -43,6 +43,7 @@ from debate.service._models import (
     JobStatus,
     JudgementRequest,
 )
+from debate.storage._sqlite import write_lock, write_transaction
 
 SCHEMA_SQL = (
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -174,6 +175,7 @@ class JobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout
         self._local = threading.local()
+        self._write_lock = write_lock(self.path)
         self._all: builtins.list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         with self._write() as db:
@@ -198,14 +200,8 @@ class JobStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, holding the write lock from its first statement."""
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self._db(), self._write_lock) as db:
             yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""

@@ -28,6 +28,7 @@ from debate.models._base import (
     ModelSettings,
     TokenUsage,
 )
+from debate.storage._sqlite import write_lock, write_transaction
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -82,6 +83,7 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._write_lock = write_lock(self.path)
         self.hits = 0
         """Lookups answered from the cache in this process."""
         self.misses = 0
@@ -122,9 +124,7 @@ class ResponseCache:
 
         ``model`` is the model that answered, as the server reported it.
         """
-        db = self._connect()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self._connect(), self._write_lock) as db:
             db.execute(
                 "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
                 (
@@ -137,10 +137,6 @@ class ResponseCache:
                     time.time(),
                 ),
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
