@@ -1,14 +1,18 @@
 """The service under load, and killed under load, against a model server with 200 ms latency.
 
-    python benchmarks/bench_service.py [--jobs 500] [--clients 50] [--workers 64]
-                                       [--latency 0.2] [--runs both|load|kill]
+    python benchmarks/bench_service.py [--jobs 500] [--clients 50] [--workers 8,64]
+                                       [--think 0.5] [--latency 0.2] [--runs both|load|kill]
 
 Everything runs on 127.0.0.1: the model server (tests/openai_server.py's FakeOpenAIServer,
 threaded, in its own process), the service (``debate serve`` in its own process, on its own
 SQLite database), and the clients (aiohttp, in this process: httpx's client pool costs about
 10 ms of CPU per request at 50 connections, and the clients' own cost was the latency measured).
 
-1. Load: ``--jobs`` debate jobs submitted by ``--clients`` concurrent clients. Reported:
+1. Load, once per ``--workers`` W: ``--jobs`` debate jobs submitted by ``--clients``
+   concurrent clients, each pausing a random time between its submits (exponential, mean
+   ``--think`` seconds: 50 clients at 0.5 s offer about 100 jobs/s, every job in about 5 s,
+   against a service that runs some 18 a second; ``--think 0`` sends back to back, which
+   measures the API's capacity rather than its latency). Reported:
    every job finishes with its own result (ids unique, each result's topic the one sent,
    the service lists no extra job); submission latency p50/p99 (bound: p99 < 50 ms); and
    model-call throughput against the server's ideal at the configured concurrency
@@ -17,8 +21,8 @@ SQLite database), and the clients (aiohttp, in this process: httpx's client pool
    debate's critical path (openings, cross-examinations, closings, the judges: 3 + rounds
    steps of L each) and makes its calls in that time, so C = W x calls per job / steps and
    the ideal is C / L calls/s.
-2. Kill: the same load, the service SIGKILLed once when about half the calls are made and
-   restarted on the same database. Reported: every job finishes; calls re-sent (prompts
+2. Kill: the same load at the largest W, the service SIGKILLed once when about half the
+   calls are made and restarted on the same database. Reported: every job finishes; calls re-sent (prompts
    the model server saw twice) against the calls in flight at the kill (bound: <=).
 
 Prints each figure with its ratio to the bound and exits 1 if a bound fails.
@@ -30,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import sqlite3
@@ -121,7 +126,7 @@ def free_port() -> int:
 class Service:
     """``debate serve`` as a subprocess on a fixed port and database, restartable."""
 
-    def __init__(self, args: argparse.Namespace, base_url: str, folder: Path) -> None:
+    def __init__(self, args: argparse.Namespace, base_url: str, folder: Path, workers: int) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.folder = folder
@@ -131,8 +136,8 @@ class Service:
             "--host", "127.0.0.1",
             "--port", str(self.port),
             "--database", str(folder / "service.sqlite"),
-            "--workers", str(args.workers),
-            "--per-token", str(args.workers),
+            "--workers", str(workers),
+            "--per-token", str(workers),
             "--queue-bound", str(max(1000, args.jobs)),
             "--model", "bench",
             "--base-url", base_url,
@@ -213,15 +218,20 @@ def session(connections: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections), timeout=timeout)
 
 
-async def clients(url: str, load: Load, jobs: int, n: int, tag: str) -> None:
+async def clients(url: str, load: Load, jobs: int, n: int, tag: str, think: float) -> None:
     queue = iter(range(jobs))
     async with session(n) as client:
 
-        async def one() -> None:
+        async def one(k: int) -> None:
+            pause = random.Random(k)
+            if think > 0:  # clients start as they come, not in the same millisecond
+                await asyncio.sleep(pause.expovariate(1 / think))
             for i in queue:
                 await submit(client, url, load, i, tag)
+                if think > 0:
+                    await asyncio.sleep(pause.expovariate(1 / think))
 
-        await asyncio.gather(*(one() for _ in range(n)))
+        await asyncio.gather(*(one(k) for k in range(n)))
 
 
 async def watch(url: str, load: Load, jobs: int) -> None:
@@ -250,7 +260,7 @@ async def watch(url: str, load: Load, jobs: int) -> None:
 async def run_load(service: Service, args: argparse.Namespace, tag: str) -> Load:
     load = Load()
     watcher = asyncio.create_task(watch(service.url, load, args.jobs))
-    await clients(service.url, load, args.jobs, args.clients, tag)
+    await clients(service.url, load, args.jobs, args.clients, tag, args.think)
     await asyncio.wait_for(watcher, timeout=args.timeout)
     return load
 
@@ -305,11 +315,13 @@ def check_jobs(load: Load, url: str, jobs: int) -> list[str]:
     return lines + [f"FAILED: {f}" for f in failed]
 
 
-def throughput(load: Load, stats: dict[str, Any], args: argparse.Namespace) -> tuple[str, bool]:
+def throughput(
+    load: Load, stats: dict[str, Any], args: argparse.Namespace, workers: int
+) -> tuple[str, bool]:
     jobs = list(load.jobs.values())
     window = max(j["finished"] for j in jobs) - min(j["created"] for j in jobs)
     per_job = stats["calls"] / len(jobs)
-    concurrency = args.workers * per_job / (3 + ROUNDS)
+    concurrency = workers * per_job / (3 + ROUNDS)
     ideal = concurrency / args.latency
     rate = stats["calls"] / window
     mean_in_flight = stats["busy"] / window
@@ -317,14 +329,16 @@ def throughput(load: Load, stats: dict[str, Any], args: argparse.Namespace) -> t
     return (
         f"throughput: {stats['calls']} calls ({per_job:.1f} per job) in {window:.2f} s = "
         f"{rate:.1f} calls/s = {ratio:.3f} x the ideal {ideal:.0f} calls/s at concurrency "
-        f"C = {concurrency:.0f} (W {args.workers} x {per_job:.1f} calls / {3 + ROUNDS} "
+        f"C = {concurrency:.0f} (W {workers} x {per_job:.1f} calls / {3 + ROUNDS} "
         f"steps) (bound >= 0.80); server mean in flight {mean_in_flight:.1f}, "
         f"max {stats['max_in_flight']}",
         ratio >= 0.80,
     )
 
 
-def report_load(load: Load, stats: dict[str, Any], url: str, args: argparse.Namespace) -> bool:
+def report_load(
+    load: Load, stats: dict[str, Any], url: str, args: argparse.Namespace, workers: int
+) -> bool:
     lines = check_jobs(load, url, args.jobs)
     p50, p99 = percentile(load.latencies, 0.5) * 1000, percentile(load.latencies, 0.99) * 1000
     lines.append(
@@ -333,7 +347,7 @@ def report_load(load: Load, stats: dict[str, Any], url: str, args: argparse.Name
     )
     ok = p99 < 50 and not any(line.startswith("FAILED") for line in lines)
     if load.jobs and len(load.jobs) == args.jobs:
-        line, fast = throughput(load, stats, args)
+        line, fast = throughput(load, stats, args, workers)
         lines.append(line)
         ok = ok and fast
     lines.append(f"calls re-sent without a kill: {stats['resent']}")
@@ -364,16 +378,16 @@ def report_kill(
     return resent <= in_flight and not any(line.startswith("FAILED") for line in lines)
 
 
-def one_run(args: argparse.Namespace, kill: bool) -> bool:
+def one_run(args: argparse.Namespace, kill: bool, workers: int) -> bool:
     with tempfile.TemporaryDirectory(prefix="bench-service-") as folder:
         model = ModelServer(args.latency, Path(folder))
-        service = Service(args, model.base_url, Path(folder))
+        service = Service(args, model.base_url, Path(folder), workers)
         try:
             service.start()
             tag = f"{'kill' if kill else 'load'}-{os.getpid()}"
             if not kill:
                 load = asyncio.run(run_load(service, args, tag))
-                return report_load(load, model.stats(), service.url, args)
+                return report_load(load, model.stats(), service.url, args, workers)
             at_calls = args.jobs * args.calls_per_job // 2
 
             async def both() -> tuple[Load, tuple[float, float, int]]:
@@ -392,7 +406,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(w) for w in text.split(",")],
+        default=[8, 64],
+        help="the service's --workers, one load run each (comma-separated)",
+    )
+    parser.add_argument(
+        "--think", type=float, default=0.5, help="mean seconds between a client's submits"
+    )
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--runs", choices=["both", "load", "kill"], default="both")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for a run")
@@ -404,16 +426,17 @@ def main() -> int:
     )
     args = parser.parse_args()
     print(
-        f"{args.jobs} debate jobs, {args.clients} clients, {args.workers} workers, "
-        f"model server latency {args.latency * 1000:.0f} ms"
+        f"{args.jobs} debate jobs, {args.clients} clients (think {args.think} s), model "
+        f"server latency {args.latency * 1000:.0f} ms"
     )
     ok = True
     if args.runs in ("both", "load"):
-        print("1. load")
-        ok = one_run(args, kill=False) and ok
+        for workers in args.workers:
+            print(f"1. load, --workers {workers}")
+            ok = one_run(args, kill=False, workers=workers) and ok
     if args.runs in ("both", "kill"):
-        print("2. load, SIGKILL once, restart on the same database")
-        ok = one_run(args, kill=True) and ok
+        print(f"2. load, --workers {max(args.workers)}, SIGKILL once, restart on the same database")
+        ok = one_run(args, kill=True, workers=max(args.workers)) and ok
     print("all bounds met" if ok else "A BOUND FAILED")
     return 0 if ok else 1
 

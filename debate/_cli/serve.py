@@ -170,6 +170,7 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
         model_path=args.model_path,
         allow_private_webhooks=args.allow_private_webhooks,
         environ=dict(os.environ),
+        freeze_heap=True,
     )
     return app, log_handler(args.log_format, sys.stderr)
 
