@@ -2,4 +2,5 @@
 
 from debate._cli.main import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when imported by a spawned process (debate serve's runner)
+    raise SystemExit(main())

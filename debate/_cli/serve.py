@@ -154,6 +154,8 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
         from debate.service._app import create_app
         from debate.service._auth import accepted_digests
         from debate.service._http import log_handler
+        from debate.service._process import RunnerProcess, RunnerSpec
+        from debate.service._store import JobStore
     except ImportError as exc:
         raise ConfigurationError(_EXTRA) from exc
     chosen = settings(args)
@@ -164,9 +166,20 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
             "or use --host 127.0.0.1",
             field="--host",
         )
+    config = _config(args)
+    store = JobStore(chosen.database)
+    spec = RunnerSpec(
+        settings=chosen,
+        config=config,
+        model_path=args.model_path,
+        allow_private_webhooks=args.allow_private_webhooks,
+        log_format=args.log_format,
+    )
     app = create_app(
         chosen,
-        _config(args),
+        config,
+        store=store,
+        runner=RunnerProcess(spec, store),
         model_path=args.model_path,
         allow_private_webhooks=args.allow_private_webhooks,
         environ=dict(os.environ),

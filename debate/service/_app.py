@@ -47,6 +47,7 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._page import add_page_routes
+from debate.service._process import RunnerProcess
 from debate.service._routes import (
     BEARER_NOTE,
     HEARTBEAT_S,
@@ -108,11 +109,12 @@ def create_app(
     if store is None or runner is None:
         store, runner = _default_service(settings, config, store, make_models, model_path)
     path = getattr(store, "path", None)
-    threaded = RunnerThread(runner)
+    # A runner process hosts itself (and sends the webhooks); any other gets its own thread.
+    hosted = runner if isinstance(runner, RunnerProcess) else RunnerThread(runner)
     service = Service(
         settings=settings,
         store=store,
-        runner=threaded,
+        runner=hosted,
         auth=auth,
         webhooks=webhooks,
         allow_private_webhooks=allow_private_webhooks,
@@ -120,7 +122,8 @@ def create_app(
         database=Path(path) if path is not None else None,
         config=config,
     )
-    threaded.on_finished = service.finished
+    if isinstance(hosted, RunnerThread):
+        hosted.on_finished = service.finished
     return _assemble(service, freeze_heap)
 
 

@@ -48,7 +48,7 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._requests import with_overrides
-from debate.service._webhooks import WebhookSender, check_url
+from debate.service._webhooks import WebhookSender, check_url, send_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -140,12 +140,8 @@ class Service:
 
     async def finished(self, job: Job) -> None:
         """The runner's ``on_finished``: start the job's webhook, if it has one."""
-        if self.webhooks is None:
-            return
-        request = await asyncio.to_thread(self.store.request, job.id)
-        url = getattr(request, "webhook", None)
-        if url:
-            self.webhooks.send(url, job)
+        if self.webhooks is not None:
+            await send_webhook(self.store, self.webhooks, job)
 
 
 # -- errors ----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from debate.exceptions import ConfigurationError
@@ -178,3 +178,15 @@ class WebhookSender:
     async def aclose(self) -> None:
         """Wait for the deliveries under way (at shutdown)."""
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class _Requests(Protocol):
+    def request(self, job_id: str) -> Any: ...
+
+
+async def send_webhook(store: _Requests, webhooks: WebhookSender, job: Job) -> None:
+    """Start delivering a job that ended to its request's webhook, if it names one."""
+    request = await asyncio.to_thread(store.request, job.id)
+    url = getattr(request, "webhook", None)
+    if url:
+        webhooks.send(url, job)

@@ -1,0 +1,186 @@
+"""The runner in a process of its own, beside the HTTP server (``debate serve``).
+
+On a thread of the server's process, the runner and the app shared the interpreter lock:
+measured with ``benchmarks/bench_service.py``, a POST waited behind the runner's CPU
+(prompts, replies, statistics) for up to 0.4 s once 64 jobs ran, and the runner had one
+core at most. In its own process it has a core, and the app answers from the other.
+
+The two share nothing but the SQLite file: the app submits and reads jobs there, the runner
+claims and finishes them. A pipe carries the app's wake-ups (a job was submitted or a cancel
+requested: look now rather than at the next poll) and its stop. The runner process dies
+with the app: when the pipe closes without a stop (the app was killed), it exits at once,
+leaving its jobs ``running`` for the next start's recovery, as a SIGKILL of one process
+would. Webhooks are sent from the runner process, which sees each job end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from debate.exceptions import ConfigurationError
+from debate.records._config import RunConfig
+from debate.service._models import Job, ServiceSettings
+from debate.service._runner import JobRunner
+from debate.service._store import JobStore
+from debate.service._webhooks import WebhookSender, send_webhook
+
+logger = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 120.0
+"""Seconds the runner process may take to start (imports, models, recovery, warm-up)."""
+STOP_TIMEOUT_S = 30.0
+"""Seconds it may take to stop (its running jobs go back to the queue) before it is killed."""
+WAKE, STOP = b"w", b"s"
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """What the runner process is built from (picklable: the process is spawned)."""
+
+    settings: ServiceSettings
+    config: RunConfig
+    model_path: str | None = None
+    allow_private_webhooks: bool = False
+    log_format: str | None = None
+    """The app's log format, for the process's own handler (None: leave logging alone)."""
+
+
+class RunnerProcess:
+    """A :class:`~debate.service._routes.JobRunnerLike` whose jobs run in a child process."""
+
+    def __init__(self, spec: RunnerSpec, store: JobStore) -> None:
+        self.spec = spec
+        self.store = store
+        self.on_finished: Callable[[Job], Any] | None = None
+        """Unused: the runner process sends the webhooks (it sees the jobs end)."""
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._pipe: Connection | None = None
+        self._sending = threading.Lock()
+
+    async def start(self) -> None:
+        """Spawn the runner and wait until it runs; raise what its start raised."""
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(
+            target=runner_main, args=(self.spec, theirs), name="debate-runner", daemon=True
+        )
+        process.start()
+        theirs.close()
+        self._process, self._pipe = process, ours
+        answer = await asyncio.to_thread(_receive, ours, START_TIMEOUT_S)
+        if answer[0] != "ready":
+            await self.stop()
+            raise ConfigurationError(str(answer[1]))
+        logger.info("runner process %d started (%d job(s) requeued)", process.pid, answer[1])
+
+    async def stop(self) -> None:
+        """Ask the runner to stop (its running jobs are requeued); kill it if it hangs."""
+        if self._process is None:
+            return
+        self._send(STOP)
+        process, self._process = self._process, None
+        await asyncio.to_thread(process.join, STOP_TIMEOUT_S)
+        if process.is_alive():
+            logger.warning("the runner process did not stop in %.0fs; killing it", STOP_TIMEOUT_S)
+            process.kill()
+            await asyncio.to_thread(process.join, 5)
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+
+    def wake(self) -> None:
+        """Tell the runner to look at the queue now."""
+        self._send(WAKE)
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Record the cancel in the store; the runner stops the job when it looks (now)."""
+        job = self.store.cancel(job_id)
+        self._send(WAKE)
+        return job
+
+    def _send(self, message: bytes) -> None:
+        pipe = self._pipe
+        if pipe is None:
+            return
+        with self._sending:
+            try:
+                pipe.send_bytes(message)
+            except OSError:  # the runner is gone; its jobs wait for the next start
+                logger.warning("the runner process is not running")
+
+
+def _receive(pipe: Connection, timeout: float) -> tuple[str, Any]:
+    if not pipe.poll(timeout):
+        return ("error", f"runner: did not start in {timeout:.0f}s")
+    try:
+        answer: tuple[str, Any] = pipe.recv()
+    except EOFError:
+        return ("error", "runner: its process exited while starting; see the log above")
+    return answer
+
+
+def runner_main(spec: RunnerSpec, pipe: Connection) -> None:
+    """The runner process: run jobs until told to stop or the app is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the app, which stops us
+    if spec.log_format is not None:
+        from debate.service._http import log_handler
+
+        root = logging.getLogger()
+        root.handlers[:] = [log_handler(spec.log_format, sys.stderr)]
+        root.setLevel(logging.INFO)
+    asyncio.run(_serve(spec, pipe))
+
+
+async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    store = JobStore(spec.settings.database)
+    webhooks = _webhooks(spec)
+    runner = JobRunner(store, spec.settings, config=spec.config, model_path=spec.model_path)
+    if webhooks is not None:
+        sender = webhooks
+        runner.on_finished = lambda job: send_webhook(store, sender, job)
+    try:
+        await runner.start()
+    except Exception as exc:  # bad input (a missing key...): the app reports it and exits
+        pipe.send(("error", str(exc)))
+        return
+    pipe.send(("ready", runner.recovered))
+
+    def readable() -> None:
+        try:
+            while pipe.poll():
+                if pipe.recv_bytes() == STOP:
+                    stopping.set()
+                else:
+                    runner.wake()
+        except (EOFError, OSError):  # the app is gone (killed): go as it went
+            os._exit(1)
+
+    loop.add_reader(pipe.fileno(), readable)
+    try:
+        await stopping.wait()
+    finally:
+        loop.remove_reader(pipe.fileno())
+        await runner.stop()
+        if webhooks is not None:
+            await webhooks.aclose()
+        store.close()
+
+
+def _webhooks(spec: RunnerSpec) -> WebhookSender | None:
+    name = spec.settings.webhook_secret_env
+    secret = os.environ.get(name, "") if name else ""
+    if not secret:
+        return None
+    return WebhookSender(secret.encode("utf-8"), allow_private=spec.allow_private_webhooks)
