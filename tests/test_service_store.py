@@ -12,6 +12,7 @@ import pytest
 
 from debate.service._models import DebateRequest, DecisionRequest, JobError, PanelOverrides
 from debate.service._store import IdempotencyConflict, JobStore, QueueFull, new_id, token_id
+from debate.storage._sqlite import write_transaction
 
 
 def debate(topic: str = "Should we adopt the plan?", seed: int | None = None) -> DebateRequest:
@@ -283,3 +284,26 @@ def test_room_is_checked_in_the_submit_transaction(tmp_path: Path) -> None:
     again, created = store.submit("debate", DebateRequest(topic=f"T{i}?"), token=None,
                                   idempotency_key=f"k{i}", room=(3, 3))  # fmt: skip
     assert (again.id, created) == (accepted.id, False)
+
+
+def test_a_writer_waits_for_another_process_lock_then_writes_or_times_out(tmp_path: Path) -> None:
+    """Another process's write lock is waited out (briefly polled), or fails at the timeout."""
+    path = tmp_path / "w.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA journal_mode=WAL")
+    other.execute("CREATE TABLE t (x INTEGER)")
+    ours = sqlite3.connect(path, isolation_level=None, timeout=30)
+    lock = threading.RLock()  # not the other connection's: as if it were another process
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with write_transaction(ours, lock, timeout=0.05) as db:
+            db.execute("INSERT INTO t VALUES (1)")
+    releaser = threading.Timer(0.2, lambda: other.execute("COMMIT"))
+    releaser.start()
+    with write_transaction(ours, lock, timeout=10) as db:
+        db.execute("INSERT INTO t VALUES (2)")
+    releaser.join()
+    assert [r[0] for r in ours.execute("SELECT x FROM t")] == [2]
+    assert ours.execute("PRAGMA busy_timeout").fetchone()[0] == 30000  # left as it was
+    other.close()
+    ours.close()

@@ -200,7 +200,7 @@ class JobStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, holding the write lock from its first statement."""
-        with write_transaction(self._db(), self._write_lock) as db:
+        with write_transaction(self._db(), self._write_lock, self.timeout) as db:
             yield db
 
     def close(self) -> None:
