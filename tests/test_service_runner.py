@@ -18,10 +18,11 @@ import pytest
 
 from debate._cli.main import ERROR_KINDS as CLI_ERROR_KINDS
 from debate._cli.main import error_field, error_kind
-from debate.exceptions import ConfigurationError, DebaterError, ProviderError
+from debate.exceptions import BudgetExceeded, ConfigurationError, DebaterError, ProviderError
 from debate.models._base import Message
 from debate.models.test import FunctionModel, TestModel
 from debate.records._config import build_config
+from debate.records._errors import ERROR_KINDS
 from debate.service._models import (
     CouncilCandidate,
     CouncilRequest,
@@ -33,7 +34,7 @@ from debate.service._models import (
     ServiceLimits,
     ServiceSettings,
 )
-from debate.service._runner import ERROR_KINDS, JobRunner, ModelBundle, job_config, job_error
+from debate.service._runner import JobRunner, ModelBundle, job_config, job_error
 from debate.service._store import JobStore
 from tests.helpers import planted_judges, transcript
 from tests.openai_server import FakeOpenAIServer
@@ -196,6 +197,8 @@ def test_error_kinds_are_the_clis() -> None:
     assert ERROR_KINDS == CLI_ERROR_KINDS[: len(ERROR_KINDS)]
     assert [k for _, k in CLI_ERROR_KINDS[len(ERROR_KINDS) :]] == ["interrupted"]
     for exc in (
+        BudgetExceeded("the next call could pass the budget"),
+        ConfigurationError("config.judges: unknown judge role 'wizard'"),
         ConfigurationError("arguments: must be 1 to 10; give 3"),
         ConfigurationError("x", field="--weights"),
         ProviderError("timeout\nafter 30s", kind="timeout"),
@@ -204,9 +207,10 @@ def test_error_kinds_are_the_clis() -> None:
         RuntimeError("boom"),
     ):
         err = job_error(exc)
-        assert err.kind == error_kind(exc)
+        assert err.kind == error_kind(exc)  # an MCP tool's error is this JobError too
         assert err.field == error_field(exc, err.message)
         assert "\n" not in err.message
+    assert job_error(ConfigurationError("config.judges: no")).field == "config.judges"
 
 
 def test_overrides_build_the_jobs_config() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -40,13 +39,11 @@ from debate._cli.common import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, Parse
 from debate._version import __version__
 from debate.exceptions import (
     ConfigurationError,
-    DeadlineExceeded,
     DebateError,
-    DebaterError,
-    ModelOutputError,
-    ProviderError,
 )
-from debate.records._config import RunConfig
+from debate.records._errors import ERROR_KINDS as SHARED_KINDS
+from debate.records._errors import error_field as shared_error_field
+from debate.records._errors import error_kind as shared_error_kind
 
 COMMANDS = (
     run,
@@ -67,22 +64,11 @@ COMMANDS = (
 """One module per subcommand, in the order ``debate --help`` lists them."""
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (ConfigurationError, "configuration"),
-    (ProviderError, "provider"),
-    (DebaterError, "debater"),
-    (ModelOutputError, "model_output"),
-    (DeadlineExceeded, "deadline"),
-    (DebateError, "runtime"),
-    (OSError, "io"),
+    *SHARED_KINDS,
     (KeyboardInterrupt, "interrupted"),
 )
 """The ``kind`` of a ``--json`` error, by exception class (first match; argparse's refusals
-are ``usage``)."""
-
-LEADING_FIELD = re.compile(
-    r"(?:argument )?(--[a-z][a-z0-9-]*|[a-z_][a-z0-9_]*(?:\.\w+)*)(?:/-\w)?: "
-)
-"""The field a message starts with, by the house convention ``field: problem; fix``."""
+are ``usage``): the service's kinds, and ``interrupted``."""
 
 RESUME = (
     "completed model calls are kept in the response cache; run the same command again to continue"
@@ -189,30 +175,12 @@ def _json_error(kind: str, message: str, field: str | None) -> None:
 
 def error_kind(exc: BaseException) -> str:
     """The ``kind`` a ``--json`` error reports for ``exc``."""
-    return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "runtime")
+    return shared_error_kind(exc, ERROR_KINDS)
 
 
 def error_field(exc: BaseException, message: str) -> str | None:
-    """The field a configuration error is about, if it names one.
-
-    Its own ``field``, else the flag or config field its message starts with
-    (``--arguments: ...``, ``judges.0.role: ...``).
-
-    A leading word counts only when it is a flag or a config field, so a message that starts
-    with a file name (``result.json: no such file``) names no field.
-    """
-    if not isinstance(exc, (ConfigurationError, UsageExit)):
-        return None
-    if isinstance(exc, ConfigurationError) and exc.field is not None:
-        return exc.field
-    match = LEADING_FIELD.match(message)
-    if match is None:
-        return None
-    name = match.group(1)
-    root = name.removeprefix("config.").split(".")[0]
-    if name.startswith("--") or root in RunConfig.model_fields:
-        return name
-    return None
+    """The field a configuration error or a refused flag is about, if it names one."""
+    return shared_error_field(exc, message, (ConfigurationError, UsageExit))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

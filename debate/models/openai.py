@@ -107,6 +107,21 @@ def _strictify(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _refused_connection(exc: BaseException) -> str | None:
+    """The name of a connection failure behind a reported timeout, if there is one.
+
+    The SDK's aiohttp transport maps every ``aiohttp.ClientConnectionError`` to
+    ``httpx.ConnectTimeout``, so a server that refuses the connection (down, wrong port)
+    arrives as a timeout after no wait at all. The cause chain still holds the OS error.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and not isinstance(seen, TimeoutError):
+            return type(seen).__name__
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def http_client() -> Any:
     """The SDK's aiohttp transport when aiohttp is installed (it is a dependency), else None.
 
@@ -299,6 +314,11 @@ class OpenAIModel:
         try:
             text: str = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            refused = _refused_connection(exc)
+            if refused is not None:  # aiohttp's transport names a refused connect a timeout
+                raise ProviderError(
+                    f"{self._model}: connection to {self.base_url or 'OpenAI'} failed ({refused})"
+                ) from exc
             raise ProviderError(
                 f"{self._model}: no complete reply within {timeout}s", kind="timeout"
             ) from exc

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,13 +32,8 @@ from debate._version import __version__
 from debate.api import judge_transcript, run_debate
 from debate.council._run import run_council
 from debate.exceptions import (
-    BudgetExceeded,
     ConfigurationError,
-    DeadlineExceeded,
     DebateError,
-    DebaterError,
-    ModelOutputError,
-    ProviderError,
 )
 from debate.models._base import Model
 from debate.quality._decide import decide_judgments
@@ -53,7 +47,6 @@ from debate.service._models import (
     CouncilRequest,
     DebateRequest,
     DecisionRequest,
-    JobError,
     JudgementRequest,
     PanelOverrides,
 )
@@ -63,6 +56,7 @@ from debate.service._requests import (
     panel_overrides,
     with_overrides,
 )
+from debate.service._runner import job_error
 from debate.service._verdict import (
     Verdict,
     council_verdict,
@@ -78,19 +72,6 @@ Transport = Literal["stdio", "http"]
 MCP_PATH = "/mcp"
 """Where the streamable HTTP transport listens."""
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (ConfigurationError, "configuration"),
-    (ProviderError, "provider"),
-    (DebaterError, "debater"),
-    (ModelOutputError, "model_output"),
-    (DeadlineExceeded, "deadline"),
-    (BudgetExceeded, "budget"),
-    (DebateError, "runtime"),
-)
-"""The ``kind`` of a tool error, by exception class (first match), as ``--json`` names it."""
-
-LEADING_FIELD = re.compile(r"([A-Za-z_][\w.\[\]'-]*): ")
 
 
 @dataclass(frozen=True)
@@ -337,15 +318,9 @@ class DebateTools:
 
 def tool_error(exc: BaseException) -> CallToolResult:
     """A tool error: the CLI's one-line message, and the error object as structured content."""
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    kind = next((k for cls, k in ERROR_KINDS if isinstance(exc, cls)), "runtime")
-    field_name = getattr(exc, "field", None)
-    if field_name is None and kind == "configuration":
-        match = LEADING_FIELD.match(message)
-        field_name = match.group(1) if match else None
-    error = JobError(kind=kind, message=message, field=field_name)
+    error = job_error(exc, any_field=True)
     return CallToolResult(
-        content=[TextContent(type="text", text=message)],
+        content=[TextContent(type="text", text=error.message)],
         structured_content={"error": error.model_dump()},
         is_error=True,
     )

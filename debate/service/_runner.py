@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -28,18 +27,14 @@ from pydantic import ValidationError
 from debate.api import judge_transcript, run_debate
 from debate.council._run import run_council
 from debate.exceptions import (
-    ConfigurationError,
-    DeadlineExceeded,
     DebateError,
-    DebaterError,
-    ModelOutputError,
-    ProviderError,
 )
 from debate.models._base import Model
 from debate.models.test import TestModel
 from debate.quality._decide import Decided, decide_judgments
 from debate.records._config import RunConfig
 from debate.records._council import Candidate
+from debate.records._errors import error_field, error_kind, one_line
 from debate.runtime._events import Event, Planned, event_record, planned_calls
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool
@@ -62,21 +57,8 @@ from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
 
-ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (ConfigurationError, "configuration"),
-    (ProviderError, "provider"),
-    (DebaterError, "debater"),
-    (ModelOutputError, "model_output"),
-    (DeadlineExceeded, "deadline"),
-    (DebateError, "runtime"),
-    (OSError, "io"),
-)
-"""The CLI's error kinds (``debate._cli.main.ERROR_KINDS``, which this layer may not import;
-a test holds the two equal)."""
-
 FLUSH_S = 0.1
 """Seconds between writes of the running jobs' events (one transaction each)."""
-LEADING_FIELD = re.compile(r"([a-z_][a-z0-9_]*(?:\.\w+)*): ")
 
 FinishedHook = Callable[[Job], Any]
 
@@ -98,16 +80,15 @@ class ModelBundle:
     reviewers: Mapping[str, Model] | None = None
 
 
-def job_error(exc: BaseException) -> JobError:
-    """The error a failed job records: the CLI's kind, its one-line message and field."""
-    kind = next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "runtime")
-    message = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
-    field = exc.field if isinstance(exc, ConfigurationError) else None
-    if field is None and isinstance(exc, ConfigurationError):
-        match = LEADING_FIELD.match(message)
-        root = match.group(1).removeprefix("config.").split(".")[0] if match else ""
-        field = match.group(1) if match and root in RunConfig.model_fields else None
-    return JobError(kind=kind, message=message, field=field)
+def job_error(exc: BaseException, *, any_field: bool = False) -> JobError:
+    """The error a failed job records: the CLI's kind, its one-line message and field.
+
+    ``any_field``: a message's leading name is its field even when it is not a config
+    field (an MCP tool's argument: ``topic: ...``, ``candidates: ...``).
+    """
+    message = one_line(exc)
+    field = error_field(exc, message, any_field=any_field)
+    return JobError(kind=error_kind(exc), message=message, field=field)
 
 
 def job_config(base: RunConfig, overrides: PanelOverrides) -> RunConfig:
