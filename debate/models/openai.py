@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import os
@@ -56,6 +57,9 @@ MODES: tuple[Mode, ...] = ("strict", "json_schema", "json_object_schema", "json_
 FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text'", re.IGNORECASE)
 """What an error body says when the server refuses the requested format itself."""
 SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
+JSON_HEADERS = {"Content-Type": "application/json"}
+"""A body sent as bytes carries its type itself (the SDK adds it only to a dict body)."""
+KEYLESS_HEADERS: dict[str, Any] = {**JSON_HEADERS, "Authorization": openai.Omit()}
 
 
 def resolve_api_key(
@@ -298,7 +302,7 @@ class OpenAIModel:
         text = await self._post(body, settings.timeout)
         return self._reply(text, time.perf_counter() - start)
 
-    async def _post(self, body: dict[str, Any], timeout: float) -> str:
+    async def _post(self, body: bytes, timeout: float) -> str:
         """The raw response body of one POST, bounded by ``timeout`` as a whole.
 
         The plain POST of the chat-completions route: the same request and error types as
@@ -307,10 +311,10 @@ class OpenAIModel:
         and parsed here, so that a body that is not a completion is reported, not raised.
         """
         client = await self._client()
-        options: openai.RequestOptions = {"timeout": timeout}
+        options: openai.RequestOptions = {"timeout": timeout, "headers": JSON_HEADERS}
         if self._given is None and self._key is None:  # a keyless endpoint: no header at all
-            options["headers"] = {"Authorization": openai.Omit()}
-        post = client.post("/chat/completions", body=body, cast_to=str, options=options)
+            options["headers"] = KEYLESS_HEADERS
+        post = client.post("/chat/completions", content=body, cast_to=str, options=options)
         try:
             text: str = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
@@ -381,22 +385,39 @@ def request_body(
     schema: ReplySchema,
     settings: ModelSettings,
     mode: Mode,
-) -> dict[str, Any]:
-    """The JSON body of a chat-completions request for ``schema`` in form ``mode``."""
-    shape = sent_schema(schema)
+) -> bytes:
+    """The JSON body of a chat-completions request for ``schema`` in form ``mode``.
+
+    Serialized here, once, and sent as bytes: given a dict, the SDK deep-copies it and walks
+    it before encoding it (about a third of a millisecond per call with a JSON schema in the
+    request). The schema's part is the same for every call with that schema and form, so it
+    is built once (:func:`_format_text`).
+    """
     payload = [m.model_dump() for m in messages]
     if mode.startswith("json_object"):
-        payload.append({"role": "system", "content": SCHEMA_HINT + json.dumps(shape)})
-    body: dict[str, Any] = {
+        payload.append({"role": "system", "content": SCHEMA_HINT + _schema_text(schema)})
+    head: dict[str, Any] = {
         "model": model,
         "messages": payload,
-        "response_format": response_format(schema.__name__, shape, mode),
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
     }
     if settings.seed is not None:
-        body["seed"] = settings.seed
-    return body
+        head["seed"] = settings.seed
+    text = json.dumps(head)
+    return f'{text[:-1]}, "response_format": {_format_text(schema, mode)}}}'.encode()
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_text(schema: ReplySchema) -> str:
+    """The sent schema as JSON text, made once per reply model."""
+    return json.dumps(sent_schema(schema))
+
+
+@functools.lru_cache(maxsize=1024)
+def _format_text(schema: ReplySchema, mode: Mode) -> str:
+    """``response_format`` as JSON text, made once per reply model and form."""
+    return json.dumps(response_format(schema.__name__, sent_schema(schema), mode))
 
 
 def response_format(name: str, shape: dict[str, Any], mode: Mode) -> dict[str, Any]:
