@@ -197,3 +197,19 @@ def test_merge_json_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFix
     printed = json.loads(capsys.readouterr().out)
     assert printed["items"] == 3 and printed["ok"] == 3
     assert [line["id"] for line in printed["lines"]] == ["d0", "d1", "d2"]
+
+
+def test_ctrl_c_with_workers_exits_130_and_keeps_every_finished_item(tmp_path: Path) -> None:
+    from tests.test_cli_funnel import HoldAfter, press_ctrl_c
+
+    batch = write_batch(tmp_path, 4)
+    out = tmp_path / "out"
+    holder = HoldAfter(20)  # two items' ten calls each are answered; later calls are held
+    with FakeOpenAIServer(responder=holder) as server:
+        argv = ["batch", str(batch), "--out", str(out), "--concurrency", "2", "--workers", "2"]
+        code, err = press_ctrl_c(argv, server, holder)
+    assert code == 130, err
+    assert len(err.splitlines()) == 1 and err.startswith("interrupted: ")
+    lines = results(out)
+    assert lines and all(line["status"] == "ok" and line["calls"] == 10 for line in lines)
+    assert all((out / line["id"] / "result.json").is_file() for line in lines)

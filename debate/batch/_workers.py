@@ -210,6 +210,9 @@ class _Parent:
             if worker.process.is_alive():
                 worker.process.terminate()
                 worker.process.join(STOP_WAIT_S)
+        for worker in self.workers:
+            worker.channel.flush()
+            worker.channel.conn.close()
         for task in self.tasks:
             task.cancel()
 
