@@ -213,3 +213,37 @@ def test_ctrl_c_with_workers_exits_130_and_keeps_every_finished_item(tmp_path: P
     lines = results(out)
     assert lines and all(line["status"] == "ok" and line["calls"] == 10 for line in lines)
     assert all((out / line["id"] / "result.json").is_file() for line in lines)
+
+
+def test_workers_share_an_endpoints_rate_limit(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 3)  # 3 x 6 debater calls, through endpoint a's 12 a minute
+    with (
+        FakeOpenAIServer(responder=same_reply) as limited,
+        FakeOpenAIServer(responder=same_reply) as judges,
+    ):
+        config = tmp_path / "panel.toml"
+        config.write_text(
+            'pro_endpoint = "a"\ncon_endpoint = "a"\nrounds = 1\n'
+            f'[endpoints.a]\nbase_url = "{limited.base_url}"\napi_key_env = ""\nrpm = 12\n'
+        )
+        extra = ("--concurrency", "3", "--workers", "3", "--config", str(config), "--no-cache")
+        main(argv(batch, judges, tmp_path / "o", *extra, "--deadline", "3"))
+    # each of three workers alone would have sent all six of its item's debater calls
+    assert len(limited.records) == 12
+
+
+def test_progress_jsonl_with_workers_is_one_stream_of_every_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = write_batch(tmp_path, 3)
+    with FakeOpenAIServer(responder=same_reply) as server:
+        run = [a for a in argv(batch, server, tmp_path / "o") if a != "--quiet"]
+        code = main([*run, "--workers", "2", "--concurrency", "2", "--progress", "jsonl"])
+        calls = len(server.records)
+    assert code == 0
+    stream = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert stream[0]["type"] == "plan" and stream[0]["total"] == calls == 30
+    assert len([e for e in stream if e["type"] == "start"]) == calls
+    assert len([e for e in stream if e["type"] == "finish"]) == calls
+    finished = sorted(e["id"] for e in stream if e["type"] == "item_finish")
+    assert finished == ["d0", "d1", "d2"]
