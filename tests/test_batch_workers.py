@@ -92,11 +92,13 @@ def test_two_workers_together_never_pass_a_shared_token_cap(tmp_path: Path) -> N
         return reply
 
     with FakeOpenAIServer(responder=counting, latency=0.02) as server:
-        extra = ("--concurrency", "8", "--workers", "2", "--max-tokens", str(cap), "--no-cache")
+        # one item at a time per worker: few calls in flight hold their worst case, so the
+        # spend comes near the cap (with eight at once the holds alone would fill it)
+        extra = ("--concurrency", "2", "--workers", "2", "--max-tokens", str(cap), "--no-cache")
         assert main(argv(batch, server, tmp_path / "o", *extra)) == 1  # debaters were stopped
     lines = results(tmp_path / "o")
     assert sum(charged) <= cap
-    assert sum(charged) > cap / 2  # the two workers did spend it
+    assert sum(charged) > cap * 0.6  # the two workers did spend it (about 53,000 here)
     refused = [r for r in lines if r["status"] == "failed" or r["skipped"]]
     assert refused and all("budget" in (r["error"] or "budget") for r in refused)
 
@@ -115,18 +117,18 @@ def test_shards_merged_are_the_unsharded_batch(
     capsys.readouterr()
     merged = tmp_path / "merged"
     folders = [str(tmp_path / "s2"), str(tmp_path / "s1")]
-    assert main(["batch-merge", *folders, "--out", str(merged)]) == 0
+    assert main(["merge", *folders, "--out", str(merged)]) == 0
     assert "7 of 7 items ok" in capsys.readouterr().out
     assert results(merged) == results(tmp_path / "all")
     summary = [json.loads(line) for line in (merged / "summary.jsonl").read_text().splitlines()]
     assert all((merged / s["report"]).is_file() for s in summary)
     assert (merged / "d0" / "result.json").is_file()
     # one shard alone, or one twice, is refused in one line
-    assert main(["batch-merge", str(tmp_path / "s1"), "--out", str(tmp_path / "m2")]) == 2
+    assert main(["merge", str(tmp_path / "s1"), "--out", str(tmp_path / "m2")]) == 2
     assert capsys.readouterr().err.strip() == (
-        "error: batch-merge: shard 2/2 is missing; give its --out folder too"
+        "error: merge: shard 2/2 is missing; give its --out folder too"
     )
-    assert main(["batch-merge", *folders, folders[0], "--out", str(tmp_path / "m3")]) == 2
+    assert main(["merge", *folders, folders[0], "--out", str(tmp_path / "m3")]) == 2
     assert "are both shard 2/2; give each shard once" in capsys.readouterr().err
 
 
@@ -193,7 +195,7 @@ def test_merge_json_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFix
             assert main(argv(batch, server, tmp_path / f"s{k}", "--shard", f"{k}/2")) == 0
     capsys.readouterr()
     folders = [str(tmp_path / "s1"), str(tmp_path / "s2")]
-    assert main(["batch-merge", *folders, "--out", str(tmp_path / "m"), "--json"]) == 0
+    assert main(["merge", *folders, "--out", str(tmp_path / "m"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["items"] == 3 and printed["ok"] == 3
     assert [line["id"] for line in printed["lines"]] == ["d0", "d1", "d2"]

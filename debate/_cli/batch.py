@@ -43,7 +43,7 @@ def add_parser(commands: Commands) -> None:
         "--shard",
         metavar="K/N",
         help="run only shard K of N (items assigned by a hash of their id), for N machines; "
-        "merge their --out folders with debate batch-merge",
+        "merge their --out folders with debate merge",
     )
     common.model_flags(batch)
     common.progress_flag(batch)

@@ -1,4 +1,4 @@
-"""``debate batch --shard K/N`` and ``debate batch-merge``: one batch across many machines.
+"""``debate batch --shard K/N`` and ``debate merge``: one batch across many machines.
 
 Each machine runs the same batch file with its own ``--shard K/N`` and takes the items
 whose id falls to shard K: ``sha256(id)``, its first 8 bytes read as a big-endian number,
@@ -7,7 +7,7 @@ every re-run agrees on it without talking to the others, and an item keeps its s
 lines are added to the file. Each shard's ``--out`` folder gets a ``shard.json`` naming
 the shard, the batch file (its SHA-256) and the items that are its share.
 
-``debate batch-merge OUT1 OUT2 ... --out OUT`` checks that the folders are every shard of
+``debate merge OUT1 OUT2 ... --out OUT`` checks that the folders are every shard of
 one batch file exactly once and that each holds a line for each of its items, then writes
 one ``results.jsonl``, ``summary.jsonl`` and ``summary.html`` in the file's order (the
 same files an unsharded run writes) and links each item's folder into ``OUT`` (a relative
@@ -115,25 +115,25 @@ def merge_shards(folders: list[Path], out_dir: Path) -> list[BatchLine]:
     for folder, record in records:
         if (record.batch_sha256, record.of) != (first.batch_sha256, first.of):
             raise ConfigurationError(
-                f"batch-merge: {folder} is shard {record.shard}/{record.of} of another batch "
+                f"merge: {folder} is shard {record.shard}/{record.of} of another batch "
                 f"file or split than {first_folder} ({first.shard}/{first.of}); merge the "
                 "shards of one run"
             )
         if record.shard in where:
             raise ConfigurationError(
-                f"batch-merge: {where[record.shard]} and {folder} are both shard "
+                f"merge: {where[record.shard]} and {folder} are both shard "
                 f"{record.shard}/{record.of}; give each shard once"
             )
         where[record.shard] = folder
     missing = [k for k in range(1, first.of + 1) if k not in where]
     if missing:
         raise ConfigurationError(
-            f"batch-merge: shard {missing[0]}/{first.of} is missing; give its --out folder too"
+            f"merge: shard {missing[0]}/{first.of} is missing; give its --out folder too"
         )
     resolved = {folder.resolve() for folder in folders}
     if out_dir.resolve() in resolved:
         raise ConfigurationError(
-            f"batch-merge: --out {out_dir} is one of the shards' folders; give a new folder"
+            f"merge: --out {out_dir} is one of the shards' folders; give a new folder"
         )
     order: dict[str, int] = {}
     lines: dict[str, BatchLine] = {}
@@ -142,18 +142,18 @@ def merge_shards(folders: list[Path], out_dir: Path) -> list[BatchLine]:
         for position, item_id in record.ids:
             if item_id in order:
                 raise ConfigurationError(
-                    f"batch-merge: item {item_id} is in two shards' folders (the second: "
+                    f"merge: item {item_id} is in two shards' folders (the second: "
                     f"{folder}); give each shard once"
                 )
             if item_id not in theirs:
                 raise ConfigurationError(
-                    f"batch-merge: item {item_id} of shard {record.shard}/{record.of} has no "
+                    f"merge: item {item_id} of shard {record.shard}/{record.of} has no "
                     f"line in {folder / 'results.jsonl'}; run that shard again to finish it"
                 )
             order[item_id], lines[item_id] = position, theirs[item_id]
     if len(order) != first.items:
         raise ConfigurationError(
-            f"batch-merge: the shards hold {len(order)} of the file's {first.items} items; "
+            f"merge: the shards hold {len(order)} of the file's {first.items} items; "
             "run every shard of the same file with the same N"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -169,13 +169,12 @@ def _record(folder: Path) -> ShardRecord:
         return ShardRecord.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(
-            f"batch-merge: {folder} has no readable {SHARD_FILE} ({exc.strerror or exc}); give "
+            f"merge: {folder} has no readable {SHARD_FILE} ({exc.strerror or exc}); give "
             "the --out folders of runs with --shard"
         ) from exc
     except (ValidationError, UnicodeDecodeError) as exc:
         raise ConfigurationError(
-            f"batch-merge: {path} is not a shard record; give the --out folders of runs "
-            "with --shard"
+            f"merge: {path} is not a shard record; give the --out folders of runs with --shard"
         ) from exc
 
 
@@ -189,11 +188,11 @@ def _lines(folder: Path) -> dict[str, BatchLine]:
         }
     except OSError as exc:
         raise ConfigurationError(
-            f"batch-merge: cannot read {path} ({exc.strerror or exc}); run that shard first"
+            f"merge: cannot read {path} ({exc.strerror or exc}); run that shard first"
         ) from exc
     except (ValidationError, UnicodeDecodeError) as exc:
         raise ConfigurationError(
-            f"batch-merge: {path} is not a batch's results.jsonl; give the --out folders of "
+            f"merge: {path} is not a batch's results.jsonl; give the --out folders of "
             "runs with --shard"
         ) from exc
 
@@ -206,7 +205,7 @@ def _link(source: Path, target: Path) -> None:
         target.unlink()
     elif target.exists():
         raise ConfigurationError(
-            f"batch-merge: --out already holds {target} (not a link of an earlier merge); "
+            f"merge: --out already holds {target} (not a link of an earlier merge); "
             "give an empty or new folder"
         )
     try:

@@ -1,4 +1,4 @@
-"""``debate batch-merge``: the output folders of a sharded batch, as one batch's output."""
+"""``debate merge``: the output folders of a sharded batch, as one batch's output."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from debate.batch._shards import merge_shards
 
 
 def add_parser(commands: Commands) -> None:
-    """Register ``debate batch-merge``."""
+    """Register ``debate merge``."""
     merge = commands.add_parser(
-        "batch-merge",
+        "merge",
         help="merge the --out folders of a batch run with --shard K/N on N machines",
     )
     merge.add_argument("folders", nargs="+", metavar="OUT", help="every shard's --out folder")
