@@ -94,6 +94,26 @@ def run(
     return wall, cpu, sum(x["calls"] or 0 for x in lines), sum(x["status"] == "ok" for x in lines)
 
 
+def ledger_cost(n: int = 100_000) -> tuple[float, float]:
+    """Microseconds of one hold + settle on a budget in this process and in shared memory."""
+    import multiprocessing
+
+    sys.path.insert(0, str(ROOT))
+    from debate.models._base import TokenUsage
+    from debate.runtime._budget import Budget, SharedLedger
+    from debate.runtime._pricing import PriceTable
+
+    prices, usage = PriceTable(models={}), TokenUsage(prompt_tokens=900, completion_tokens=100)
+    times = []
+    for ledger in (None, SharedLedger(multiprocessing.get_context("spawn"))):
+        budget = Budget(max_tokens=10**12, ledger=ledger)
+        start = time.perf_counter()
+        for _ in range(n):
+            budget.settle(budget.hold("m", 1000, 256, prices), usage, prices)
+        times.append((time.perf_counter() - start) / n * 1e6)
+    return times[0], times[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
@@ -147,6 +167,7 @@ def main() -> None:
     finally:
         server.stdin.close()
         server.wait(10)
+    local_us, shared_us = ledger_cost()
     latency, concurrency = args.latency, args.concurrency
     print(
         f"\nserver latency L = {latency * 1000:.0f} ms, concurrency C = {concurrency} items, "
@@ -168,6 +189,11 @@ def main() -> None:
             f"{fixed:.2f} s to start the processes + {marginal * 1000:.2f} ms/call; server "
             f"CPU {server_ms:.2f} ms/request"
         )
+    print(
+        f"budget hold + settle: {local_us:.2f} us in one process, {shared_us:.2f} us on the "
+        f"shared ledger (+{shared_us - local_us:.2f} us per call = "
+        f"{(shared_us - local_us) / 1000 / 2:.4f} x the 2 ms per call bound)"
+    )
 
 
 if __name__ == "__main__":
