@@ -117,10 +117,10 @@ def batch_command(args: argparse.Namespace) -> int:
             store=store,
         )
         lines = asyncio.run(closing_pool(pool, work))
-    return report(args, lines, out)
+    return summarise(args, lines, out)
 
 
-def report(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> int:
+def summarise(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> int:
     """Print the summary (or ``--json``); exit 1 on a failed item, else as ``--fail-on`` says."""
     if args.json:
         sys.stdout.write(_json(lines, out) + "\n")

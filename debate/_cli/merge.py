@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from debate._cli.batch import report
+from debate._cli.batch import summarise
 from debate._cli.common import Commands
 from debate.batch._shards import merge_shards
 
@@ -32,4 +32,4 @@ def merge_command(args: argparse.Namespace) -> int:
     """
     out = Path(args.out)
     lines = merge_shards([Path(folder) for folder in args.folders], out)
-    return report(args, lines, out)
+    return summarise(args, lines, out)
