@@ -249,3 +249,20 @@ def test_progress_jsonl_with_workers_is_one_stream_of_every_call(
     assert len([e for e in stream if e["type"] == "finish"]) == calls
     finished = sorted(e["id"] for e in stream if e["type"] == "item_finish")
     assert finished == ["d0", "d1", "d2"]
+
+
+def test_a_missing_key_found_by_the_workers_stops_the_batch_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    path = tmp_path / "b.jsonl"
+    rows = [{"id": f"a{i}", "topic": "Should we?"} for i in range(3)]
+    rows.append({"id": "b", "topic": "Or?", "config": {"api_key_env": "NO_SUCH_KEY_VAR"}})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(responder=same_reply) as server:
+        code = main(argv(path, server, tmp_path / "o", "--workers", "2", "--concurrency", "2"))
+        assert server.records == []  # not one call before the bad item was found
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("error: batch item b: ")
+    assert "NO_SUCH_KEY_VAR" in err

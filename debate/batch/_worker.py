@@ -49,10 +49,12 @@ class WorkerSetup:
     number: int
     config: RunConfig
     """The batch's config (its pool's default models)."""
-    items: list[tuple[str, BatchItem]]
-    """The items not finished yet: every one is checked, any one may be sent."""
+    checks: list[tuple[str, BatchItem]]
+    """One item of each distinct config (and kind) among those not finished: checking them
+    checks every item the parent may send, without sending every item to every worker."""
     plans: dict[str, tuple[Path, RunConfig]]
-    """Each item's folder and config, worked out once by the parent."""
+    """Each unfinished item's folder and config, worked out once by the parent (items
+    without overrides share one config, which is pickled once)."""
     seed: int
     model_path: str | None
     cache: Path | None
@@ -87,7 +89,6 @@ class _ToParent(logging.Handler):
 class _Worker:
     def __init__(self, conn: Connection, setup: WorkerSetup) -> None:
         self.setup = setup
-        self.items = dict(setup.items)
         self.channel = Channel(conn, self._message, self._parent_gone)
         self.grants: dict[int, asyncio.Future[int]] = {}
         self.refs = itertools.count(1)
@@ -106,9 +107,9 @@ class _Worker:
         self.limiter = None if s.limits is None else self._remote(GLOBAL_LIMITER, *s.limits)
         self.cache = None if s.cache is None else ResponseCache(s.cache)
         self.store = None if s.store is None else RunStore(s.store)
-        self.progress = Progress(len(s.items), listener=self._event)
+        self.progress = Progress(len(s.plans), listener=self._event)
         try:
-            for item_id, item in s.items:
+            for item_id, item in s.checks:
                 _prepare(self.pool, item, item_id, s.plans[item_id][1], s.budget, s.prices)
             self.channel.send(("ready",))
             await self.stopped.wait()
@@ -138,7 +139,7 @@ class _Worker:
     def _message(self, message: Message) -> None:
         kind = message[0]
         if kind == "run":
-            task = asyncio.create_task(self._run(message[1]))
+            task = asyncio.create_task(self._run(message[1], message[2]))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
         elif kind == "grant":
@@ -155,12 +156,12 @@ class _Worker:
         if self.setup.forward_all or isinstance(event, StepFinished):
             self.channel.send(("event", event))
 
-    async def _run(self, item_id: str) -> None:
+    async def _run(self, item_id: str, item: BatchItem) -> None:
         s = self.setup
         folder, config = s.plans[item_id]
         money: dict[str, Any] = {"prices": s.prices, "budget": s.budget}
         run = _run_item(
-            self.items[item_id],
+            item,
             config,
             self.pool,
             self.limiter,

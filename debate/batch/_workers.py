@@ -128,7 +128,7 @@ async def run_batch_workers(
     setup = WorkerSetup(
         number=0,
         config=config,
-        items=todo,
+        checks=_one_of_each(todo, plans),
         plans={i: plans[i] for i, _ in todo},
         seed=seed,
         model_path=model_path,
@@ -141,7 +141,7 @@ async def run_batch_workers(
         forward_all=progress.listener is not None,
         log_level=logging.getLogger().getEffectiveLevel(),
     )
-    parent = _Parent(context, setup, progress, lines, limiter)
+    parent = _Parent(context, setup, todo, progress, lines, limiter)
     try:
         if todo:
             await parent.run(min(workers, len(todo)), concurrency)
@@ -154,6 +154,16 @@ async def run_batch_workers(
     return ordered
 
 
+def _one_of_each(
+    todo: list[tuple[str, BatchItem]], plans: Mapping[str, tuple[Path, RunConfig]]
+) -> list[tuple[str, BatchItem]]:
+    """The first item of each config (the batch's, or an item's own) and kind, in order."""
+    first: dict[tuple[int, bool], tuple[str, BatchItem]] = {}
+    for item_id, item in todo:
+        first.setdefault((id(plans[item_id][1]), item.topic is None), (item_id, item))
+    return list(first.values())
+
+
 class _Parent:
     """Starts the workers, hands out items, answers rate-limit requests, collects lines."""
 
@@ -161,15 +171,17 @@ class _Parent:
         self,
         context: SpawnContext,
         setup: WorkerSetup,
+        todo: list[tuple[str, BatchItem]],
         progress: Progress,
         lines: dict[str, BatchLine],
         limiter: RateLimiter | None,
     ) -> None:
         self.context = context
         self.setup = setup
+        self.items = dict(todo)
         self.progress = progress
         self.lines = lines
-        self.pending = deque(i for i, _ in setup.items)
+        self.pending = deque(i for i, _ in todo)
         self.workers: list[_Worker] = []
         self.limiters: dict[str, RateLimiter] = {}
         if limiter is not None:
@@ -261,7 +273,7 @@ class _Parent:
             item_id = self.pending.popleft()
             worker.running.add(item_id)
             self.progress.running += 1
-            worker.channel.send(("run", item_id))
+            worker.channel.send(("run", item_id, self.items[item_id]))
 
     def _line(self, worker: _Worker, item_id: str, line: BatchLine) -> None:
         worker.running.discard(item_id)
