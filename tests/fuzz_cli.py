@@ -349,6 +349,8 @@ def batch_cases() -> Iterator[Case]:
         "--concurrency": ["0", "-3", "abc", "1" + "0" * 12],
         "--rpm": ["0", "-1", "abc", "nan", "1.5"],
         "--tpm": ["0", "-1", "abc"],
+        "--workers": ["0", "-1", "abc", "1.5", "257", "9"],  # 9: more than --concurrency 8
+        "--shard": ["0/2", "3/2", "x", "1/0", "1/", "/2", "1/2/3", "-1/2", "a/b", "1/20000"],
     }.items():
         for value in values:
             yield Case("batch", f"{flag} {value!r}", (*argv("topic.jsonl"), flag, value))
@@ -361,6 +363,36 @@ def batch_cases() -> Iterator[Case]:
     }.items():
         files = {} if data is None else {"p.toml": data}
         yield Case("batch", f"--prices {name}", (*argv("topic.jsonl"), "--prices", "p.toml"), files)
+
+
+def merge_cases() -> Iterator[Case]:
+    def record(shard: int, of: int, ids: list[str]) -> bytes:
+        listed = [[n, i] for n, i in enumerate(ids)]
+        fields = {"shard": shard, "of": of, "batch_sha256": "0" * 64, "items": 2, "ids": listed}
+        return json.dumps(fields).encode()
+
+    def line(item_id: str) -> bytes:
+        return json.dumps({"id": item_id, "status": "ok"}).encode() + b"\n"
+
+    base = ("merge", "s1", "s2", "--out", "merged")
+    s1 = {"s1/shard.json": record(1, 2, ["a"]), "s1/results.jsonl": line("a")}
+    s2 = {"s2/shard.json": record(2, 2, ["b"]), "s2/results.jsonl": line("b")}
+    for label, argv, files in (
+        ("no folders", ("merge", "--out", "merged"), {}),
+        ("no --out", ("merge", "s1", "s2"), {**s1, **s2}),
+        ("folders missing", base, {}),
+        ("no shard.json", base, {"s1/results.jsonl": line("a"), **s2}),
+        ("shard.json not JSON", base, {**s1, "s1/shard.json": b"{", **s2}),
+        ("shard.json non-UTF-8", base, {**s1, "s1/shard.json": NON_UTF8, **s2}),
+        ("shard missing", ("merge", "s1", "--out", "merged"), s1),
+        ("shard twice", ("merge", "s1", "s1", "--out", "merged"), s1),
+        ("item missing", base, {**s1, **s2, "s2/results.jsonl": b""}),
+        ("results not JSONL", base, {**s1, **s2, "s2/results.jsonl": b"nope\n"}),
+        ("no results", base, {**s1, "s2/shard.json": record(2, 2, ["b"])}),
+        ("two files", base, {**s1, **s2, "s2/shard.json": record(2, 3, ["b"])}),
+        ("--out a shard", ("merge", "s1", "s2", "--out", "s1"), {**s1, **s2}),
+    ):
+        yield Case("merge", label, argv, files)
 
 
 def calibrate_cases() -> Iterator[Case]:
@@ -601,6 +633,7 @@ def all_cases() -> list[Case]:
         council_cases,
         leaderboard_cases,
         batch_cases,
+        merge_cases,
         calibrate_cases,
         decide_cases,
         validity_cases,

@@ -68,6 +68,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "judge": ["judge", "t.json"],
         "council": ["council", "Q?", "--candidates", "c.jsonl"],
         "batch": ["batch", "b.jsonl"],
+        "merge": ["merge", "o1", "o2", "--out", "o"],
         "calibrate": ["calibrate", "i.jsonl"],
         "report": ["report", "result.json"],
         "agreement": ["agreement", "r.csv"],

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableSequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 
 from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Message, ReplySchema, TokenUsage
@@ -51,16 +53,53 @@ class Hold:
     usd: float
 
 
+SPENT_USD, HELD_USD, SPENT_TOKENS, HELD_TOKENS = range(4)
+
+
+class Ledger:
+    """What a budget has spent and holds, in this process's memory.
+
+    asyncio is single-threaded and a check and its hold happen without an ``await`` between
+    them, so one process needs no lock: ``lock`` is a no-op here.
+    """
+
+    def __init__(self) -> None:
+        self.values: MutableSequence[float] = [0.0, 0.0, 0.0, 0.0]
+        self.lock: AbstractContextManager[object] = nullcontext()
+
+
+class SharedLedger(Ledger):
+    """The same four numbers in shared memory, for worker processes capped together.
+
+    ``debate batch --workers N`` gives every worker process one budget over this ledger:
+    a hold is a check and an update of the shared numbers under one process-shared lock
+    (a few microseconds, no message to another process), so the workers together can no
+    more pass a cap than the items of one process can. Made before the workers start and
+    handed to them as they are spawned (shared memory cannot be pickled later).
+    """
+
+    def __init__(self, context: BaseContext) -> None:
+        super().__init__()
+        self.values = context.RawArray("d", 4)
+        self.lock = context.Lock()
+
+
 class Budget:
     """At most ``max_cost_usd`` dollars and ``max_tokens`` tokens, over every run given it.
 
     Give the same ``Budget`` to several runs (the items of a batch, a calibration) to cap
     them together; give each run its own to cap it alone. Tokens are prompt + completion
-    tokens of the requests sent. asyncio is single-threaded and a check and its hold happen
-    without an ``await`` between them, so no lock is needed.
+    tokens of the requests sent. What is spent and held lives in a :class:`Ledger`; a
+    :class:`SharedLedger` caps several processes together.
     """
 
-    def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        *,
+        ledger: Ledger | None = None,
+    ) -> None:
         if max_cost_usd is not None and not (math.isfinite(max_cost_usd) and max_cost_usd > 0):
             raise ConfigurationError(
                 f"max_cost_usd: {max_cost_usd} is not a positive finite number of US dollars; "
@@ -73,10 +112,17 @@ class Budget:
             )
         self.max_cost_usd = max_cost_usd
         self.max_tokens = max_tokens
-        self.spent_usd = 0.0
-        self.spent_tokens = 0
-        self._held_usd = 0.0
-        self._held_tokens = 0
+        self.ledger = ledger or Ledger()
+
+    @property
+    def spent_usd(self) -> float:
+        """Dollars the requests sent have cost (of every process sharing the ledger)."""
+        return self.ledger.values[SPENT_USD]
+
+    @property
+    def spent_tokens(self) -> int:
+        """Prompt + completion tokens of the requests sent."""
+        return int(self.ledger.values[SPENT_TOKENS])
 
     def check_priced(self, names: Iterable[str], prices: PriceTable | None) -> None:
         """Refuse a cost cap over a model the table (None: the shipped one) cannot price.
@@ -103,36 +149,42 @@ class Budget:
                 self.check_priced([model], prices)
             else:
                 usd = price.worst(prompt, max_tokens)
-            if self.spent_usd + self._held_usd + usd > self.max_cost_usd:
+        values = self.ledger.values
+        with self.ledger.lock:
+            if self.max_cost_usd is not None and (
+                values[SPENT_USD] + values[HELD_USD] + usd > self.max_cost_usd
+            ):
                 raise BudgetExceeded(
                     f"budget: this call could cost up to ${usd:.6f} ({tokens} tokens); "
-                    f"${self.spent_usd:.6f} spent and ${self._held_usd:.6f} held by calls in "
-                    f"flight of the ${self.max_cost_usd:g} cap (--max-cost)"
+                    f"${values[SPENT_USD]:.6f} spent and ${values[HELD_USD]:.6f} held by "
+                    f"calls in flight of the ${self.max_cost_usd:g} cap (--max-cost)"
                 )
-        if self.max_tokens is not None and (
-            self.spent_tokens + self._held_tokens + tokens > self.max_tokens
-        ):
-            raise BudgetExceeded(
-                f"budget: this call could use up to {tokens} tokens; {self.spent_tokens} "
-                f"spent and {self._held_tokens} held by calls in flight of the "
-                f"{self.max_tokens} token cap (--max-tokens)"
-            )
-        self._held_usd += usd
-        self._held_tokens += tokens
+            if self.max_tokens is not None and (
+                values[SPENT_TOKENS] + values[HELD_TOKENS] + tokens > self.max_tokens
+            ):
+                raise BudgetExceeded(
+                    f"budget: this call could use up to {tokens} tokens; "
+                    f"{int(values[SPENT_TOKENS])} spent and {int(values[HELD_TOKENS])} held by "
+                    f"calls in flight of the {self.max_tokens} token cap (--max-tokens)"
+                )
+            values[HELD_USD] += usd
+            values[HELD_TOKENS] += tokens
         return Hold(model, tokens, usd)
 
     def settle(self, hold: Hold, usage: TokenUsage | None, prices: PriceTable) -> None:
         """Replace a request's hold with what it really used (None: nothing came back)."""
-        self._held_usd = max(0.0, self._held_usd - hold.usd)
-        self._held_tokens -= hold.tokens
+        cost = 0.0
+        if usage is not None and (price := prices.models.get(hold.model)) is not None:
+            cost = price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+        used = 0 if usage is None else usage.prompt_tokens + usage.completion_tokens
+        values = self.ledger.values
+        with self.ledger.lock:
+            values[HELD_USD] = max(0.0, values[HELD_USD] - hold.usd)
+            values[HELD_TOKENS] -= hold.tokens
+            values[SPENT_TOKENS] += used
+            values[SPENT_USD] += cost
         if usage is None:
             return
-        self.spent_tokens += usage.prompt_tokens + usage.completion_tokens
-        price = prices.models.get(hold.model)
-        if price is not None:
-            self.spent_usd += price.cost(
-                usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
-            )
         if usage.prompt_tokens + usage.completion_tokens > hold.tokens:
             logger.warning(
                 "%s used %d tokens, more than the bound of %d held for it",

@@ -25,6 +25,8 @@ WINDOW = 60.0
 class _Entry:
     at: float
     tokens: int
+    ref: int = 0
+    """The grant's number at the process that holds the window (:class:`RemoteLimiter`)."""
 
 
 class RateLimiter:
@@ -89,6 +91,35 @@ class RateLimiter:
     def settle(self, entry: _Entry, actual_tokens: int) -> None:
         """Replace the estimate with the provider's count."""
         entry.tokens = actual_tokens
+
+
+Ask = Callable[[int], Awaitable[int]]
+"""Sends a request of ``tokens`` to the process holding the window; awaits its grant's number."""
+Tell = Callable[[int, int], None]
+"""Tells that process a grant's real token count (``ref``, ``tokens``)."""
+
+
+class RemoteLimiter(RateLimiter):
+    """A limiter whose window is kept by another process (a batch's parent, for its workers).
+
+    Worker processes of ``debate batch --workers N`` share one ``--rpm``/``--tpm`` (and each
+    endpoint's limits) by asking the parent, which holds the one :class:`RateLimiter` of each:
+    ``acquire`` is one message there and one back, and ``settle`` one message there. The
+    window stays one window, first come first served, whichever process a call is from.
+    """
+
+    def __init__(self, rpm: int | None, tpm: int | None, ask: Ask, tell: Tell) -> None:
+        super().__init__(rpm, tpm)
+        self._ask = ask
+        self._tell = tell
+
+    async def acquire(self, tokens: int = 0) -> _Entry:
+        """Wait for the parent's grant of a request of (estimated) ``tokens``."""
+        return _Entry(self.clock(), tokens, await self._ask(tokens))
+
+    def settle(self, entry: _Entry, actual_tokens: int) -> None:
+        """Send the provider's count to the parent."""
+        self._tell(entry.ref, actual_tokens)
 
 
 class LimitedModel:

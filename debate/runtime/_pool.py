@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -19,6 +19,8 @@ from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
 
 CacheSpec = ResponseCache | str | Path | None
+LimiterFactory = Callable[[str, int | None, int | None], RateLimiter]
+"""Makes an endpoint's limiter from its key, ``rpm`` and ``tpm``."""
 T_co = TypeVar("T_co")
 
 
@@ -65,6 +67,8 @@ class ModelPool:
         self.model_path = model_path
         self._built: dict[tuple[str, str, str | None, str | None], Model] = {}
         self._limiters: dict[str, RateLimiter] = {}
+        self.limiter_factory: LimiterFactory = lambda _key, rpm, tpm: RateLimiter(rpm, tpm)
+        """A batch's worker process replaces it: its endpoints' windows are in the parent."""
 
     async def aclose(self) -> None:
         """Close every model this pool built."""
@@ -129,7 +133,7 @@ class ModelPool:
             return None
         key = f"{label} {spec.base_url} {spec.rpm} {spec.tpm}"
         if key not in self._limiters:
-            self._limiters[key] = RateLimiter(spec.rpm, spec.tpm)
+            self._limiters[key] = self.limiter_factory(key, spec.rpm, spec.tpm)
         return self._limiters[key]
 
 

@@ -204,19 +204,15 @@ async def run_batch(
     recorded in ``store`` for the audit. ``budget`` is one cap over every item.
     """
     check_concurrency(concurrency)
-    plans = {i: (item_folder(out_dir, i), item_config(item, config, i)) for i, item in items}
+    plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
     gate = asyncio.Semaphore(concurrency)
     lines: dict[str, BatchLine] = {}
 
     async def one(item_id: str, item: BatchItem) -> None:
         folder, cfg = plans[item_id]
-        finished = _finished(folder / "result.json")
-        if finished is not None:
-            lines[item_id] = line = BatchLine.of(item_id, finished)
-            progress.done += 1
-            progress.skipped += 1
-            progress.on_event(ItemFinished(item_id, "ok", line.outcome, skipped=True))
+        if (done := finished_line(item_id, folder, progress)) is not None:
+            lines[item_id] = done
             return
         async with gate:
             progress.running += 1
@@ -240,10 +236,21 @@ async def run_batch(
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
-        ordered = [lines[i] for i, _ in items if i in lines]
-        text = "".join(line.model_dump_json() + "\n" for line in ordered)
-        write_json_atomic(out_dir / "results.jsonl", text)
-        write_batch_summary([summary_line(line, out_dir) for line in ordered], out_dir)
+        ordered = write_batch_files([i for i, _ in items], lines, out_dir)
+    return ordered
+
+
+def write_batch_files(
+    ids: list[str], lines: Mapping[str, BatchLine], out_dir: Path
+) -> list[BatchLine]:
+    """``results.jsonl``, ``summary.jsonl`` and ``summary.html``: the lines in ``ids``' order.
+
+    Items without a line (not finished when the batch stopped) are left out.
+    """
+    ordered = [lines[i] for i in ids if i in lines]
+    text = "".join(line.model_dump_json() + "\n" for line in ordered)
+    write_json_atomic(out_dir / "results.jsonl", text)
+    write_batch_summary([summary_line(line, out_dir) for line in ordered], out_dir)
     return ordered
 
 
@@ -343,6 +350,25 @@ async def _kept(
         raise
     except (DebateError, ValidationError, OSError) as exc:
         return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def finished_line(item_id: str, folder: Path, progress: Progress) -> BatchLine | None:
+    """The line of an item an earlier run finished (counted as done and skipped), or None."""
+    finished = _finished(folder / "result.json")
+    if finished is None:
+        return None
+    line = BatchLine.of(item_id, finished)
+    progress.done += 1
+    progress.skipped += 1
+    progress.on_event(ItemFinished(item_id, "ok", line.outcome, skipped=True))
+    return line
+
+
+def item_plans(
+    items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
+) -> dict[str, tuple[Path, RunConfig]]:
+    """Every item's folder and config, checked before the first call."""
+    return {i: (item_folder(out_dir, i), item_config(item, config, i)) for i, item in items}
 
 
 def _finished(target: Path) -> DebateResult | None:

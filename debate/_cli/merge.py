@@ -1,0 +1,35 @@
+"""``debate merge``: the output folders of a sharded batch, as one batch's output."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from debate._cli.batch import summarise
+from debate._cli.common import Commands
+from debate.batch._shards import merge_shards
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``debate merge``."""
+    merge = commands.add_parser(
+        "merge",
+        help="merge the --out folders of a batch run with --shard K/N on N machines",
+    )
+    merge.add_argument("folders", nargs="+", metavar="OUT", help="every shard's --out folder")
+    merge.add_argument(
+        "--out", required=True, metavar="DIR", help="new folder for the merged results"
+    )
+    merge.add_argument("--json", action="store_true", help="print the summary as JSON")
+    merge.set_defaults(func=merge_command)
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    """Write one results.jsonl and summary; exit 1 if an item failed, as ``debate batch``.
+
+    A separate command rather than a flag of ``debate batch``: it calls no model, so none of
+    batch's model, cost or panel flags would mean anything here.
+    """
+    out = Path(args.out)
+    lines = merge_shards([Path(folder) for folder in args.folders], out)
+    return summarise(args, lines, out)
