@@ -1,20 +1,26 @@
-"""What a command loads: the framework's own share of a ``debate run``.
+"""What a command loads and how it ends: the framework's own share of a ``debate run``.
 
-The timings are in ``benchmarks/bench_throughput.py``; these tests hold the mechanism that
-makes them: a command imports only what it uses (checked in a fresh interpreter through
-``sys.modules``).
+The timings are in ``benchmarks/bench_throughput.py``; these tests hold the mechanisms that
+make them: a command imports only what it uses (checked in a fresh interpreter through
+``sys.modules``), the response cache is closed when the command ends, and the process that
+exits without collecting its objects has written everything first.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from debate._cli import common
 from debate._cli.main import main
+from debate.models._base import TokenUsage
+from debate.storage._cache import ResponseCache
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "Should we adopt four-day weeks?"
@@ -77,6 +83,85 @@ def test_import_debate_is_lazy_and_every_public_name_still_resolves() -> None:
     code = "import debate\nassert debate.run_debate is debate.api.run_debate\n"
     code += "assert debate.stats.fmt(None) == 'undefined'\nassert 'RunConfig' in dir(debate)"
     assert loaded(code, "scipy") == []
+
+
+def test_a_command_closes_the_response_cache_it_opened(tmp_path: Path) -> None:
+    code = main([*("run", TOPIC, "--model", "scripted", "--seed", "3"), "--out", str(tmp_path)])
+    assert code == 0
+    assert common.OPENED_CACHES == []
+    # the write-ahead log was folded into the file: cache.sqlite alone holds every reply
+    assert not (tmp_path / "cache.sqlite-wal").exists()
+    alone = tmp_path / "copy.sqlite"
+    alone.write_bytes((tmp_path / "cache.sqlite").read_bytes())
+    with sqlite3.connect(alone) as db:
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 10
+
+
+def test_close_reaches_the_connections_of_worker_threads(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    usage = TokenUsage(prompt_tokens=1, completion_tokens=1)
+
+    def work(i: int) -> None:
+        cache.put(f"k{i}", "m", "{}", usage)
+        assert cache.get(f"k{i}") is not None
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cache.close()
+    assert not (tmp_path / "cache.sqlite-wal").exists()  # the last connection has closed
+    assert cache.get("k2") is not None  # a later lookup opens a new connection
+    assert len(cache) == 3
+    cache.close()
+
+
+def test_a_finished_thread_s_connection_is_closed_when_the_next_one_opens(
+    tmp_path: Path,
+) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    worker = threading.Thread(target=cache.get, args=("k",))
+    worker.start()
+    worker.join()
+    assert worker in cache._opened
+    other = threading.Thread(target=cache.get, args=("k",))
+    other.start()
+    other.join()
+    assert worker not in cache._opened and other in cache._opened
+    cache.close()
+
+
+def test_the_debate_process_exits_with_its_cache_and_result_complete(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "debate._cli.main", "run", TOPIC, "--model", "scripted"]
+    argv += ["--seed", "3", "--out", str(out), "--quiet"]
+    first = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "cache.sqlite",
+        "report.html",
+        "report.md",
+        "result.json",
+        "run.json",
+    ]
+    result = (out / "result.json").read_text()
+    again = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert again.returncode == 0, again.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert (run["status"], run["cache_hits"], run["cache_misses"]) == ("finished", 10, 0)
+    assert (out / "result.json").read_text() == result
+
+
+def test_only_the_process_s_own_command_freezes_the_collector() -> None:
+    code = (
+        "import gc, sys\nfrom debate._cli.main import main\n"
+        "main(['--version'])\nbefore = gc.get_freeze_count()\n"
+        "sys.argv = ['debate', '--version']\nmain()\n"
+        "sys.stderr.write(f'FROZEN {before} {gc.get_freeze_count() > 0}\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "FROZEN 0 True" in out.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
