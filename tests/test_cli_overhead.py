@@ -37,9 +37,10 @@ UNUSED_BY_RUN = (
     "debate.quality._audit",
     "debate.quality._benchmark",
     "debate.council",
+    "debate.storage._judgments",
 )
 """Modules ``debate run`` never needs: the statistics of the quality commands (scipy), the
-service, the embedded model (on a server), the council's machinery."""
+service, the embedded model (on a server), the council's machinery, the judgments tables."""
 
 
 def loaded(code: str, *names: str) -> list[str]:
