@@ -8,16 +8,30 @@ concurrently. Reported, each as a ratio against its bound measured in the same r
 1. one default debate: wall time vs the critical path 4 x L (openings, cross-examination,
    closings, judges), and vs the reference article's order (every call one after another);
 2. many debates at concurrency C: calls/s vs the server's ideal C / L;
-3. the framework's own CPU time per model call (client process CPU time / calls).
+3. the framework's own CPU time per model call (client process CPU time / calls);
+4. ``debate run`` end to end, the command in its own process as a user runs it: wall time
+   vs the critical path 4 x L, and against a server with no latency (the framework's own
+   time) split into start (interpreter, imports, flags, config, store), set-up (the model
+   client: the openai SDK), calls, and after the last call (statistics, reports, store,
+   exit), beside a bare interpreter's start measured in the same run.
+   ``--cli-only`` runs this part alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,13 +94,123 @@ async def debates(n: int, concurrency: int, base_url: str, sequential: bool = Fa
     return calls
 
 
+@contextmanager
+def serving(latency: float) -> Iterator[str]:
+    """The test server at ``latency`` in its own process; yields its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.stdin.close()
+        server.wait(10)
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One ``debate run`` process, timed from outside and by its own jsonl events."""
+
+    wall: float
+    """Spawn to exit."""
+    start: float
+    """Spawn to the plan event: interpreter, imports, flags, config, cache and store."""
+    setup: float
+    """Plan to the first call: the model client (importing the openai SDK), the panel."""
+    calls: float
+    """First call's start to last call's finish."""
+    after: float
+    """Last call's finish to exit: statistics, reports, result, store, shutdown."""
+    cpu: float
+    """The process's user + system CPU time."""
+
+
+def cli_run(base_url: str, folder: Path) -> CliRun:
+    """``debate run`` against ``base_url``, output and store in ``folder`` (a fresh one)."""
+    argv = [sys.executable, "-m", "debate", "run", "Should team 1 adopt the plan?"]
+    argv += ["--base-url", base_url, "--model", "bench", "--api-key-env", "", "--seed", "1"]
+    argv += ["--out", str(folder / "out"), "--store", str(folder / "store.sqlite")]
+    argv += ["--progress", "jsonl"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spawned = time.time()
+    child = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env)
+    ended = time.time()
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode != 0:
+        raise SystemExit(f"debate run failed: {child.stderr.strip()}")
+    events = [json.loads(line) for line in child.stderr.splitlines() if line.startswith("{")]
+    plan = next(e["ts"] for e in events if e["type"] == "plan")
+    first = min(e["ts"] for e in events if e["type"] == "start")
+    last = max(e["ts"] for e in events if e["type"] == "finish")
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    return CliRun(ended - spawned, plan - spawned, first - plan, last - first, ended - last, cpu)
+
+
+def cli_runs(latency: float, runs: int) -> CliRun:
+    """The median of each figure over ``runs`` runs of ``debate run`` at ``latency``."""
+    with serving(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        timed = []
+        for i in range(runs):
+            folder = Path(scratch) / str(i)
+            folder.mkdir()
+            timed.append(astuple(cli_run(base_url, folder)))
+    return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True)))
+
+
+def bare_interpreter(runs: int) -> float:
+    """The median wall time of ``python -c pass``: the start no command can go below."""
+    walls = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls)
+
+
+def split(run: CliRun) -> str:
+    return (
+        f"start {run.start:.3f} s, set-up {run.setup:.3f} s, calls {run.calls:.3f} s, "
+        f"after the last call {run.after:.3f} s; CPU {run.cpu:.3f} s"
+    )
+
+
+def cli_figures(latency: float, runs: int) -> None:
+    """``debate run`` end to end at ``latency`` and at zero latency, with the split."""
+    bare = bare_interpreter(runs)
+    served = cli_runs(latency, runs)
+    free = cli_runs(0.0, runs)
+    path = 4 * latency
+    print(f"debate run (the command, end to end; median of {runs}; load {os.getloadavg()[0]:.2f})")
+    print(
+        f"  @ L = {latency * 1000:.0f} ms: {served.wall:6.3f} s = {served.wall / path:.3f} x "
+        f"the critical path 4L ({path:.1f} s; target <= 2.0); calls {served.calls:.3f} s = "
+        f"{served.calls / path:.3f} x 4L"
+    )
+    print(f"    {split(served)}")
+    print(
+        f"  @ L = 0 ms:   {free.wall:6.3f} s, the framework's own time = "
+        f"{free.wall / bare:.1f} x a bare interpreter's start ({bare:.3f} s)"
+    )
+    print(f"    {split(free)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--debates", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--cli-runs", type=int, default=5, help="runs of `debate run` per figure")
+    parser.add_argument("--cli-only", action="store_true", help="only the `debate run` figures")
     args = parser.parse_args()
     latency = args.latency
+    if args.cli_only:
+        cli_figures(latency, args.cli_runs)
+        return
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=latency)],
         stdin=subprocess.PIPE,
@@ -130,6 +254,7 @@ def main() -> None:
         f"framework CPU per call: {per_call_ms:.3f} ms = {per_call_ms / 2:.3f} x the 2 ms "
         f"bound (client process CPU {cpu:.2f} s over {calls} calls)"
     )
+    cli_figures(latency, args.cli_runs)
 
 
 if __name__ == "__main__":
