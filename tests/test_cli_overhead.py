@@ -165,6 +165,30 @@ def test_only_the_process_s_own_command_freezes_the_collector() -> None:
     assert "FROZEN 0 True" in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "collecting"),
+    [
+        (["run", "--help"], False),
+        (["judge", "--help"], False),
+        (["batch", "--help"], True),
+        (["serve", "--help"], True),
+        (["--version"], True),
+    ],
+)
+def test_a_bounded_command_runs_without_the_cyclic_collector(
+    argv: list[str], collecting: bool
+) -> None:
+    # in its own process only; a caller passing argv (a test, a program) keeps its collector
+    code = (
+        "import gc, sys\nfrom debate._cli.main import main\n"
+        f"main({argv!r})\nkept = gc.isenabled()\n"
+        f"sys.argv = ['debate', *{argv!r}]\nmain()\n"
+        "sys.stderr.write(f'COLLECTING {kept} {gc.isenabled()}\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert f"COLLECTING True {collecting}" in out.stderr
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
 def test_help_still_works(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
