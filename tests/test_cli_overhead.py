@@ -133,6 +133,29 @@ def test_a_finished_thread_s_connection_is_closed_when_the_next_one_opens(
     cache.close()
 
 
+def test_close_leaves_a_running_thread_its_connection(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    usage = TokenUsage(prompt_tokens=1, completion_tokens=1)
+    opened, go_on = threading.Event(), threading.Event()
+
+    def work() -> None:
+        cache.get("k")
+        opened.set()
+        go_on.wait(10)
+        cache.put("k", "m", "{}", usage)  # still its own open connection
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    opened.wait(10)
+    cache.close()
+    assert worker in cache._opened
+    go_on.set()
+    worker.join()
+    assert cache.get("k") is not None
+    cache.close()
+    assert cache._opened == {}
+
+
 def test_the_debate_process_exits_with_its_cache_and_result_complete(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "debate._cli.main", "run", TOPIC, "--model", "scripted"]

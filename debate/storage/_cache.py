@@ -155,14 +155,18 @@ class ResponseCache:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
-        """Close every connection of this cache, the worker threads' included.
+        """Close this thread's connection and those of the worker threads that have ended.
 
-        Call it when no call of a run is in flight. The last connection to close folds the
-        write-ahead log into the file, so ``cache.sqlite`` holds every reply on its own
-        (copying it alone copies the cache); a later lookup opens a new connection.
+        A thread still running keeps its own: it may be in the middle of a lookup or a write
+        (a cancelled call's worker thread runs on). When a run is over (``asyncio.run`` has
+        joined its workers) that closes them all, and the last connection to close folds
+        the write-ahead log into the file, so ``cache.sqlite`` holds every reply on its own.
+        A later lookup opens a new connection.
         """
+        me = threading.current_thread()
         with self._guard:
-            opened, self._opened = self._opened, {}
-        for db in opened.values():
+            done = [t for t in self._opened if t is me or not t.is_alive()]
+            closing = [self._opened.pop(t) for t in done]
+        for db in closing:
             db.close()
-        self._local = threading.local()
+        self._local.db = None
