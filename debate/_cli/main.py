@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The process's own command of bounded work (:data:`BOUNDED`) also runs without the
     cyclic collector: importing the ``openai`` SDK builds hundreds of classes, and each
-    full collection on the way walks all of them again (about 0.06 s of a run's 0.8 s of
+    full collection on the way walks all of them again (about 0.1 s of a run's 0.8 s of
     CPU). What a debate leaves in reference cycles is small and goes with the process.
     """
     own = argv is None
