@@ -1,6 +1,6 @@
 """Throughput against an OpenAI-compatible model server with a fixed latency.
 
-Run: ``python benchmarks/bench_throughput.py`` (about a minute).
+Run: ``python benchmarks/bench_throughput.py`` (about two minutes).
 
 The server (``benchmarks/model_server.py``, aiohttp on one event loop) runs in its own
 process on 127.0.0.1 and answers every request after L seconds, concurrently. Reported, each
@@ -11,7 +11,13 @@ as a ratio against its bound measured in the same run:
 2. many debates at concurrency C (64 and 256): calls/s vs the server's ideal C / L, and vs a
    bare aiohttp client (no framework) sending the same judge request at the same concurrency
    to the same server: what this machine and server allow, so the client's share shows;
-3. the framework's own CPU time per model call (client process CPU time / calls).
+3. the framework's own CPU time per model call (client process CPU time / calls);
+4. ``debate run`` end to end, the command in its own process as a user runs it: wall time
+   vs the critical path 4 x L, and against a server with no latency (the framework's own
+   time) split into start (interpreter, imports, flags, config, store), set-up (the model
+   client: the openai SDK), calls, and after the last call (statistics, reports, store,
+   exit), beside a bare interpreter's start measured in the same run.
+   ``--cli-only`` runs this part alone.
 """
 
 from __future__ import annotations
@@ -19,10 +25,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +92,119 @@ async def debates(n: int, concurrency: int, base_url: str, sequential: bool = Fa
     return calls
 
 
+@contextmanager
+def serving(latency: float) -> Iterator[str]:
+    """The model server at ``latency`` in its own process; yields its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "model_server.py"), str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.stdin.close()
+        server.wait(10)
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One ``debate run`` process, timed from outside and by its own jsonl events."""
+
+    wall: float
+    """Spawn to exit."""
+    start: float
+    """Spawn to the plan event: interpreter, imports, flags, config, cache and store."""
+    setup: float
+    """Plan to the first call: the model client (importing the openai SDK), the panel."""
+    calls: float
+    """First call's start to last call's finish."""
+    after: float
+    """Last call's finish to exit: statistics, reports, result, store, shutdown."""
+    cpu: float
+    """The process's user + system CPU time."""
+
+
+def cli_run(base_url: str, folder: Path) -> CliRun:
+    """``debate run`` against ``base_url``, output and store in ``folder`` (a fresh one)."""
+    argv = [sys.executable, "-m", "debate", "run", "Should team 1 adopt the plan?"]
+    argv += ["--base-url", base_url, "--model", "bench", "--api-key-env", "", "--seed", "1"]
+    argv += ["--out", str(folder / "out"), "--store", str(folder / "store.sqlite")]
+    argv += ["--progress", "jsonl"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spawned = time.time()
+    child = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env)
+    ended = time.time()
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode != 0:
+        raise SystemExit(f"debate run failed: {child.stderr.strip()}")
+    events = [json.loads(line) for line in child.stderr.splitlines() if line.startswith("{")]
+    plan = next(e["ts"] for e in events if e["type"] == "plan")
+    first = min(e["ts"] for e in events if e["type"] == "start")
+    last = max(e["ts"] for e in events if e["type"] == "finish")
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    return CliRun(ended - spawned, plan - spawned, first - plan, last - first, ended - last, cpu)
+
+
+def cli_runs(latency: float, runs: int) -> CliRun:
+    """The median of each figure over ``runs`` runs of ``debate run`` at ``latency``."""
+    with serving(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        timed = []
+        for i in range(runs):
+            folder = Path(scratch) / str(i)
+            folder.mkdir()
+            timed.append(astuple(cli_run(base_url, folder)))
+    return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True)))
+
+
+def bare_interpreter(runs: int) -> float:
+    """The median wall time of ``python -c pass``: the start no command can go below."""
+    walls = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls)
+
+
+def split(run: CliRun, path: float) -> str:
+    return (
+        f"start {run.start:.3f} s, set-up {run.setup:.3f} s, calls {run.calls:.3f} s "
+        f"({run.calls / path:.3f} x 4L), after the last call {run.after:.3f} s"
+    )
+
+
+def cli_figures(latency: float, runs: int) -> None:
+    """``debate run`` end to end at ``latency`` and at zero latency, with the split.
+
+    On a shared machine the wall time also holds the time the process waited for a core;
+    its CPU time does not, so CPU + 4L is printed too: the wall time idle cores would allow.
+    """
+    bare = bare_interpreter(runs)
+    served = cli_runs(latency, runs)
+    free = cli_runs(0.0, runs)
+    path = 4 * latency
+    print(f"debate run, the command in its own process (median of {runs} runs each):")
+    print(
+        f"  @ L = {latency * 1000:.0f} ms: {served.wall:6.3f} s = {served.wall / path:.3f} x the "
+        f"critical path 4L = {path:.1f} s (target <= 2.0); load {os.getloadavg()[0]:.2f}"
+    )
+    print(f"      {split(served, path)}")
+    idle = served.cpu + path
+    print(
+        f"      CPU {served.cpu:.3f} s: on idle cores the run cannot beat CPU + 4L = "
+        f"{idle:.3f} s = {idle / path:.3f} x"
+    )
+    print(
+        f"  @ L = 0 ms: {free.wall:6.3f} s, the framework's own time = {free.wall / path:.3f} x "
+        f"4L (the 2.0 x bound leaves it 1.0 x); CPU {free.cpu:.3f} s = {free.cpu / path:.3f} x 4L"
+    )
+    print(f"      {split(free, path)}; a bare interpreter starts in {bare:.3f} s")
+
+
 def served(base_url: str) -> dict[str, Any]:
     """The model server's count of calls served, and the last request body it answered."""
     with urllib.request.urlopen(base_url.removesuffix("/v1") + "/served") as response:
@@ -100,7 +226,7 @@ def many(base_url: str, n: int, concurrency: int, latency: float) -> None:
         f"{n} debates @ {concurrency}: {calls} calls in {wall:.2f} s = {rate:.1f} calls/s = "
         f"{rate / ideal:.3f} x the ideal {ideal:.0f} calls/s (target >= 0.80); "
         f"a bare aiohttp client reaches {bare:.1f} calls/s ({bare / ideal:.3f} x the ideal), "
-        f"the framework {rate / bare:.3f} x that"
+        f"the framework {rate / bare:.3f} x that; load {os.getloadavg()[0]:.2f}"
     )
     print(
         f"  framework CPU per call: {per_call_ms:.3f} ms = {per_call_ms / 2:.3f} x the 2 ms "
@@ -114,17 +240,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--debates", type=int, default=200, help="at the first concurrency")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--cli-runs", type=int, default=5, help="runs of `debate run` per figure")
+    parser.add_argument("--cli-only", action="store_true", help="only the `debate run` figures")
     args = parser.parse_args()
     latency = args.latency
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "model_server.py"), str(latency)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    base_url = server.stdout.readline().strip()
-    try:
+    if args.cli_only:
+        cli_figures(latency, args.cli_runs)
+        return
+    with serving(latency) as base_url:
         asyncio.run(debates(1, 1, base_url))  # warm up imports and connections
         start = time.perf_counter()
         asyncio.run(debates(1, 1, base_url))
@@ -145,9 +268,7 @@ def main() -> None:
         for concurrency in args.concurrency:
             # The same number of rounds of debates at each concurrency.
             many(base_url, max(1, args.debates * concurrency // first), concurrency, latency)
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(10)
+    cli_figures(latency, args.cli_runs)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ says, with reasons, that the judges do not agree or that the debate is too close
 Everything a user needs is importable from here; the stage folders (``debate.records``,
 ``debate.runtime``, ``debate.panel``, ...) keep their modules private. ``debate.stats`` (pure
 agreement and aggregation statistics) and ``debate.report`` (renderers) are public too.
-``OpenAIModel`` and ``LocalModel`` are imported on first use, so that ``import debate`` does
-not load the ``openai`` SDK or llama.cpp before a command needs them.
+Every name is imported on first use (``debate.run_debate`` imports :mod:`debate.api`), so that
+``import debate`` loads neither the ``openai`` SDK, nor llama.cpp, nor scipy before a command
+needs them.
 """
 
 from __future__ import annotations
@@ -15,16 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from debate._version import __version__
-from debate.api import (
-    judge_transcript,
-    judge_transcript_sync,
-    load_transcript,
-    run_debate,
-    run_debate_sync,
-    write_result,
-)
-from debate.batch import BatchItem, load_batch, run_batch
-from debate.council._run import load_candidates, run_council, run_council_sync
 from debate.exceptions import (
     BudgetExceeded,
     ConfigurationError,
@@ -34,65 +25,168 @@ from debate.exceptions import (
     ModelOutputError,
     ProviderError,
 )
-from debate.models import (
-    FunctionModel,
-    Message,
-    Model,
-    ModelSettings,
-    Reply,
-    ScriptedModel,
-    TestModel,
-    TokenUsage,
-)
-from debate.panel._panel import MultiJudgePanel
-from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
-from debate.quality._track import TrackRecords
-from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
-from debate.records._council import Candidate, CouncilResult
-from debate.records._judgments import DecideSummary, ItemDecision, Scale, ScoreTable, VerdictTable
-from debate.records._result import (
-    Agreement,
-    DebateResult,
-    Decision,
-    Diagnostics,
-    PanelResult,
-    Usage,
-    Vote,
-)
-from debate.records._transcript import (
-    Argument,
-    Closing,
-    CrossExamination,
-    JudgeEvaluation,
-    RubricScore,
-    Transcript,
-)
-from debate.records._validity import ValidityReport
-from debate.report import charts, render_html, render_markdown, write_report
-from debate.runtime._budget import Budget
-from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pricing import PriceTable
-from debate.storage._cache import ResponseCache
-from debate.storage._files import load_result
-from debate.storage._judgments import read_judgments, write_judgments
 
 if TYPE_CHECKING:
+    from debate import report as report
+    from debate import stats as stats
+    from debate.api import (
+        judge_transcript,
+        judge_transcript_sync,
+        load_transcript,
+        run_debate,
+        run_debate_sync,
+        write_result,
+    )
+    from debate.batch import BatchItem, load_batch, run_batch
+    from debate.council._run import load_candidates, run_council, run_council_sync
+    from debate.models import (
+        FunctionModel,
+        Message,
+        Model,
+        ModelSettings,
+        Reply,
+        ScriptedModel,
+        TestModel,
+        TokenUsage,
+    )
     from debate.models.local import LocalModel
     from debate.models.openai import OpenAIModel
+    from debate.panel._panel import MultiJudgePanel
+    from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
+    from debate.quality._track import TrackRecords
+    from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
+    from debate.records._council import Candidate, CouncilResult
+    from debate.records._judgments import (
+        DecideSummary,
+        ItemDecision,
+        Scale,
+        ScoreTable,
+        VerdictTable,
+    )
+    from debate.records._result import (
+        Agreement,
+        DebateResult,
+        Decision,
+        Diagnostics,
+        PanelResult,
+        Usage,
+        Vote,
+    )
+    from debate.records._transcript import (
+        Argument,
+        Closing,
+        CrossExamination,
+        JudgeEvaluation,
+        RubricScore,
+        Transcript,
+    )
+    from debate.records._validity import ValidityReport
+    from debate.report import charts, render_html, render_markdown, write_report
+    from debate.runtime._budget import Budget
+    from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
+    from debate.runtime._limiter import RateLimiter
+    from debate.runtime._pricing import PriceTable
+    from debate.storage._cache import ResponseCache
+    from debate.storage._files import load_result
+    from debate.storage._judgments import read_judgments, write_judgments
 
-_LAZY = {"OpenAIModel": "debate.models.openai", "LocalModel": "debate.models.local"}
+_MODULES: dict[str, tuple[str, ...]] = {
+    "debate.api": (
+        "judge_transcript",
+        "judge_transcript_sync",
+        "load_transcript",
+        "run_debate",
+        "run_debate_sync",
+        "write_result",
+    ),
+    "debate.batch": ("BatchItem", "load_batch", "run_batch"),
+    "debate.council._run": ("load_candidates", "run_council", "run_council_sync"),
+    "debate.models": (
+        "FunctionModel",
+        "Message",
+        "Model",
+        "ModelSettings",
+        "Reply",
+        "ScriptedModel",
+        "TestModel",
+        "TokenUsage",
+    ),
+    "debate.models.local": ("LocalModel",),
+    "debate.models.openai": ("OpenAIModel",),
+    "debate.panel._panel": ("MultiJudgePanel",),
+    "debate.quality._decide": ("Decided", "Validity", "decide_judgments", "validate_judgments"),
+    "debate.quality._track": ("TrackRecords",),
+    "debate.records._config": (
+        "JudgeSpec",
+        "RunConfig",
+        "Thresholds",
+        "default_judges",
+        "load_config",
+    ),
+    "debate.records._council": ("Candidate", "CouncilResult"),
+    "debate.records._judgments": (
+        "DecideSummary",
+        "ItemDecision",
+        "Scale",
+        "ScoreTable",
+        "VerdictTable",
+    ),
+    "debate.records._result": (
+        "Agreement",
+        "DebateResult",
+        "Decision",
+        "Diagnostics",
+        "PanelResult",
+        "Usage",
+        "Vote",
+    ),
+    "debate.records._transcript": (
+        "Argument",
+        "Closing",
+        "CrossExamination",
+        "JudgeEvaluation",
+        "RubricScore",
+        "Transcript",
+    ),
+    "debate.records._validity": ("ValidityReport",),
+    "debate.report": ("charts", "render_html", "render_markdown", "write_report"),
+    "debate.runtime._budget": ("Budget",),
+    "debate.runtime._events": ("Event", "EventHandler", "StepFinished", "StepStarted"),
+    "debate.runtime._limiter": ("RateLimiter",),
+    "debate.runtime._pricing": ("PriceTable",),
+    "debate.storage._cache": ("ResponseCache",),
+    "debate.storage._files": ("load_result",),
+    "debate.storage._judgments": ("read_judgments", "write_judgments"),
+}
+"""Where each public name lives; the TYPE_CHECKING imports above say the same to mypy."""
+
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
+_SUBPACKAGES = ("report", "stats")
+"""Public subpackages, reachable as ``debate.stats`` after a bare ``import debate``."""
 
 
 def __getattr__(name: str) -> Any:
-    """Import the heavy backends only when they are asked for (PEP 562)."""
-    if name in _LAZY:
-        import importlib
+    """Import a public name's module on first use (PEP 562).
 
+    ``import debate`` (and with it every ``debate`` command, whose modules live in this
+    package) then loads only what is used: a CLI command does not pay for the statistics
+    of validity reports, the service or the ``openai`` SDK unless it runs them.
+    """
+    import importlib
+
+    if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'debate' has no attribute {name!r}")
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"debate.{name}")
+    else:
+        raise AttributeError(f"module 'debate' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, imported or not."""
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
 
 
 __all__ = [

@@ -543,3 +543,24 @@ def test_the_sample_reports_render_in_one_command(tmp_path: Path) -> None:
         "report-split": "irreconcilable",
         "council": "winner",
     }
+
+
+def test_both_reports_read_one_worked_out_view(
+    winner: DebateResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from debate.report import _view, _why
+
+    rows: list[str] = []
+    panels: list[str] = []
+    heat_row, panel = _view._heat_row, _why._panel
+    monkeypatch.setattr(_view, "_heat_row", lambda r, e: rows.append(e.judge) or heat_row(r, e))
+    monkeypatch.setattr(_why, "_panel", lambda r: panels.append(r.topic) or panel(r))
+    result = winner.model_copy()  # a new object: nothing worked out for it yet
+    write_report(result, tmp_path)
+    # the heatmap (read by both formats, and twice by the page) and the arguments' pulls
+    # (the deciding arguments, in both formats) were each worked out once
+    assert sorted(rows) == sorted(e.judge for e in result.evaluations)
+    assert len(panels) == 1
+    assert _view.heatmap(result) == _view.heatmap.__wrapped__(result)
+    assert (tmp_path / "report.html").read_text() == render_html(winner)
+    assert (tmp_path / "report.md").read_text() == render_markdown(winner)

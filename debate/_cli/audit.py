@@ -10,9 +10,6 @@ import json
 import sys
 
 from debate._cli.common import EXIT_OK, Commands
-from debate.quality._audit import audit
-from debate.quality._audit_text import format_audit
-from debate.storage._runs import RunStore
 
 
 def add_parser(commands: Commands) -> None:
@@ -27,6 +24,10 @@ def add_parser(commands: Commands) -> None:
 
 def audit_command(args: argparse.Namespace) -> int:
     """Print the bias audit of every run in the store."""
+    from debate.quality._audit import audit  # scipy: imported by this command alone
+    from debate.quality._audit_text import format_audit
+    from debate.storage._runs import RunStore
+
     store = RunStore(args.store)
     result = audit(store)
     if args.json:

@@ -7,16 +7,15 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
-from debate.quality._benchmark import calibrate_debates, calibrate_pairwise, read_debate_items
-from debate.quality._track import TrackRecords
-from debate.quality._validity import CalibrationReport, format_report, load_items
 from debate.records._config import MAX_CONCURRENCY
-from debate.storage._files import write_json_atomic
+
+if TYPE_CHECKING:
+    from debate.quality._validity import CalibrationReport
 
 
 def add_parser(commands: Commands) -> None:
@@ -43,6 +42,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
     (``OUT/cache.sqlite`` unless ``--cache``/``--no-cache``), so an interrupted calibration
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
+    # the benchmarks and their statistics: imported by this command alone
+    from debate.quality._benchmark import calibrate_debates, calibrate_pairwise
+    from debate.quality._track import TrackRecords
+    from debate.storage._files import write_json_atomic
+
     _check_reading_flags(args)
     config = common.run_config(args)
     money = common.cost_and_limits(args)
@@ -98,6 +102,9 @@ def _check_reading_flags(args: argparse.Namespace) -> None:
 
 def _items(args: argparse.Namespace) -> Any:
     """The items of ``args.file`` (at most ``--limit``); none at all is bad input."""
+    from debate.quality._benchmark import read_debate_items
+    from debate.quality._validity import load_items
+
     with common.user_file(args.file, f"{args.format} file"):
         if args.format == "debate":
             items: Any = read_debate_items(args.file, args.limit)
@@ -109,6 +116,8 @@ def _items(args: argparse.Namespace) -> Any:
 
 
 def _summary(report: CalibrationReport, where: str) -> str:
+    from debate.quality._validity import format_report
+
     table = format_report(report, f"{report.dataset}: {report.items} items")
     accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())
     text = f"{table}\ntrack-record accuracy now: {accuracy} ({where})\n"

@@ -447,6 +447,24 @@ def out_folder(args: argparse.Namespace) -> Path:
     return out
 
 
+OPENED_CACHES: list[ResponseCache] = []
+"""The caches :func:`open_cache` opened, closed by :func:`close_caches` when a command ends.
+
+Held here, not weakly: a run drops its cache while the worker threads' connections are
+still referenced from their (finished) threads, and those stay open until collected."""
+
+
+def close_caches() -> None:
+    """Close the response caches the command opened, every thread's connection.
+
+    The command's work is over: nothing reads them any more, and closing folds each one's
+    write-ahead log into its file, so ``cache.sqlite`` holds every reply on its own even
+    when the process then exits without collecting its objects (:func:`debate._cli.main.main`).
+    """
+    while OPENED_CACHES:
+        OPENED_CACHES.pop().close()
+
+
 def open_cache(args: argparse.Namespace, out: Path) -> ResponseCache | None:
     """``--cache``, else ``OUT/cache.sqlite``; None with ``--no-cache``."""
     if args.no_cache:
@@ -456,13 +474,15 @@ def open_cache(args: argparse.Namespace, out: Path) -> ResponseCache | None:
     try:
         if path.is_dir():
             raise IsADirectoryError(21, "it is a folder", str(path))
-        return ResponseCache(path)
+        cache = ResponseCache(path)
     except (OSError, sqlite3.Error) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigurationError(
             f"{flag}: cannot open the response cache {path} ({reason}); "
             f"give a file path (SQLite) or use --no-cache"
         ) from exc
+    OPENED_CACHES.append(cache)
+    return cache
 
 
 @contextmanager

@@ -5,20 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
-from debate.council._run import load_candidates, run_council
 from debate.exceptions import ConfigurationError
-from debate.models import Model
-from debate.records._config import RunConfig
-from debate.records._council import CouncilResult
-from debate.report import write_report
-from debate.runtime._pool import ModelPool, closing_pool
 from debate.stats import fmt
-from debate.storage._files import write_json_atomic
-from debate.storage._runinfo import recording_run, resolve_seed
+
+if TYPE_CHECKING:
+    from debate.models import Model
+    from debate.records._config import RunConfig
+    from debate.records._council import CouncilResult
+    from debate.runtime._pool import ModelPool
 
 MAX_CANDIDATES = 100
 """Every reviewer reads every candidate in one prompt; past this no context holds them."""
@@ -96,6 +94,13 @@ def council_summary(result: CouncilResult, path: str) -> str:
 
 def council_command(args: argparse.Namespace) -> int:
     """Run the council, write result.json and run.json, record it for the leaderboard."""
+    # the council's machinery: imported by this command alone
+    from debate.council._run import load_candidates, run_council
+    from debate.report import write_report
+    from debate.runtime._pool import ModelPool, closing_pool
+    from debate.storage._files import write_json_atomic
+    from debate.storage._runinfo import recording_run, resolve_seed
+
     config = _config(args)
     candidates = None
     if args.candidates:

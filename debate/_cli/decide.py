@@ -14,13 +14,15 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate._cli.common import EXIT_OK, Commands, seed, user_file
 from debate.exceptions import ConfigurationError
-from debate.quality._decide import Decided, Weights, decide_judgments
-from debate.quality._track import TrackRecords
-from debate.records._config import Thresholds, load_config
+
+if TYPE_CHECKING:
+    from debate.quality._decide import Decided, Weights
+    from debate.quality._track import TrackRecords
+    from debate.records._config import Thresholds
 
 
 def add_parser(commands: Commands) -> None:
@@ -70,6 +72,8 @@ def table_flags(parser: argparse.ArgumentParser) -> None:
 
 def thresholds(args: argparse.Namespace) -> Thresholds:
     """``[thresholds]`` of ``--config``, else the defaults."""
+    from debate.records._config import Thresholds, load_config
+
     if args.config is None:
         return Thresholds()
     return load_config(args.config).thresholds
@@ -110,6 +114,8 @@ def _weights(args: argparse.Namespace) -> Weights:
 
 def _track_records(path: Path) -> TrackRecords:
     """The store of ``--track-records``; one that cannot be opened is bad input."""
+    from debate.quality._track import TrackRecords
+
     try:
         if path.is_dir():
             raise IsADirectoryError(21, "it is a folder", str(path))
@@ -127,6 +133,8 @@ def _track_records(path: Path) -> TrackRecords:
 
 def decide_command(args: argparse.Namespace) -> int:
     """Decide, write the decisions, print the summary."""
+    from debate.quality._decide import decide_judgments  # scipy: this command's alone
+
     with user_file(args.file, "judgments table"):
         decided = decide_judgments(
             args.file,

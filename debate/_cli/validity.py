@@ -15,19 +15,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from debate._cli.common import EXIT_OK, Commands, at_least, out_folder, user_file
 from debate._cli.decide import table_flags, thresholds
 from debate.exceptions import ConfigurationError
-from debate.quality._decide import Validity, load_table, validate_judgments
-from debate.quality._metrics import write_frame_csv
-from debate.records._judgments import ScoreTable
-from debate.report._validity import (
-    render_validity_html,
-    render_validity_markdown,
-    render_validity_summary,
-)
-from debate.storage._files import write_json_atomic
+
+if TYPE_CHECKING:
+    from debate.quality._decide import Validity
 
 MAX_BOOTSTRAP = 100_000
 MAX_FOLDS = 100
@@ -70,6 +65,11 @@ def add_parser(commands: Commands) -> None:
 
 def validity_command(args: argparse.Namespace) -> int:
     """Validate (per dimension with ``--dimension each``), write the files, print tables."""
+    # scipy and the validity report: imported by this command alone
+    from debate.quality._decide import load_table, validate_judgments
+    from debate.records._judgments import ScoreTable
+    from debate.report._validity import render_validity_markdown, render_validity_summary
+
     if args.labels is None and args.people is None:
         raise ConfigurationError(
             "give people's labels: --labels FILE, or --people NAME,... naming the people "
@@ -122,6 +122,10 @@ def validity_command(args: argparse.Namespace) -> int:
 
 
 def _write(out: Path, suffix: str, validity: Validity) -> None:
+    from debate.quality._metrics import write_frame_csv
+    from debate.report._validity import render_validity_html, render_validity_markdown
+    from debate.storage._files import write_json_atomic
+
     report = validity.report
     write_json_atomic(out / f"validity{suffix}.json", report.model_dump_json(indent=2) + "\n")
     (out / f"validity{suffix}.html").write_text(render_validity_html(report), encoding="utf-8")

@@ -2,19 +2,50 @@
 
 Nothing here formats markup: it turns a :class:`~debate.records._result.DebateResult` into plain
 numbers and sentences (the verdict in words, the calibrated score matrix with unscored
-judges kept as missing rows, the arguments sorted by divergence).
+judges kept as missing rows, the arguments sorted by divergence). What takes arithmetic
+(:func:`heatmap`, and the arguments' pulls in :mod:`debate.report._why`) is computed once per
+result (:func:`per_result`), however many sections and formats read it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from debate.panel._decision import score_matrices
 from debate.panel._rules import effect_word
 from debate.records._result import DebateResult, Vote
 from debate.records._transcript import JudgeEvaluation
 from debate.stats import calibrate, fmt
+
+T = TypeVar("T")
+
+
+def per_result(compute: Callable[[DebateResult], T]) -> Callable[[DebateResult], T]:
+    """``compute``, worked out once per result object and shared by every later caller.
+
+    ``write_report`` renders two formats, and the HTML page reads the heatmap in its chart
+    and again in its verdict (the deciding arguments): without this, each re-derived the
+    score matrices from the evaluations, 18 times per report instead of 5. A result is
+    frozen, so the answer cannot go stale; it is dropped when its result is.
+    """
+    answers: dict[int, T] = {}
+
+    @functools.wraps(compute)
+    def once(result: DebateResult) -> T:
+        key = id(result)
+        if key not in answers:
+            answers[key] = compute(result)
+            # the entry goes when the result does, before its id can be reused
+            weakref.finalize(result, answers.pop, key, None).atexit = False
+        return answers[key]
+
+    return once
+
 
 HEADLINES = {
     "too_close": "Too close to call",
@@ -183,6 +214,7 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
     return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
 
 
+@per_result
 def heatmap(result: DebateResult) -> Heatmap:
     """The calibrated judges x arguments matrix the vote was computed from."""
     rows = [_heat_row(result, e) for e in result.evaluations]

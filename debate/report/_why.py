@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from debate.panel._decision import score_matrices
 from debate.records._result import DebateResult
-from debate.report._view import heatmap
+from debate.report._view import heatmap, per_result
 from debate.stats import fmt
 
 SHOWN = 3
@@ -75,6 +75,7 @@ def _panel(result: DebateResult) -> _Panel | None:
     )
 
 
+@per_result
 def pulls(result: DebateResult) -> list[Pull]:
     """Every argument's share of the margin, largest first; empty when no judge scored.
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +200,10 @@ def _ds_m_step(onehot: FloatArray, posterior: FloatArray) -> tuple[FloatArray, F
 def _ds_e_step(
     onehot: FloatArray, priors: FloatArray, confusion: FloatArray
 ) -> tuple[FloatArray, float]:
+    # scipy.special costs 0.15 s to import: paid by the latent-class fit that uses it, not by
+    # every command that imports debate.stats (a debate never fits one).
+    from scipy.special import logsumexp
+
     log_joint = np.log(priors)[None, :] + np.einsum("ijl,jkl->ik", onehot, np.log(confusion))
     log_norm = logsumexp(log_joint, axis=1, keepdims=True)
     posterior: FloatArray = np.exp(log_joint - log_norm)

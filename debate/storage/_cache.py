@@ -83,6 +83,10 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._opened: dict[threading.Thread, sqlite3.Connection] = {}
+        """Every open connection, by the thread that opened it, so :meth:`close` reaches
+        the connections of worker threads too (``ask`` reads and writes in them)."""
+        self._guard = threading.Lock()
         self._write_lock = write_lock(self.path)
         self.hits = 0
         """Lookups answered from the cache in this process."""
@@ -95,10 +99,19 @@ class ResponseCache:
     def _connect(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            # Each thread uses only its own connection; check_same_thread=False lets
+            # close() (another thread) close it once its thread is done with it.
+            db = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
+            with self._guard:
+                ended = [t for t in self._opened if not t.is_alive()]
+                for thread in ended:  # a finished run's workers: their connections go now
+                    self._opened.pop(thread).close()
+                self._opened[threading.current_thread()] = db
         return db
 
     def get(self, key: str) -> CachedReply | None:
@@ -142,8 +155,18 @@ class ResponseCache:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
-        """Close this thread's connection."""
-        db = getattr(self._local, "db", None)
-        if db is not None:
+        """Close this thread's connection and those of the worker threads that have ended.
+
+        A thread still running keeps its own: it may be in the middle of a lookup or a write
+        (a cancelled call's worker thread runs on). When a run is over (``asyncio.run`` has
+        joined its workers) that closes them all, and the last connection to close folds
+        the write-ahead log into the file, so ``cache.sqlite`` holds every reply on its own.
+        A later lookup opens a new connection.
+        """
+        me = threading.current_thread()
+        with self._guard:
+            done = [t for t in self._opened if t is me or not t.is_alive()]
+            closing = [self._opened.pop(t) for t in done]
+        for db in closing:
             db.close()
-            self._local.db = None
+        self._local.db = None
