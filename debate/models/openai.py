@@ -392,8 +392,9 @@ def request_body(
         "messages": payload,
         "response_format": response_format(schema.__name__, shape, mode),
         "temperature": settings.temperature,
-        "max_tokens": settings.max_tokens,
     }
+    if settings.max_tokens is not None:  # None only when called without ``ask``
+        body["max_tokens"] = settings.max_tokens
     if settings.seed is not None:
         body["seed"] = settings.seed
     return body
