@@ -51,6 +51,9 @@ def test_grammar_forces_a_valid_reply_for_a_keyed_schema() -> None:
         assert 1 <= draft.logic <= 10
         assert draft.standing in {"UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"}
     assert reply.usage.completion_tokens > 0
+    # the grammar checked the chain's pick and ran over the whole vocabulary only for the
+    # tokens it rejected: fewer than the tokens generated
+    assert MODEL.full_grammar_passes < MODEL.completion_tokens
 
 
 def test_a_reply_cut_off_by_max_tokens_says_so() -> None:
@@ -118,14 +121,15 @@ def test_the_grammar_bounds_a_string_and_the_derived_budget_fits_the_reply() -> 
 
 def test_every_generation_runs_under_the_loop_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     criteria: list[Any] = []
-    llm = MODEL._load()
-    real = llm.create_completion
+    llama_class = type(MODEL._load())
+    real = llama_class.create_completion
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
         criteria.extend(kwargs.get("stopping_criteria") or [])
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(llm, "create_completion", spy)
+    # on the class: the model shadows the instance's method during a call
+    monkeypatch.setattr(llama_class, "create_completion", spy)
     asyncio.run(MODEL.complete(ESSAY, Tiny, ModelSettings(max_tokens=5, seed=1)))
     assert any(isinstance(c, RepetitionGuard) for c in criteria)
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._sampling import grammar_checked
 from debate.models._schema import UnsupportedSchema, reply_grammar, sent_schema
 
 logger = logging.getLogger(__name__)
@@ -240,6 +241,9 @@ class LocalModel:
         """Tokens generated, summed over calls."""
         self.generation_seconds = 0.0
         """Seconds spent inside llama.cpp (prompt evaluation and generation), summed."""
+        self.full_grammar_passes = 0
+        """Generated tokens the grammar rejected, so that it ran over the whole vocabulary
+        (see :mod:`debate.models._sampling`); summed over calls."""
 
     @property
     def name(self) -> str:
@@ -296,7 +300,10 @@ class LocalModel:
             clock = TimeLimit(settings.timeout)
             guard = RepetitionGuard()
             try:
-                with stopping_at(llm, clock, guard):
+                with (
+                    stopping_at(llm, clock, guard),
+                    grammar_checked(_import_llama(), llm) as samplers,
+                ):
                     response = llm.create_chat_completion(
                         messages=[m.model_dump() for m in messages],
                         grammar=grammar,
@@ -308,6 +315,7 @@ class LocalModel:
             except ValueError as exc:  # e.g. the prompt does not fit the context window
                 raise ProviderError(f"{self._name}: {exc}") from exc
             elapsed = time.perf_counter() - start
+            self.full_grammar_passes += sum(x.full_passes for x in samplers)
             if clock.expired:
                 raise ProviderError(
                     f"{self._name}: no complete reply within {settings.timeout:g}s "
