@@ -261,6 +261,8 @@ class LocalModel:
                     n_ctx=self.n_ctx,
                     n_threads=self.generation_threads,
                     n_threads_batch=self.n_threads,
+                    # measured: 15-40% more prompt tokens a second on 2 cores (SmolLM2)
+                    flash_attn=True,
                     seed=self.seed,
                     verbose=False,
                 )
