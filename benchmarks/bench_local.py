@@ -81,6 +81,7 @@ def one(label: str, reuse: bool, presentation: str, seed: int) -> dict[str, Any]
         "outcome": result.decision.outcome,
         "llama_s": model.generation_seconds,
         "full_passes": model.full_grammar_passes,
+        "load_seconds": model.load_seconds,
         **model.timings(),
     }
 

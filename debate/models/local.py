@@ -242,6 +242,8 @@ class LocalModel:
         self.generation_seconds = 0.0
         """Seconds spent inside llama.cpp (prompt evaluation and generation), summed."""
         self.full_grammar_passes = 0
+        self.load_seconds = 0.0
+        """Seconds loading the model file (once, at the first call; not in the calls' time)."""
         """Generated tokens the grammar rejected, so that it ran over the whole vocabulary
         (see :mod:`debate.models._sampling`); summed over calls."""
 
@@ -266,7 +268,8 @@ class LocalModel:
                     seed=self.seed,
                     verbose=False,
                 )
-            logger.info("loaded %s in %.1f s", self.path.name, time.perf_counter() - start)
+            self.load_seconds = time.perf_counter() - start
+            logger.info("loaded %s in %.1f s", self.path.name, self.load_seconds)
         return self._llm
 
     def _grammar(self, schema: ReplySchema) -> tuple[Any, int | None]:
@@ -342,21 +345,20 @@ class LocalModel:
         """llama.cpp's own counters since the model was loaded (zeros before it is).
 
         ``prompt_seconds``/``prompt_tokens``: prompt evaluation; ``decode_seconds``/
-        ``decode_tokens``: evaluating generated tokens; ``load_seconds``: loading the file.
+        ``decode_tokens``: evaluating generated tokens.
         What :attr:`generation_seconds` holds beyond the first two is sampling (the grammar
         among it) and llama-cpp-python's own work.
         """
         if self._llm is None:
             return dict.fromkeys(
                 ("prompt_seconds", "prompt_tokens", "decode_seconds", "decode_tokens"), 0.0
-            ) | {"load_seconds": 0.0}
+            )
         perf = _import_llama().llama_perf_context(self._llm.ctx)
         return {
             "prompt_seconds": perf.t_p_eval_ms / 1000,
             "prompt_tokens": float(perf.n_p_eval),
             "decode_seconds": perf.t_eval_ms / 1000,
             "decode_tokens": float(perf.n_eval),
-            "load_seconds": perf.t_load_ms / 1000,
         }
 
     def _count(
