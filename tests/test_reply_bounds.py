@@ -16,10 +16,16 @@ from debate._cli.common import ProgressPrinter
 from debate.council._review import Answer, review_reply
 from debate.exceptions import ModelOutputError
 from debate.models._base import Message, ModelSettings, Reply
-from debate.models._schema import UnsupportedSchema, reply_grammar, reply_max_tokens, sent_schema
+from debate.models._schema import (
+    FALLBACK_MAX_TOKENS,
+    UnsupportedSchema,
+    reply_grammar,
+    reply_max_tokens,
+    sent_schema,
+)
 from debate.models.local import RepetitionGuard
 from debate.models.test import ScriptedModel
-from debate.runtime._ask import FALLBACK_MAX_TOKENS, CallContext, CallPolicy, UsageMeter, ask
+from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 from debate.runtime._events import Planned, StepFinished
 from debate.runtime._replies import ClosingDraft, judge_reply, keyed_reply
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from debate.models._base import ReplySchema
+from debate.models._base import ModelSettings, ReplySchema
 
 MAX_ENUM_RANGE = 100
 """Widest integer range spelled out as an ``enum`` (a 1-10 score has ten values)."""
@@ -264,3 +264,18 @@ def reply_max_tokens(schema: ReplySchema) -> int | None:
         return reply_grammar(schema).max_tokens
     except UnsupportedSchema:
         return None
+
+
+FALLBACK_MAX_TOKENS = 1024
+"""``max_tokens`` of a call whose reply schema has no bound (a string without a length)."""
+
+
+def call_max_tokens(settings: ModelSettings, schema: ReplySchema) -> int:
+    """The ``max_tokens`` of a call: the caller's, else the bound of its reply schema.
+
+    ``ask`` resolves it before a request goes out; a backend called directly resolves it the
+    same way.
+    """
+    if settings.max_tokens is not None:
+        return settings.max_tokens
+    return reply_max_tokens(schema) or FALLBACK_MAX_TOKENS

@@ -36,7 +36,12 @@ import numpy as np
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
 from debate.models._sampling import grammar_checked
-from debate.models._schema import UnsupportedSchema, reply_grammar, sent_schema
+from debate.models._schema import (
+    UnsupportedSchema,
+    call_max_tokens,
+    reply_grammar,
+    sent_schema,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -167,9 +172,6 @@ def stopping_at(llm: Any, *criteria: Any) -> Iterator[None]:
 SMALL_MODEL_BYTES = 1 << 30
 """A model file under this size generates on one thread (see :class:`LocalModel`)."""
 
-DEFAULT_MAX_TOKENS = 1024
-"""``max_tokens`` of a direct call without one whose schema has no bound."""
-
 REPETITION = "repetition"
 """The ``finish_reason`` of a reply :class:`RepetitionGuard` stopped."""
 
@@ -233,7 +235,7 @@ class LocalModel:
         self._name = name or path.stem
         self._llm: Any = None
         self._lock = threading.Lock()
-        self._grammars: dict[ReplySchema, tuple[Any, int | None]] = {}
+        self._grammars: dict[ReplySchema, Any] = {}
         self.prompt_tokens_evaluated = 0
         """Prompt tokens llama.cpp evaluated, summed over calls (reused ones are per call,
         in each reply's ``usage.cached_tokens``)."""
@@ -272,8 +274,8 @@ class LocalModel:
             logger.info("loaded %s in %.1f s", self.path.name, self.load_seconds)
         return self._llm
 
-    def _grammar(self, schema: ReplySchema) -> tuple[Any, int | None]:
-        """The compiled grammar of ``schema`` (built once per schema) and its token bound.
+    def _grammar(self, schema: ReplySchema) -> Any:
+        """The grammar of ``schema``, built once per schema.
 
         A schema :func:`reply_grammar` cannot bound falls back to llama.cpp's own converter
         (lengths then unchecked by the grammar, and no bound).
@@ -283,11 +285,11 @@ class LocalModel:
             grammar_class = _import_llama().llama_grammar.LlamaGrammar
             try:
                 built = reply_grammar(schema)
-                cached = (grammar_class.from_string(built.gbnf, verbose=False), built.max_tokens)
+                cached = grammar_class.from_string(built.gbnf, verbose=False)
             except UnsupportedSchema as exc:
                 logger.info("%s: llama.cpp's own grammar (%s)", schema.__name__, exc)
                 text = json.dumps(sent_schema(schema))
-                cached = (grammar_class.from_json_schema(text, verbose=False), None)
+                cached = grammar_class.from_json_schema(text, verbose=False)
             self._grammars[schema] = cached
         return cached
 
@@ -296,8 +298,8 @@ class LocalModel:
     ) -> Reply:
         with self._lock:
             llm = self._load()
-            grammar, bound = self._grammar(schema)
-            max_tokens = settings.max_tokens or bound or DEFAULT_MAX_TOKENS
+            grammar = self._grammar(schema)
+            max_tokens = call_max_tokens(settings, schema)
             if not self.reuse_prefix:
                 llm.reset()
             before = list(llm._input_ids) if self.reuse_prefix else []

@@ -36,7 +36,7 @@ from openai import AsyncOpenAI
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import sent_schema
+from debate.models._schema import call_max_tokens, sent_schema
 
 logger = logging.getLogger(__name__)
 
@@ -392,9 +392,8 @@ def request_body(
         "messages": payload,
         "response_format": response_format(schema.__name__, shape, mode),
         "temperature": settings.temperature,
+        "max_tokens": call_max_tokens(settings, schema),
     }
-    if settings.max_tokens is not None:  # None only when called without ``ask``
-        body["max_tokens"] = settings.max_tokens
     if settings.seed is not None:
         body["seed"] = settings.seed
     return body

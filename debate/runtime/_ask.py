@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings, Reply
-from debate.models._schema import reply_max_tokens
+from debate.models._schema import call_max_tokens
 from debate.records._config import RunConfig
 from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
 from debate.runtime._budget import Budget, Hold, prompt_bound
@@ -194,17 +194,6 @@ class CallContext:
     """Valid replies of earlier runs (and of this one); None to always ask the model."""
     on_event: EventHandler | None = None
     """Progress callback."""
-
-
-FALLBACK_MAX_TOKENS = 1024
-"""``max_tokens`` of a call whose reply schema has no bound (a string without a length)."""
-
-
-def call_max_tokens(settings: ModelSettings, schema: type[T]) -> int:
-    """The ``max_tokens`` of a call: the caller's, else the bound of its reply schema."""
-    if settings.max_tokens is not None:
-        return settings.max_tokens
-    return reply_max_tokens(schema) or FALLBACK_MAX_TOKENS
 
 
 @dataclass(frozen=True)
