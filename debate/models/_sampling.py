@@ -98,10 +98,14 @@ def grammar_checked(llama_cpp: Any, llm: Any) -> Iterator[list[GrammarChecked]]:
 
     ``Llama.generate`` builds its sampler with ``_init_sampler(..., grammar=...)``; an
     instance attribute shadows that method for the block (under the model's lock), building
-    the chain without the grammar and wrapping it.
+    the chain without the grammar and wrapping it. A ``Llama`` without that method (another
+    llama-cpp-python version, a stand-in) samples its own way.
     """
     made: list[GrammarChecked] = []
-    init = llm._init_sampler
+    init = getattr(llm, "_init_sampler", None)
+    if init is None:  # not llama-cpp-python's Llama as we know it: its own sampling stays
+        yield made
+        return
 
     def init_sampler(*args: Any, grammar: Any = None, **kwargs: Any) -> Any:
         chain = init(*args, grammar=None, **kwargs)
