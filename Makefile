@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The demo needs only the package and the embedded model; the test and server toolchain
+# (`make test`) comes on top of it, in the same .venv.
+DEMO_STAMP := $(VENV)/.installed-local
 
 DEMO_TOPIC := Should a small startup (under 10 people) adopt a microservices architecture from day one?
 DEMO_SEED  := 7
@@ -17,11 +20,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[local]"
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP) pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[dev,local]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/debate run "$(DEMO_TOPIC)" --seed $(DEMO_SEED) --timeout $(DEMO_TIMEOUT) --out demo-out
 
 lint: $(STAMP)

@@ -17,7 +17,11 @@ from debate.runtime._replies import judge_reply, keyed_items
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from debate.models.local import LocalModel, locate_smollm2_gguf  # noqa: E402
+from debate.models.local import (  # noqa: E402
+    LocalModel,
+    RepetitionGuard,
+    locate_smollm2_gguf,
+)
 
 try:
     GGUF = locate_smollm2_gguf()
@@ -47,6 +51,9 @@ def test_grammar_forces_a_valid_reply_for_a_keyed_schema() -> None:
         assert 1 <= draft.logic <= 10
         assert draft.standing in {"UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"}
     assert reply.usage.completion_tokens > 0
+    # the grammar checked the chain's pick and ran over the whole vocabulary only for the
+    # tokens it rejected: fewer than the tokens generated
+    assert MODEL.full_grammar_passes < MODEL.completion_tokens
 
 
 def test_a_reply_cut_off_by_max_tokens_says_so() -> None:
@@ -86,6 +93,45 @@ def test_the_repetition_guard_reaches_llama_cpp(monkeypatch: pytest.MonkeyPatch)
     messages = [Message(role="user", content="Give a verdict from 1 to 10.")]
     asyncio.run(MODEL.complete(messages, Tiny, ModelSettings(max_tokens=40, seed=1)))
     assert MODEL.repeat_penalty == 1.15 and seen[-1]["repeat_penalty"] == 1.15
+
+
+class Short(BaseModel):
+    text: str = Field(min_length=1, max_length=5)
+
+
+class Unbounded(BaseModel):
+    text: str
+
+
+ESSAY = [Message(role="user", content="Write a long essay on why cats are better than dogs.")]
+
+
+@pytest.mark.slow
+def test_the_grammar_bounds_a_string_and_the_derived_budget_fits_the_reply() -> None:
+    """No max_tokens given: the bound derived from the grammar; the string stops at 5."""
+    reply = asyncio.run(MODEL.complete(ESSAY, Short, ModelSettings(seed=1, timeout=900)))
+    assert reply.finish_reason == "stop"
+    assert 1 <= len(parse_reply(reply.text, Short).text) <= 5
+    # the same prompt without the bound writes on: the grammar, not the model, stopped it
+    free = asyncio.run(
+        MODEL.complete(ESSAY, Unbounded, ModelSettings(max_tokens=40, seed=1, timeout=900))
+    )
+    assert len(free.text) > 20
+
+
+def test_every_generation_runs_under_the_loop_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    criteria: list[Any] = []
+    llama_class = type(MODEL._load())
+    real = llama_class.create_completion
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        criteria.extend(kwargs.get("stopping_criteria") or [])
+        return real(self, *args, **kwargs)
+
+    # on the class: the model shadows the instance's method during a call
+    monkeypatch.setattr(llama_class, "create_completion", spy)
+    asyncio.run(MODEL.complete(ESSAY, Tiny, ModelSettings(max_tokens=5, seed=1)))
+    assert any(isinstance(c, RepetitionGuard) for c in criteria)
 
 
 def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

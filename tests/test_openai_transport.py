@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from debate._cli.main import main
 from debate.exceptions import ProviderError
 from debate.models._base import Message, ModelSettings, Reply
+from debate.models._schema import reply_max_tokens
 from debate.models.openai import OpenAIModel
 from debate.runtime._replies import ClosingDraft, judge_reply
 from tests.helpers import served
@@ -142,7 +143,8 @@ def test_a_500_refusing_json_schema_steps_down_to_json_object_and_is_remembered(
     last = server.records[-1]
     assert last.response_format["schema"] == request_schema(last.body)
     assert last.body["messages"][-1]["role"] == "system"
-    assert {r.max_tokens for r in server.records} == {ModelSettings().max_tokens}
+    # no max_tokens given: the bound derived from the reply schema, as ask would send
+    assert {r.max_tokens for r in server.records} == {reply_max_tokens(JUDGE)}
 
 
 @pytest.mark.parametrize(

@@ -501,15 +501,28 @@ def user_file(path: str | Path, what: str) -> Iterator[None]:
 
 
 class ProgressPrinter:
-    """One line per finished step on stderr, with elapsed time and tokens/s."""
+    """Progress lines on stderr: the plan first, then one line per finished step.
+
+    The plan line comes before any model is loaded or called, so a run on a slow machine
+    says at once what it is about to do; each step's line then counts the steps done of the
+    plan and gives a running estimate of the time left (the mean time per step so far).
+    """
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
+        self.total: int | None = None
+        self.done = 0
 
     def __call__(self, event: Event) -> None:
-        """Print a line for a finished step."""
+        """Print the plan, or a line for a finished step."""
+        if isinstance(event, Planned):
+            self.total = event.total
+            items = f" over {event.items} items" if event.items is not None else ""
+            self._write(f"plan: {event.total} model calls{items}; a line as each one finishes")
+            return
         if not isinstance(event, StepFinished):
             return
+        self.done += 1
         total = time.perf_counter() - self.start
         busy = event.model_seconds or event.elapsed
         rate = event.completion_tokens / busy if busy > 0 else 0.0
@@ -518,10 +531,22 @@ class ProgressPrinter:
             step += f" {event.round}"
         status = "ok" if event.ok else f"FAILED ({event.detail})"
         retry = f", {event.attempts} attempts" if event.attempts > 1 else ""
-        sys.stderr.write(
-            f"[{total:7.1f}s] {step:<20} {event.actor:<12} {status}  {event.elapsed:5.1f}s  "
-            f"{event.completion_tokens} tok  {rate:5.1f} tok/s{retry}\n"
+        self._write(
+            f"[{total:7.1f}s]{self._count(total)} {step:<20} {event.actor:<12} {status}  "
+            f"{event.elapsed:5.1f}s  {event.completion_tokens} tok  {rate:5.1f} tok/s{retry}"
         )
+
+    def _count(self, elapsed: float) -> str:
+        """`` k/n, ~Ns left`` once there is a plan; nothing without one."""
+        if self.total is None:
+            return ""
+        left = max(self.total - self.done, 0)
+        eta = f", ~{elapsed / self.done * left:.0f}s left" if left else ""
+        return f" {self.done}/{self.total}{eta}"
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
 

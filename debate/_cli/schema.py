@@ -23,7 +23,8 @@ from debate._cli.common import EXIT_OK, Commands
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 
-SCHEMA_VERSION = 1
+# v2: config.max_tokens may be null (each call's bound derived from its reply schema).
+SCHEMA_VERSION = 2
 """The version of the result formats; it is in each schema's ``$id``."""
 
 SCHEMAS: dict[str, type[BaseModel]] = {"result": DebateResult, "council": CouncilResult}

@@ -31,7 +31,9 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     temperature: float = 0.2
-    max_tokens: int = 1024
+    max_tokens: int | None = None
+    """Cap on generated tokens; None: the bound derived from the reply schema (``ask``
+    resolves it before a request is sent, so a backend always receives a number)."""
     seed: int | None = None
     timeout: float = 120.0
     """Seconds one call to a server may take in all (connecting, queueing, every byte of the

@@ -37,7 +37,7 @@ from openai import AsyncOpenAI
 
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
-from debate.models._schema import sent_schema
+from debate.models._schema import call_max_tokens, sent_schema
 
 logger = logging.getLogger(__name__)
 
@@ -400,7 +400,7 @@ def request_body(
         "model": model,
         "messages": payload,
         "temperature": settings.temperature,
-        "max_tokens": settings.max_tokens,
+        "max_tokens": call_max_tokens(settings, schema),
     }
     if settings.seed is not None:
         head["seed"] = settings.seed

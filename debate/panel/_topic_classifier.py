@@ -54,7 +54,9 @@ async def classify_topic(
         topic=topic,
         types=[(name, list(p.keywords)) for name, p in profiles.profiles.items()],
     )
-    small = settings.model_copy(update={"max_tokens": min(settings.max_tokens, 64)})
+    # the reply is one enum value: its derived bound is small; a cap set by hand is cut to 64
+    cap = None if settings.max_tokens is None else min(settings.max_tokens, 64)
+    small = settings.model_copy(update={"max_tokens": cap})
     try:
         completion, _ = await ask(
             model,

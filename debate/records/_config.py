@@ -265,7 +265,11 @@ class RunConfig(Finite):
     con_endpoint: str | None = None
     """Endpoint of the CON debater; ``None`` is the ``default`` endpoint."""
     temperature: float = Field(default=0.2, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=1024, ge=16, le=131_072)
+    max_tokens: int | None = Field(default=None, ge=16, le=131_072)
+    """Per-call cap on generated tokens. None (default): each call's own bound, derived from
+    its reply schema so that any reply within the schema's lengths fits (see
+    :func:`debate.models._schema.reply_max_tokens`). A number caps every call instead; a
+    reply cut off by it is asked again with twice the cap."""
     max_retries: int = Field(default=2, ge=0, le=10)
     """Re-asks after invalid output, per call."""
     timeout: float = Field(default=120.0, gt=0, le=86_400)

@@ -5,9 +5,13 @@ goes through :func:`ask`, the one place above the model boundary where a raw rep
 a typed object. So a reply that does not validate is always handled the same way whatever
 the backend: the model is shown its own reply and the validation error and asked again, up
 to ``max_retries`` times, then the last error is raised with the raw reply, the attempts and
-their total usage. A refusal is an invalid reply. A reply cut off by the token budget
-(``finish_reason == "length"``) is asked afresh with twice the budget, since showing the
-model its truncated text would not help. Provider faults (timeouts, 5xx, 429, refused
+their total usage. A refusal is an invalid reply. A call's token budget (``max_tokens``)
+is, unless the caller set one, derived from its reply schema so that every reply within the
+schema's lengths fits (:func:`~debate.models._schema.reply_max_tokens`): on a backend whose
+grammar enforces those lengths (the embedded model) no valid reply is ever cut off. A reply
+cut off by the budget anyway (``finish_reason == "length"``: a cap the caller set, or a
+server that does not enforce lengths) is asked afresh with twice the budget, since showing
+the model its truncated text would not help. Provider faults (timeouts, 5xx, 429, refused
 connections) are retried with exponential backoff. Every attempt's usage is counted, valid
 or not. Only a valid reply is stored in the cache, and a cached reply is replayed (and
 validated) before any request is sent. Nothing here ever substitutes a value for a missing
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings, Reply
+from debate.models._schema import call_max_tokens
 from debate.records._config import RunConfig
 from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
 from debate.runtime._budget import Budget, Hold, prompt_bound
@@ -193,10 +198,18 @@ class CallContext:
 
 @dataclass(frozen=True)
 class _Request:
-    """What one attempt sends: the conversation and its settings."""
+    """What one attempt sends: the conversation and its settings (``max_tokens`` set)."""
 
     messages: list[Message]
     settings: ModelSettings
+    max_tokens: int
+    """``settings.max_tokens``, resolved (never None)."""
+
+    @classmethod
+    def of(cls, messages: list[Message], settings: ModelSettings, max_tokens: int) -> _Request:
+        """A request whose settings carry ``max_tokens``."""
+        update = {"max_tokens": max_tokens}
+        return cls(list(messages), settings.model_copy(update=update), max_tokens)
 
 
 @dataclass
@@ -228,9 +241,7 @@ class _Step:
         if self.attempts > 1:
             self.call.meter.retries += 1
 
-    def hold(
-        self, messages: list[Message], schema: type[T], settings: ModelSettings
-    ) -> Hold | None:
+    def hold(self, messages: list[Message], schema: type[T], max_tokens: int) -> Hold | None:
         """Hold the worst case of the request about to be sent; refuse it past the budget.
 
         A refused request is recorded in ``usage.skipped``; if it was a re-ask or a retry,
@@ -241,7 +252,7 @@ class _Step:
             return None
         prompt = prompt_bound(messages, schema)
         try:
-            return meter.budget.hold(self.model, prompt, settings.max_tokens, meter.table)
+            return meter.budget.hold(self.model, prompt, max_tokens, meter.table)
         except BudgetExceeded as exc:
             logger.warning("%s %s: not sent, %s", self.phase, self.actor, exc)
             meter.skipped.append(
@@ -397,7 +408,7 @@ async def ask(
     """
     step = _Step(call, model.name, phase, actor, round, endpoint=getattr(model, "endpoint", None))
     step.started()
-    request = _Request(list(messages), settings)
+    request = _Request.of(messages, settings, call_max_tokens(settings, schema))
     while True:
         slot = cache_slot(call.cache, model, request.messages, schema, request.settings)
         try:
@@ -407,7 +418,7 @@ async def ask(
             continue
         step.count(reply)
         try:
-            parsed = check_reply(reply, schema, max_tokens=request.settings.max_tokens)
+            parsed = check_reply(reply, schema, max_tokens=request.max_tokens)
         except ModelOutputError as exc:
             step.reject(exc)
             request = _next_request(messages, request, reply, exc)
@@ -436,7 +447,7 @@ async def _fetch(
     if slot is not None and (stored := await slot.replay()) is not None:
         step.begin()
         return stored, True
-    hold = step.hold(request.messages, schema, request.settings)
+    hold = step.hold(request.messages, schema, request.max_tokens)
     step.begin()
     try:
         reply = await model.complete(request.messages, schema, request.settings)
@@ -457,12 +468,12 @@ def _next_request(
     to the model with the error, after the original messages.
     """
     if is_truncated(reply):
-        budget = request.settings.max_tokens * 2
+        budget = request.max_tokens * 2
         logger.info("reply cut off by the token budget; asking again with max_tokens=%d", budget)
-        return _Request(list(messages), request.settings.model_copy(update={"max_tokens": budget}))
+        return _Request.of(messages, request.settings, budget)
     conversation = [
         *messages,
         Message(role="assistant", content=exc.raw),
         Message(role="user", content=REASK.format(error=str(exc))),
     ]
-    return _Request(conversation, request.settings)
+    return _Request(conversation, request.settings, request.max_tokens)

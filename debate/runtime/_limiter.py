@@ -161,7 +161,7 @@ class LimitedModel:
     ) -> Reply:
         """Wait for the limiter, call, and settle the token count."""
         settings = settings or ModelSettings()
-        estimate = sum(len(m.content) for m in messages) // 4 + settings.max_tokens
+        estimate = sum(len(m.content) for m in messages) // 4 + (settings.max_tokens or 0)
         entry = await self.limiter.acquire(estimate)
         reply = await self.inner.complete(messages, schema, settings)
         usage = reply.usage

@@ -21,6 +21,10 @@ T = TypeVar("T", bound=BaseModel)
 TRUNCATED = "length"
 """The ``finish_reason`` of a reply cut off by ``max_tokens``."""
 
+LOOPED = "repetition"
+"""The ``finish_reason`` of a reply the embedded model stopped because it was repeating itself
+(:class:`debate.models.local.RepetitionGuard`)."""
+
 
 class Completion(BaseModel, Generic[T]):
     """A valid reply: the parsed object, the text it came from, usage and latency."""
@@ -48,7 +52,8 @@ def check_reply(reply: Reply, schema: type[T], *, max_tokens: int) -> T:
     Raises:
         ModelOutputError: the model refused (``refused``), was cut off by the token budget
             (``parse_failure``: a cut-off reply is never accepted, even when its prefix
-            parses), or wrote text that is not JSON or does not match the schema.
+            parses), was stopped in a loop (``parse_failure``), or wrote text that is not
+            JSON or does not match the schema.
     """
     if reply.refusal:
         raise ModelOutputError(
@@ -59,6 +64,13 @@ def check_reply(reply: Reply, schema: type[T], *, max_tokens: int) -> T:
     if is_truncated(reply):
         raise ModelOutputError(
             f"reply cut off by the token budget (max_tokens={max_tokens})",
+            raw=reply.text,
+            reason="parse_failure",
+        )
+    if reply.finish_reason == LOOPED:
+        raise ModelOutputError(
+            "reply stopped: it kept repeating the same few tokens; write each field once, "
+            "in your own words",
             raw=reply.text,
             reason="parse_failure",
         )
