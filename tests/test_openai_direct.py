@@ -151,6 +151,21 @@ def test_openai_base_url_is_honoured_when_no_base_url_is_given(
     assert path == "/v1/chat/completions" and headers["Authorization"] == f"Bearer {KEY}"
 
 
+def test_a_proxy_named_in_the_environment_carries_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    upstream = "http://upstream.invalid:9/v1"  # never resolved: the proxy answers
+    with recorder() as (proxy, seen):
+        monkeypatch.setenv("HTTP_PROXY", proxy.removesuffix("/v1"))
+        reply = call(OpenAIModel("m", base_url=upstream, api_key=KEY))
+    assert json.loads(reply.text) == {"statement": "s" * 40}
+    [(path, headers)] = seen
+    assert path == upstream + "/chat/completions"  # a proxy is asked for the absolute URL
+    assert headers["Authorization"] == f"Bearer {KEY}"
+
+
 def test_without_base_url_or_openai_base_url_the_request_goes_to_openai(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

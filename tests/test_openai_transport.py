@@ -432,19 +432,19 @@ def test_concurrent_first_calls_build_one_http_client(monkeypatch: pytest.Monkey
 
     built: list[object] = []
     real = module._Direct
-    load = module._load_aiohttp
+    lookup = module._env_proxy
 
     def counting(*args: Any) -> Any:
         client = real(*args)
         built.append(client)
         return client
 
-    def slow_load() -> None:
+    def slow_lookup(url: str) -> Any:
         time.sleep(0.01)  # widen the window in which a second build could start
-        load()
+        return lookup(url)
 
     monkeypatch.setattr(module, "_Direct", counting)
-    monkeypatch.setattr(module, "_load_aiohttp", slow_load)
+    monkeypatch.setattr(module, "_env_proxy", slow_lookup)
     model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key_env="")
 
     async def first_calls() -> set[int]:

@@ -1,14 +1,19 @@
 """OpenAI-compatible backend: OpenAI itself, vLLM, Ollama, llama.cpp's server, any ``base_url``.
 
-This is the only module that imports :mod:`openai`. Structured output goes through
-``response_format`` with the JSON schema of the requested pydantic model. Servers differ in
-what they take, so the form is negotiated per schema: a strict ``json_schema`` first, then a
-non-strict one, then ``json_object`` with the schema beside it (llama-cpp-python's server
-turns that into a grammar), then plain ``json_object``; the schema is also given in a system
-message in the JSON modes. Only an error that is about the format (whatever its status code:
-llama-cpp-python answers ``json_schema`` with a 500) steps down; any other error (a prompt
-over the context limit, an overloaded server) is a :class:`ProviderError` and changes
-nothing for later calls.
+This is the only module that imports :mod:`openai`, though a model that builds its own
+client does not send through it: each request is one POST on a shared ``aiohttp`` session
+(:class:`_Direct`), since the SDK's per-request machinery cost more CPU than the rest of
+the request at a few hundred calls in flight. A caller's own ``AsyncOpenAI`` client
+(``client=``) is still used as given; both fail with the same errors.
+
+Structured output goes through ``response_format`` with the JSON schema of the requested
+pydantic model. Servers differ in what they take, so the form is negotiated per schema: a
+strict ``json_schema`` first, then a non-strict one, then ``json_object`` with the schema
+beside it (llama-cpp-python's server turns that into a grammar), then plain ``json_object``;
+the schema is also given in a system message in the JSON modes. Only an error that is about
+the format (whatever its status code: llama-cpp-python answers ``json_schema`` with a 500)
+steps down; any other error (a prompt over the context limit, an overloaded server) is a
+:class:`ProviderError` and changes nothing for later calls.
 
 Whatever the server sends becomes a :class:`Reply` or a :class:`ProviderError` with a
 one-line reason: an HTML page, a truncated envelope, a connection reset mid-body, an empty
@@ -167,26 +172,34 @@ class _Direct:
     of CPU per request on its aiohttp transport (an options model built and deep-copied,
     six header objects, its own URL parser, the response wrapped twice), a bare aiohttp
     POST 0.15 ms; at concurrency 256 that difference was a whole core. The session keeps
-    no cookies (a completion API sets none worth keeping, and the jar is per-request work),
-    takes proxies from the environment like the SDK, and verifies TLS with aiohttp's
-    default context.
+    no cookies (a completion API sets none worth keeping, and the jar is per-request work)
+    and verifies TLS with aiohttp's default context. A proxy from the environment is used
+    as the SDK uses it, but looked up once (:func:`_env_proxy`): aiohttp's ``trust_env``
+    looks it up, and ``~/.netrc``, in a worker thread on every request, which cost as much
+    CPU again as the rest of the request.
     """
 
-    def __init__(self, url: str, headers: dict[str, str]) -> None:
+    def __init__(self, url: str, headers: dict[str, str], proxy: _Proxy) -> None:
         import aiohttp
 
         self.url = url
         self.headers = headers
+        self.proxy, self.proxy_auth = proxy
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=POOL_LIMIT),
             cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole call
-            trust_env=True,
         )
 
     async def post(self, body: bytes) -> tuple[int, Mapping[str, str], str]:
         """Status, headers and body text of one POST; a connection failure is an OSError."""
-        async with self.session.post(self.url, data=body, headers=self.headers) as response:
+        async with self.session.post(
+            self.url,
+            data=body,
+            headers=self.headers,
+            proxy=self.proxy,
+            proxy_auth=self.proxy_auth,
+        ) as response:
             raw = await response.read()
             return response.status, response.headers, raw.decode("utf-8", "replace")
 
@@ -194,9 +207,24 @@ class _Direct:
         await self.session.close()
 
 
-def _load_aiohttp() -> None:
-    """Import aiohttp: it builds its TLS contexts at import (CA certificates, ~0.15 s)."""
-    import aiohttp  # noqa: F401
+_Proxy = tuple[Any, Any]
+"""A proxy URL and its credentials (``yarl.URL``, ``aiohttp.BasicAuth``), or two Nones."""
+
+
+def _env_proxy(url: str) -> _Proxy:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...).
+
+    aiohttp's own lookup, as its ``trust_env`` makes it, done once: it reads ``~/.netrc``
+    for the proxy's credentials, so it runs in a worker thread, as does the import of
+    aiohttp, which builds its TLS contexts at import (the CA certificates, ~0.15 s of CPU).
+    """
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -265,7 +293,8 @@ class OpenAIModel:
         """The HTTP client: the caller's SDK client, or our own session built on first use.
 
         Our own is built again after :meth:`aclose`. Importing aiohttp loads the CA
-        certificates (about 0.15 s of CPU); that is done once, in a worker thread, since
+        certificates (about 0.15 s of CPU), and the proxy lookup reads files; that is done
+        in a worker thread, since
         ``timeout`` bounds each call's wall time and the work on the event loop would be
         charged to every other call in flight. The session is then made on the loop with no
         await in between, so the first calls of a run, which arrive together (a service
@@ -274,15 +303,15 @@ class OpenAIModel:
         if self._given is not None:
             return self._given
         if self._owned is None:
-            await asyncio.to_thread(self._build_once)
-        if self._owned is None:
             url = endpoint_url(self.base_url)
-            self._owned = _Direct(url, request_headers(url, self._key))
+            proxy = await asyncio.to_thread(self._build_once, url)
+            if self._owned is None:
+                self._owned = _Direct(url, request_headers(url, self._key), proxy)
         return self._owned
 
-    def _build_once(self) -> None:
-        with self._building:  # one import at a time: the rest wait for it, not redo it
-            _load_aiohttp()
+    def _build_once(self, url: str) -> _Proxy:
+        with self._building:  # one at a time: the first import makes the rest cheap
+            return _env_proxy(url)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model built (a caller's own client is left alone).
