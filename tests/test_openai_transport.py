@@ -433,15 +433,20 @@ def test_concurrent_first_calls_build_one_http_client(monkeypatch: pytest.Monkey
     import debate.models.openai as module
 
     built: list[object] = []
-    real = module.AsyncOpenAI
+    real = module._Direct
+    lookup = module._env_proxy
 
-    def counting(**kwargs: Any) -> Any:
-        time.sleep(0.01)  # widen the window in which a second build could start
-        client = real(**kwargs)
+    def counting(*args: Any) -> Any:
+        client = real(*args)
         built.append(client)
         return client
 
-    monkeypatch.setattr(module, "AsyncOpenAI", counting)
+    def slow_lookup(url: str) -> Any:
+        time.sleep(0.01)  # widen the window in which a second build could start
+        return lookup(url)
+
+    monkeypatch.setattr(module, "_Direct", counting)
+    monkeypatch.setattr(module, "_env_proxy", slow_lookup)
     model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key_env="")
 
     async def first_calls() -> set[int]:

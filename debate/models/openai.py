@@ -1,14 +1,20 @@
 """OpenAI-compatible backend: OpenAI itself, vLLM, Ollama, llama.cpp's server, any ``base_url``.
 
-This is the only module that imports :mod:`openai`. Structured output goes through
-``response_format`` with the JSON schema of the requested pydantic model. Servers differ in
-what they take, so the form is negotiated per schema: a strict ``json_schema`` first, then a
-non-strict one, then ``json_object`` with the schema beside it (llama-cpp-python's server
-turns that into a grammar), then plain ``json_object``; the schema is also given in a system
-message in the JSON modes. Only an error that is about the format (whatever its status code:
-llama-cpp-python answers ``json_schema`` with a 500) steps down; any other error (a prompt
-over the context limit, an overloaded server) is a :class:`ProviderError` and changes
-nothing for later calls.
+This is the only module that imports :mod:`openai`, and only for a caller's own client: a
+model that builds its own client does not send through it (nor import it, 0.3 s a run): each
+request is one POST on a shared ``aiohttp`` session (:class:`_Direct`), since the SDK's per-
+request machinery cost more CPU than the rest of the request at a few hundred calls in
+flight. A caller's own ``AsyncOpenAI`` client (``client=``) is still used as given; both
+fail with the same errors.
+
+Structured output goes through ``response_format`` with the JSON schema of the requested
+pydantic model. Servers differ in what they take, so the form is negotiated per schema: a
+strict ``json_schema`` first, then a non-strict one, then ``json_object`` with the schema
+beside it (llama-cpp-python's server turns that into a grammar), then plain ``json_object``;
+the schema is also given in a system message in the JSON modes. Only an error that is about
+the format (whatever its status code: llama-cpp-python answers ``json_schema`` with a 500)
+steps down; any other error (a prompt over the context limit, an overloaded server) is a
+:class:`ProviderError` and changes nothing for later calls.
 
 Whatever the server sends becomes a :class:`Reply` or a :class:`ProviderError` with a
 one-line reason: an HTML page, a truncated envelope, a connection reset mid-body, an empty
@@ -30,22 +36,20 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
-import openai
-from openai import AsyncOpenAI
-
+from debate._version import __version__
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
 from debate.models._schema import call_max_tokens, sent_schema
 
+if TYPE_CHECKING:  # imported where a caller's SDK client is used: ~0.3 s a run without one
+    from openai import AsyncOpenAI
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-KEYLESS = "no-key-configured"
-"""What the client holds for an endpoint without a key: the ``openai`` client wants some
-string, but the Authorization header is then left out of every request, so not even this
-placeholder is sent."""
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter keys are not redacted: replacing a 3-letter string everywhere would mangle text."""
@@ -59,7 +63,10 @@ FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text
 SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
 JSON_HEADERS = {"Content-Type": "application/json"}
 """A body sent as bytes carries its type itself (the SDK adds it only to a dict body)."""
-KEYLESS_HEADERS: dict[str, Any] = {**JSON_HEADERS, "Authorization": openai.Omit()}
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where the SDK sends a client without a ``base_url`` and without ``OPENAI_BASE_URL``."""
+POOL_LIMIT = 1000
+"""Connections per client, the SDK's own default: a run's concurrency never waits on it."""
 
 
 def resolve_api_key(
@@ -126,19 +133,99 @@ def _refused_connection(exc: BaseException) -> str | None:
     return None
 
 
-def http_client() -> Any:
-    """The SDK's aiohttp transport when aiohttp is installed (it is a dependency), else None.
+def endpoint_url(base_url: str | None) -> str:
+    """The chat-completions URL, resolving a missing ``base_url`` as the SDK does."""
+    base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    return base.rstrip("/") + "/chat/completions"
 
-    Measured with ``benchmarks/bench_throughput.py`` (200 debates at concurrency 64 against
-    a 200 ms server): the default httpx pool scans every connection on every request, 5.8 ms
-    of CPU per call and 0.49 x the server's ideal; aiohttp, 3.4 ms and 0.80 x. None leaves
-    the SDK's default client (an install without aiohttp still works, slower under load).
+
+def request_headers(url: str, key: str | None) -> dict[str, str]:
+    """The headers of every request to ``url``: JSON both ways, who is asking, and the key.
+
+    No Authorization header at all without a key (a keyless server must not see even a
+    placeholder). ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID`` are read as the SDK reads them,
+    but sent only to OpenAI's own hosts: the SDK sends them to any ``base_url``, and an
+    organisation id is OpenAI's business only, like the key in ``OPENAI_API_KEY``.
     """
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": f"debate/{__version__}",
+    }
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    host = urlsplit(url).hostname or ""
+    if host == "openai.com" or host.endswith(".openai.com"):
+        for name, variable in (
+            ("OpenAI-Organization", "OPENAI_ORG_ID"),
+            ("OpenAI-Project", "OPENAI_PROJECT_ID"),
+        ):
+            value = os.environ.get(variable)
+            if value:
+                headers[name] = value
+    return headers
+
+
+class _Direct:
+    """The chat-completions POST on one shared ``aiohttp`` session, without the SDK.
+
+    Measured against a 50 ms server (/tmp/prof/sdk3.py): the SDK's ``post`` costs 0.55 ms
+    of CPU per request on its aiohttp transport (an options model built and deep-copied,
+    six header objects, its own URL parser, the response wrapped twice), a bare aiohttp
+    POST 0.15 ms; at concurrency 256 that difference was a whole core. The session keeps
+    no cookies (a completion API sets none worth keeping, and the jar is per-request work)
+    and verifies TLS with aiohttp's default context. A proxy from the environment is used
+    as the SDK uses it, but looked up once (:func:`_env_proxy`): aiohttp's ``trust_env``
+    looks it up, and ``~/.netrc``, in a worker thread on every request, which cost as much
+    CPU again as the rest of the request.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str], proxy: _Proxy) -> None:
+        import aiohttp
+
+        self.url = url
+        self.headers = headers
+        self.proxy, self.proxy_auth = proxy
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=POOL_LIMIT),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole call
+        )
+
+    async def post(self, body: bytes) -> tuple[int, Mapping[str, str], str]:
+        """Status, headers and body text of one POST; a connection failure is an OSError."""
+        async with self.session.post(
+            self.url,
+            data=body,
+            headers=self.headers,
+            proxy=self.proxy,
+            proxy_auth=self.proxy_auth,
+        ) as response:
+            raw = await response.read()
+            return response.status, response.headers, raw.decode("utf-8", "replace")
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+_Proxy = tuple[Any, Any]
+"""A proxy URL and its credentials (``yarl.URL``, ``aiohttp.BasicAuth``), or two Nones."""
+
+
+def _env_proxy(url: str) -> _Proxy:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...).
+
+    aiohttp's own lookup, as its ``trust_env`` makes it, done once: it reads ``~/.netrc``
+    for the proxy's credentials, so it runs in a worker thread, as does the import of
+    aiohttp, which builds its TLS contexts at import (the CA certificates, ~0.15 s of CPU).
+    """
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
     try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return None
-    return openai.DefaultAioHttpClient()
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -198,37 +285,34 @@ class OpenAIModel:
             if client is not None
             else (api_key or resolve_api_key(base_url, api_key_env, endpoint))
         )
-        self._owned: AsyncOpenAI | None = None
+        self._owned: _Direct | None = None
         self._building = threading.Lock()
         self._modes: dict[ReplySchema, Mode] = {}
         """The form each schema is sent in, once a server refused a stricter one."""
 
-    async def _client(self) -> AsyncOpenAI:
-        """The HTTP client, built on first use (and again after :meth:`aclose`).
+    async def _client(self) -> AsyncOpenAI | _Direct:
+        """The HTTP client: the caller's SDK client, or our own session built on first use.
 
-        Building one loads the CA certificates (about 0.15 s of CPU); that is done in a
-        worker thread, since ``timeout`` bounds each call's wall time and a build on the
-        event loop would be charged to every other call in flight. The build is done once
-        under a lock: the first calls of a run arrive together (a service starting 64 jobs
-        sends 160), and each building its own client cost seconds of CPU at start-up.
+        Our own is built again after :meth:`aclose`. Importing aiohttp loads the CA
+        certificates (about 0.15 s of CPU), and the proxy lookup reads files; that is done
+        in a worker thread, since
+        ``timeout`` bounds each call's wall time and the work on the event loop would be
+        charged to every other call in flight. The session is then made on the loop with no
+        await in between, so the first calls of a run, which arrive together (a service
+        starting 64 jobs sends 160), share one.
         """
         if self._given is not None:
             return self._given
-        if self._owned is not None:
-            return self._owned
-        return await asyncio.to_thread(self._build_once)
-
-    def _build_once(self) -> AsyncOpenAI:
-        with self._building:
+        if self._owned is None:
+            url = endpoint_url(self.base_url)
+            proxy = await asyncio.to_thread(self._build_once, url)
             if self._owned is None:
-                # Retries are ours (debate.runtime._ask), so that every retry is recorded.
-                self._owned = AsyncOpenAI(
-                    api_key=self._key or KEYLESS,
-                    base_url=self.base_url,
-                    max_retries=0,
-                    http_client=http_client(),
-                )
-            return self._owned
+                self._owned = _Direct(url, request_headers(url, self._key), proxy)
+        return self._owned
+
+    def _build_once(self, url: str) -> _Proxy:
+        with self._building:  # one at a time: the first import makes the rest cheap
+            return _env_proxy(url)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model built (a caller's own client is left alone).
@@ -305,48 +389,77 @@ class OpenAIModel:
     async def _post(self, body: bytes, timeout: float) -> str:
         """The raw response body of one POST, bounded by ``timeout`` as a whole.
 
-        The plain POST of the chat-completions route: the same request and error types as
-        ``chat.completions.create``, without its per-call walk over the typed parameters
-        (milliseconds per call with a JSON schema in the request). The body is read as text
-        and parsed here, so that a body that is not a completion is reported, not raised.
+        Both clients fail the same way: a status error, a refused connection or a timeout
+        becomes the same one-line :class:`ProviderError` (or :class:`_FormatRejected`)
+        whichever sent the request. The body is read as text and parsed by the caller, so
+        that a body that is not a completion is reported, not raised.
         """
         client = await self._client()
-        options: openai.RequestOptions = {"timeout": timeout, "headers": JSON_HEADERS}
-        if self._given is None and self._key is None:  # a keyless endpoint: no header at all
-            options["headers"] = KEYLESS_HEADERS
-        post = client.post("/chat/completions", content=body, cast_to=str, options=options)
+        where = self.base_url or "OpenAI"
         try:
-            text: str = await asyncio.wait_for(post, timeout)
-        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            async with asyncio.timeout(timeout):
+                if isinstance(client, _Direct):
+                    status, headers, text = await client.post(body)
+                else:
+                    return await self._sdk_post(client, body, timeout)
+        except TimeoutError as exc:
             refused = _refused_connection(exc)
-            if refused is not None:  # aiohttp's transport names a refused connect a timeout
+            if refused is not None:  # the SDK's aiohttp transport names a refused connect so
                 raise ProviderError(
-                    f"{self._model}: connection to {self.base_url or 'OpenAI'} failed ({refused})"
+                    f"{self._model}: connection to {where} failed ({refused})"
                 ) from exc
             raise ProviderError(
                 f"{self._model}: no complete reply within {timeout}s", kind="timeout"
             ) from exc
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except openai.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
-            raise ProviderError(
-                f"{self._model}: connection to {self.base_url or 'OpenAI'} failed ({cause})"
-            ) from exc
+        except _StatusFailed as exc:
+            raise self._status_error(exc) from exc.__cause__
+        except Exception as exc:
+            if not _connection_failure(exc):
+                raise
+            name = exc.name if isinstance(exc, _ConnectionFailed) else type(exc).__name__
+            raise ProviderError(f"{self._model}: connection to {where} failed ({name})") from exc
+        if status >= 400:
+            body_seen, message = _error_parts(status, text)
+            raise self._status_error(_StatusFailed(status, headers, body_seen, message))
         return text
 
-    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+    @staticmethod
+    async def _sdk_post(client: AsyncOpenAI, body: bytes, timeout: float) -> str:
+        """The plain POST of the chat-completions route through a caller's SDK client.
+
+        The same request and error types as ``chat.completions.create``, without its
+        per-call walk over the typed parameters. Its errors are turned into the direct
+        path's (:class:`_StatusFailed`, ``TimeoutError``) so that one mapping serves both.
+        """
+        import openai
+
+        options: openai.RequestOptions = {"timeout": timeout, "headers": JSON_HEADERS}
+        try:
+            text: str = await client.post(
+                "/chat/completions", content=body, cast_to=str, options=options
+            )
+        except openai.APITimeoutError as exc:
+            raise TimeoutError from exc
+        except openai.APIStatusError as exc:
+            failed = _StatusFailed(exc.status_code, exc.response.headers, exc.body, exc.message)
+            raise failed from exc
+        except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
+            raise _ConnectionFailed(cause) from exc
+        return text
+
+    def _status_error(self, failed: _StatusFailed) -> Exception:
         """The error to raise for an HTTP error status: a refused format, or a provider fault."""
-        reason = self._redact(_error_reason(exc))
-        if exc.status_code != 429 and _rejects_format(exc):
-            return _FormatRejected(f"{exc.status_code}: {reason}")
-        wait = retry_after(exc.response.headers)
-        if isinstance(exc, openai.RateLimitError):
+        reason = self._redact(_error_reason(failed.body, failed.message))
+        if failed.status != 429 and _rejects_format(failed.body, failed.message):
+            return _FormatRejected(f"{failed.status}: {reason}")
+        wait = retry_after(failed.headers)
+        if failed.status == 429:
             return ProviderError(
                 f"{self._model}: rate limited (429)", kind="rate_limited", retry_after=wait
             )
         return ProviderError(
-            f"{self._model}: server error {exc.status_code}: {reason}", retry_after=wait
+            f"{self._model}: server error {failed.status}: {reason}", retry_after=wait
         )
 
     def _reply(self, text: str, latency: float) -> Reply:
@@ -369,6 +482,56 @@ class OpenAIModel:
             latency=latency,
             model=self._redact(reported) if isinstance(reported, str) and reported else self._model,
         )
+
+
+class _StatusFailed(Exception):
+    """An HTTP error status as either client saw it: what the error mapping needs of it.
+
+    ``body`` and ``message`` are what the SDK makes of an error response (the ``error``
+    object of a JSON body, else its text; ``"Error code: N - message"``), so that a refused
+    format is recognised from the same text whichever client sent the request.
+    """
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: object, message: str):
+        super().__init__(message)
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.message = message
+
+
+def _error_parts(status: int, text: str) -> tuple[object, str]:
+    """``body`` and ``message`` of an error response, as the SDK builds them."""
+    message = f"Error code: {status}"
+    stripped = text.strip()
+    body: object = stripped
+    try:
+        body = json.loads(stripped)
+    except ValueError:
+        pass
+    else:
+        error = body.get("error", body) if isinstance(body, dict) else None
+        inner = error.get("message") if isinstance(error, dict) else None
+        if isinstance(inner, str) and inner:
+            message += f" - {inner}"
+    return (body.get("error", body) if isinstance(body, dict) else body), message
+
+
+class _ConnectionFailed(Exception):
+    """A failed connection as the SDK reports it, named by its cause (as aiohttp's are)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _connection_failure(exc: BaseException) -> bool:
+    """True for a failed connection on either client (refused, reset, cut mid-body)."""
+    if isinstance(exc, _ConnectionFailed | OSError):
+        return True
+    import aiohttp  # loaded by then: only our own session raises its errors
+
+    return isinstance(exc, aiohttp.ClientError)
 
 
 class _FormatRejected(Exception):
@@ -438,26 +601,25 @@ def response_format(name: str, shape: dict[str, Any], mode: Mode) -> dict[str, A
     }
 
 
-def _error_reason(exc: openai.APIStatusError) -> str:
+def _error_reason(body: object, message: str) -> str:
     """The first line of the server's error message, short enough for one log line."""
-    body = exc.body
-    message: Any = body
+    shown: Any = body
     if isinstance(body, dict):
         inner = body.get("error", body)
-        message = inner.get("message", inner) if isinstance(inner, dict) else inner
-    text = str(message if message is not None else exc.message).strip()
+        shown = inner.get("message", inner) if isinstance(inner, dict) else inner
+    text = str(shown if shown is not None else message).strip()
     line = text.splitlines()[0] if text else "no message"
     return line if len(line) <= 200 else line[:199] + "…"
 
 
-def _rejects_format(exc: openai.APIStatusError) -> bool:
+def _rejects_format(body: object, message: str) -> bool:
     """True when the error is about ``response_format``, not about the request's content.
 
     Judged from the error's text, since servers disagree on the status (400, 422, or 500 for
     llama-cpp-python's "Input should be 'text' or 'json_object'"); a prompt over the context
     limit or an overloaded server says nothing about the format and changes no form.
     """
-    return FORMAT_ERROR.search(f"{exc.message} {exc.body}") is not None
+    return FORMAT_ERROR.search(f"{message} {body}") is not None
 
 
 def _envelope(text: str, model: str) -> dict[str, Any]:
