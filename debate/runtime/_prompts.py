@@ -187,6 +187,7 @@ class PromptRenderer:
         self.folders = folders
         self._env = _environment(tuple(str(f) for f in folders))
         self._digests: dict[str, str] = {}
+        self._templates: dict[str, Template] = {}
         self._given = secret
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         """Keys every render's delimiters (see :func:`render_nonce`)."""
@@ -252,8 +253,13 @@ class PromptRenderer:
         Raises:
             ConfigurationError: the template is missing or uses an undefined variable.
         """
+        template = self._templates.get(name)
         try:
-            template = self._env.get_template(name)
+            if template is None:
+                # Looked up once per renderer (a run's): Jinja's own lookup checks the file's
+                # time stamp on every render, a stat call per prompt; a file edited during a
+                # run is seen by the next run.
+                template = self._templates[name] = self._env.get_template(name)
         except TemplateNotFound as exc:
             where = ", ".join(str(f) for f in self.folders)
             raise ConfigurationError(
