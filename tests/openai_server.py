@@ -59,6 +59,9 @@ class Record:
     end: float
     body: dict[str, Any]
     status: int
+    connected: float = 0.0
+    """When the request's connection was accepted: tells a killed client's request that the
+    server read only after the kill (still in a socket buffer) from a restarted client's."""
 
     @property
     def system(self) -> str:
@@ -96,6 +99,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        self.connected = time.monotonic()
+
     def do_POST(self) -> None:  # noqa: N802
         fake = self.server.fake
         length = int(self.headers.get("Content-Length", "0"))
@@ -115,7 +122,8 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.in_flight -= 1
-                fake.records.append(Record(start, time.monotonic(), body, reply.status))
+                record = Record(start, time.monotonic(), body, reply.status, self.connected)
+                fake.records.append(record)
 
     def _send(self, reply: Reply, data: bytes) -> None:
         try:

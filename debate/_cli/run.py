@@ -19,6 +19,7 @@ from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import write_report
 from debate.runtime._events import planned_calls
+from debate.runtime._pool import ModelPool, closing_pool
 from debate.stats import fmt
 from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
@@ -60,10 +61,13 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     cache = common.open_cache(args, out)
     store = common.open_store(args)
     shared = _shared(args, config, seed, cache)
+    # Every model is built now: a missing key is bad input, one line before the plan line.
+    pool = ModelPool(config, seed=seed, model_path=args.model_path)
+    pool.prepare(config, debaters=args.command == "run")
     total = planned_calls(config, debate=args.command == "run")
     common.announce(shared["on_event"], args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(work({**shared, **money}))
+        result = asyncio.run(closing_pool(pool, work({**shared, **money, "pool": pool})))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
