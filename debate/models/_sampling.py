@@ -45,6 +45,8 @@ class GrammarChecked:
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(vocab))
         self.data = (llama_cpp.llama_token_data * self.n_vocab)()
         self.view = np.frombuffer(self.data, dtype=TOKEN_DATA)
+        self.ids = np.arange(self.n_vocab, dtype=np.int32)
+        """Every token id, made once per generation rather than once per token."""
         self.one = (llama_cpp.llama_token_data * 1)()
         self.tokens = 0
         self.full_passes = 0
@@ -52,7 +54,7 @@ class GrammarChecked:
 
     def _candidates(self, ctx: Any, idx: int) -> Any:
         logits = self.lib.llama_get_logits_ith(ctx, idx)
-        self.view["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        self.view["id"] = self.ids
         self.view["logit"] = np.ctypeslib.as_array(logits, shape=(self.n_vocab,))
         self.view["p"] = 0.0
         return self.lib.llama_token_data_array(

@@ -254,11 +254,13 @@ def reply_grammar(schema: ReplySchema) -> ReplyGrammar:
     return ReplyGrammar(gbnf=builder.text(root), max_bytes=size)
 
 
+@lru_cache(maxsize=1024)
 def reply_max_tokens(schema: ReplySchema) -> int | None:
     """The ``max_tokens`` every reply a grammar allows for ``schema`` fits in, or None.
 
     None when the schema has an unbounded part (a string without ``maxLength``) or a
-    construct :func:`reply_grammar` does not bound.
+    construct :func:`reply_grammar` does not bound. Kept per schema, like the grammar: a
+    schema without a bounded grammar would otherwise be walked again on every call.
     """
     try:
         return reply_grammar(schema).max_tokens

@@ -244,10 +244,10 @@ class LocalModel:
         self.generation_seconds = 0.0
         """Seconds spent inside llama.cpp (prompt evaluation and generation), summed."""
         self.full_grammar_passes = 0
-        self.load_seconds = 0.0
-        """Seconds loading the model file (once, at the first call; not in the calls' time)."""
         """Generated tokens the grammar rejected, so that it ran over the whole vocabulary
         (see :mod:`debate.models._sampling`); summed over calls."""
+        self.load_seconds = 0.0
+        """Seconds loading the model file (once, at the first call; not in the calls' time)."""
 
     @property
     def name(self) -> str:

@@ -295,11 +295,10 @@ class OpenAIModel:
 
         Our own is built again after :meth:`aclose`. Importing aiohttp loads the CA
         certificates (about 0.15 s of CPU), and the proxy lookup reads files; that is done
-        in a worker thread, since
-        ``timeout`` bounds each call's wall time and the work on the event loop would be
-        charged to every other call in flight. The session is then made on the loop with no
-        await in between, so the first calls of a run, which arrive together (a service
-        starting 64 jobs sends 160), share one.
+        in a worker thread, since ``timeout`` bounds each call's wall time and the work on
+        the event loop would be charged to every other call in flight. The session is then
+        made on the loop with no await in between, so the first calls of a run, which
+        arrive together (a service starting 64 jobs sends 160), share one.
         """
         if self._given is not None:
             return self._given
@@ -503,18 +502,17 @@ class _StatusFailed(Exception):
 def _error_parts(status: int, text: str) -> tuple[object, str]:
     """``body`` and ``message`` of an error response, as the SDK builds them."""
     message = f"Error code: {status}"
-    stripped = text.strip()
-    body: object = stripped
+    body: object = text.strip()
     try:
-        body = json.loads(stripped)
+        body = json.loads(str(body))
     except ValueError:
-        pass
-    else:
-        error = body.get("error", body) if isinstance(body, dict) else None
-        inner = error.get("message") if isinstance(error, dict) else None
-        if isinstance(inner, str) and inner:
-            message += f" - {inner}"
-    return (body.get("error", body) if isinstance(body, dict) else body), message
+        return body, message
+    if isinstance(body, dict):
+        body = body.get("error", body)
+    inner = body.get("message") if isinstance(body, dict) else None
+    if isinstance(inner, str) and inner:
+        message += f" - {inner}"
+    return body, message
 
 
 class _ConnectionFailed(Exception):
