@@ -104,6 +104,26 @@ def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def probability_between(
+    low: float, high: float, *, high_included: bool = False
+) -> Callable[[str], float]:
+    """An argparse type for a share strictly above ``low`` and below (or at) ``high``."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        above = value > low
+        below = value <= high if high_included else value < high
+        if not (math.isfinite(value) and above and below):
+            upper = f"at most {high:g}" if high_included else f"below {high:g}"
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a number above {low:g} and {upper}"
+            )
+        return value
+
+    parse.__name__ = "share"
+    return parse
+
+
 def seed(text: str) -> int:
     """An argparse type for ``--seed``: a whole number in the range every backend takes."""
     try:

@@ -48,6 +48,18 @@ def add_parser(commands: Commands) -> None:
         help="weigh each judge by its track record in this store (a judge's name is its key)",
     )
     parser.add_argument(
+        "--policy",
+        metavar="POLICY.json",
+        help="declare only where the policy's guarantee holds (written by `debate validity "
+        "--target-agreement`); below its threshold a decision is escalate",
+    )
+    parser.add_argument(
+        "--to-people",
+        metavar="DIR",
+        help="with --policy: write the escalated items as a labelling sheet (to_label.csv, "
+        "to_label.html) for people, whose rulings come back through --labels",
+    )
+    parser.add_argument(
         "--out", metavar="FILE.jsonl", help="write the decisions here (default: stdout)"
     )
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
@@ -135,6 +147,21 @@ def decide_command(args: argparse.Namespace) -> int:
     """Decide, write the decisions, print the summary."""
     from debate.quality._decide import decide_judgments  # scipy: this command's alone
 
+    policy = None
+    if args.policy is not None:
+        from debate.storage import read_policy
+
+        if args.weights != "equal" or args.track_records is not None:
+            raise ConfigurationError(
+                "--policy carries its own weights: leave out --weights and --track-records",
+                field="--policy",
+            )
+        policy = read_policy(args.policy)
+    elif args.to_people is not None:
+        raise ConfigurationError(
+            "--to-people writes the items a policy escalates: give --policy too",
+            field="--to-people",
+        )
     with user_file(args.file, "judgments table"):
         decided = decide_judgments(
             args.file,
@@ -143,6 +170,18 @@ def decide_command(args: argparse.Namespace) -> int:
             thresholds=thresholds(args),
             dimension=args.dimension,
             seed=args.seed,
+            policy=policy,
+        )
+    if args.to_people is not None:
+        from debate.report import write_labelling_sheet
+
+        sheet = write_labelling_sheet(Path(args.to_people), decided.decisions)
+        decided = decided.model_copy(
+            update={
+                "summary": decided.summary.model_copy(
+                    update={"notes": [*decided.summary.notes, sheet]}
+                )
+            }
         )
     lines = "".join(d.model_dump_json() + "\n" for d in decided.decisions)
     if args.out:
@@ -170,6 +209,14 @@ def summary_text(decided: Decided) -> str:
         + ("" if s.weights_source == "equal" else ": " + _weights_text(s.weights)),
     }
     lines = [f"{k}: {v}" for k, v in what.items()]
+    if s.cascade is not None:
+        c = s.cascade
+        per_tier = ", ".join(f"tier {t} {n}" for t, n in zip(c.tiers, c.declared, strict=True))
+        lines.append(
+            f"cascade: declared {per_tier}; {c.escalated} escalated to people; read "
+            f"{c.judgments_used} judgments of the {c.judgments_all_tiers} that asking every "
+            "tier would read"
+        )
     lines += [f"note: {n}" for n in s.notes]
     if s.ignored_columns:
         lines.append(f"note: ignored columns {', '.join(s.ignored_columns)}")

@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import EXIT_OK, Commands, at_least, out_folder, user_file
+from debate._cli.common import (
+    EXIT_OK,
+    Commands,
+    at_least,
+    out_folder,
+    probability_between,
+    user_file,
+)
 from debate._cli.decide import table_flags, thresholds
 from debate.exceptions import ConfigurationError
 
@@ -58,9 +65,45 @@ def add_parser(commands: Commands) -> None:
         metavar="N",
         help="bootstrap replicates of every interval (default 1000)",
     )
+    parser.add_argument(
+        "--target-agreement",
+        type=probability_between(0.5, 1.0),
+        metavar="T",
+        help="choose a policy: declare only where agreement with people is at least T "
+        "(e.g. 0.90) with probability at least 1 - risk; written to OUT/policy.json",
+    )
+    parser.add_argument(
+        "--risk",
+        type=probability_between(0.0, 0.5, high_included=True),
+        default=0.10,
+        metavar="R",
+        help="with --target-agreement: the chance the guarantee fails (default 0.10)",
+    )
+    parser.add_argument(
+        "--tiers",
+        metavar="JUDGE=TIER,...",
+        help="with --target-agreement: a cascade; each judge's tier (1 cheapest, default 1)",
+    )
     parser.add_argument("--out", default="validity-out", metavar="DIR", help="report folder")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=validity_command)
+
+
+def _tiers(text: str | None) -> dict[str, int] | None:
+    """``--tiers a=1,b=2`` as a mapping; one line naming the bad part otherwise."""
+    if text is None:
+        return None
+    tiers: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        judge, _, tier = part.rpartition("=")
+        if not judge.strip() or not tier.strip().isdigit() or int(tier) < 1:
+            raise ConfigurationError(
+                f"--tiers: {part!r} is not JUDGE=TIER with a whole tier from 1; write e.g. "
+                "--tiers small-judge=1,large-judge=2",
+                field="--tiers",
+            )
+        tiers[judge.strip()] = int(tier)
+    return tiers
 
 
 def validity_command(args: argparse.Namespace) -> int:
@@ -92,6 +135,11 @@ def validity_command(args: argparse.Namespace) -> int:
     out = out_folder(args)
     people = [p.strip() for p in args.people.split(",")] if args.people else []
     rules = thresholds(args)  # read --config once, not once per dimension
+    tiers = _tiers(args.tiers)
+    if args.target_agreement is None and tiers is not None:
+        raise ConfigurationError(
+            "--tiers makes a cascade policy: give --target-agreement too", field="--tiers"
+        )
     texts = []
     reports = []
     for dimension in dimensions:
@@ -104,6 +152,9 @@ def validity_command(args: argparse.Namespace) -> int:
             n_boot=args.bootstrap,
             dimension=dimension,
             thresholds=rules,
+            target_agreement=args.target_agreement,
+            risk=args.risk,
+            tiers=tiers,
         )
         suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
         _write(out, suffix, validity)
@@ -131,3 +182,7 @@ def _write(out: Path, suffix: str, validity: Validity) -> None:
     (out / f"validity{suffix}.html").write_text(render_validity_html(report), encoding="utf-8")
     (out / f"validity{suffix}.md").write_text(render_validity_markdown(report), encoding="utf-8")
     write_frame_csv(out / f"rows{suffix}.csv", validity.frame)
+    if validity.policy is not None:
+        from debate.storage import write_policy
+
+        write_policy(out / f"policy{suffix}.json", validity.policy)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from debate.panel._evidence import Confidence, confidence, verdict_evidence
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     NO_CALL,
@@ -54,6 +55,7 @@ OPTIONS: tuple[str, str] = ("A", "B")
 _SIGN = np.array([1.0, -1.0, 0.0])
 """Each verdict's contribution to the margin: +1 for A, -1 for B, 0 for tie."""
 _OUTCOMES: tuple[Outcome, ...] = ("winner", "too_close", "irreconcilable", "insufficient")
+"""The rules' outcomes, by code (``escalate`` is a policy's, never the rules')."""
 
 
 @dataclass(frozen=True)
@@ -132,24 +134,40 @@ def decide_verdicts(
     weight_map = dict(zip(table.judges, map(float, weights), strict=True))
     context = (table, matrix, columns, weight_map, thresholds)
     sensitive = np.asarray(matrix.position_sensitive[chosen].any(axis=1)).tolist()
+    found = confidence(verdict_evidence(table)[chosen], weights)
+    evidence = _evidence_fields(found)
     templates: dict[int, ItemDecision] = {}
     decisions = []
     for k, (i, p) in enumerate(zip(chosen.tolist(), patterns.tolist(), strict=True)):
-        # So are the records but for the name, except for the notes on a position-sensitive
-        # judge's readings: each distinct row's record is validated once, then copied.
+        # So are the records but for the name and the evidence (a judge's probabilities
+        # differ item by item), except for the notes on a position-sensitive judge's
+        # readings: each distinct row's record is validated once, then copied.
         if sensitive[k]:
-            decisions.append(ItemDecision(item=table.items[i], **_fields(p, i, *context)))
+            fields = {**_fields(p, i, *context), **evidence[k]}
+            decisions.append(ItemDecision(item=table.items[i], **fields))
             continue
         if (template := templates.get(p)) is None:
             template = templates[p] = ItemDecision(item="", **_fields(p, i, *context))
-        decisions.append(_copy(template, table.items[i]))
+        decisions.append(_copy(template, table.items[i], evidence[k]))
     return decisions
 
 
-def _copy(template: ItemDecision, item: str) -> ItemDecision:
+def _evidence_fields(found: Confidence) -> list[dict[str, Any]]:
+    """Each decided item's lead, log-odds and (uncalibrated) p_agree, as record fields."""
+    lead = [None if c == NO_CALL else OPTIONS[c] for c in found.lead.tolist()]
+    return [
+        {"lead": side, "evidence": L, "p_agree": p if side is not None else None}
+        for side, L, p in zip(
+            lead, found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
+        )
+    ]
+
+
+def _copy(template: ItemDecision, item: str, evidence: Mapping[str, Any]) -> ItemDecision:
     """The template under another name, with containers of its own (no aliasing)."""
     shares = template.shares
     update = {
+        **evidence,
         "item": item,
         "shares": None if shares is None else dict(shares),
         "judge_margins": dict(template.judge_margins),

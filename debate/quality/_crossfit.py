@@ -23,6 +23,14 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights, observed
+from debate.panel._evidence import (
+    FULL_VOTE_POINTS,
+    confidence,
+    evidence_weights,
+    margin_evidence,
+    verdict_evidence,
+    weight_vector,
+)
 from debate.panel._recorded import decide_scores, option_points
 from debate.panel._verdicts import decide_verdicts
 from debate.records._config import Thresholds
@@ -37,7 +45,7 @@ from debate.records._judgments import (
     Table,
     VerdictTable,
 )
-from debate.stats import krippendorff_alpha
+from debate.stats import Platt, krippendorff_alpha, platt_fit
 
 log = logging.getLogger(__name__)
 
@@ -219,17 +227,18 @@ def cohen_kappa(calls: NDArray[np.int8], truth: NDArray[np.int8]) -> float:
 
 
 def label_weights(
-    judge_calls: Mapping[str, NDArray[np.int8]], label: NDArray[np.int8], train: NDArray[np.bool_]
+    evidence: NDArray[np.float64],
+    judges: Sequence[str],
+    label: NDArray[np.int8],
+    train: NDArray[np.bool_],
 ) -> dict[str, float] | None:
-    """Weights earned against people on the training units: max(0, Cohen's kappa).
+    """Weights earned against people on the training units: each judge's log-odds, shrunk.
 
+    See :func:`debate.panel._evidence.evidence_weights`: a judge at or below chance gets 0.
     None when no judge beats chance there (the caller falls back to equal weights).
     """
     truth = np.where(train, label, NO_CALL).astype(np.int8)
-    weights = {}
-    for judge, calls in judge_calls.items():
-        kappa = cohen_kappa(calls, truth)
-        weights[judge] = max(0.0, kappa) if np.isfinite(kappa) else 0.0
+    weights = evidence_weights(evidence, truth, judges).weights
     return weights if any(w > 0 for w in weights.values()) else None
 
 
@@ -239,6 +248,8 @@ class Fitted:
 
     decisions: dict[Key, ItemDecision]
     weights: list[dict[str, float]]
+    p_agree: NDArray[np.float64] | None = None
+    """Per unit, ``p_agree`` calibrated on the other folds (NaN where the unit has no lead)."""
 
 
 def cross_fit(
@@ -250,7 +261,12 @@ def cross_fit(
     thresholds: Thresholds | None = None,
     dimension: str | None = None,
 ) -> DecisionFrame:
-    """Decide every item with each weighting, learning only on the other folds."""
+    """Decide every item with each weighting, learning only on the other folds.
+
+    Every gated weighting also learns, on the other folds, how far its evidence can be
+    trusted: a Platt calibration of ``|L|`` against whether people agreed with the lead, so
+    each unit's ``p_agree`` is an out-of-fold probability.
+    """
     thresholds = thresholds or Thresholds()
     fold_item = fold_of_items(len(judgments.items), folds, seed)
     rules = Rules(thresholds, dimension, seed)
@@ -273,16 +289,16 @@ def cross_fit(
         j: np.array([call_of(equal[k].judge_margins.get(j)) for k in keys], dtype=np.int8)
         for j in judgments.judges
     }
+    evidence = unit_evidence(judgments, [equal[k] for k in keys], group)
+    split = Split(keys, group, fold, folds, label, evidence)
     fitted = {
-        "labels": _fit(judgments, keys, group, fold, folds, rules, _by_labels(judge_calls, label)),
-        "latent": _fit(
-            judgments, keys, group, fold, folds, rules, _by_latent(judgments, dimension)
-        ),
+        "equal": _fit(judgments, split, rules, lambda _u, _i: None, equal=equal),
+        "labels": _fit(judgments, split, rules, _by_labels(evidence, judgments.judges, label)),
+        "latent": _fit(judgments, split, rules, _by_latent(judgments, dimension)),
     }
     methods = {
         "majority": _ungated([equal[k] for k in keys]),
-        "equal": _gated([equal[k] for k in keys]),
-        **{name: _gated([f.decisions[k] for k in keys]) for name, f in fitted.items()},
+        **{name: _gated([f.decisions[k] for k in keys], f.p_agree) for name, f in fitted.items()},
     }
     judges = {
         j: Calls(
@@ -304,19 +320,49 @@ def cross_fit(
         judges=judges,
         dimension=dimension,
         option_scores=_option_scores(judgments, fitted, fold_item, means, dimension),
-        weights_by_fold={name: f.weights for name, f in fitted.items()},
+        weights_by_fold={n: f.weights for n, f in fitted.items() if n != "equal"},
         options=tuple((k[1], k[2]) for k in keys),
+        evidence=evidence,
     )
+
+
+def unit_evidence(
+    judgments: Table, decisions: Sequence[ItemDecision], group: NDArray[np.int32]
+) -> NDArray[np.float64]:
+    """``units x judges``: each judge's evidence on each unit (see :mod:`debate.panel._evidence`).
+
+    Verdicts: the mean of the judge's readings (probabilities where given); scores: the
+    judge's own margin in points, a whole vote from :data:`FULL_VOTE_POINTS`.
+    """
+    if isinstance(judgments, VerdictTable):
+        return verdict_evidence(judgments)[group]
+    return np.stack(
+        [margin_evidence([d.judge_margins.get(j) for j in judgments.judges]) for d in decisions]
+    ).reshape(len(decisions), len(judgments.judges))
+
+
+@dataclass(frozen=True)
+class Split:
+    """The units of a cross-fitted run, their folds, people's calls and the evidence."""
+
+    keys: Sequence[Key]
+    group: NDArray[np.int32]
+    fold: NDArray[np.int32]
+    folds: int
+    label: NDArray[np.int8]
+    evidence: NDArray[np.float64]
 
 
 _WeighFn = Callable[[NDArray[np.bool_], NDArray[np.intp]], "dict[str, float] | None"]
 
 
-def _by_labels(judge_calls: Mapping[str, NDArray[np.int8]], label: NDArray[np.int8]) -> _WeighFn:
+def _by_labels(
+    evidence: NDArray[np.float64], judges: Sequence[str], label: NDArray[np.int8]
+) -> _WeighFn:
     def weigh(
         train_units: NDArray[np.bool_], _train_items: NDArray[np.intp]
     ) -> dict[str, float] | None:
-        return label_weights(judge_calls, label, train_units)
+        return label_weights(evidence, judges, label, train_units)
 
     return weigh
 
@@ -332,37 +378,70 @@ def _by_latent(judgments: Table, dimension: str | None) -> _WeighFn:
     return weigh
 
 
+def agreed(lead: NDArray[np.int8], label: NDArray[np.int8]) -> NDArray[np.bool_]:
+    """Whether people's majority agrees with the lead (a tie majority never does)."""
+    return (lead != NO_CALL) & (lead == label)
+
+
+def calibrate_fold(
+    evidence: NDArray[np.float64], weights: NDArray[np.float64], label: NDArray[np.int8]
+) -> Platt:
+    """Platt calibration of ``|L|`` on labelled units with a lead: p(people agree)."""
+    found = confidence(evidence, weights)
+    usable = (label != NO_CALL) & (found.lead != NO_CALL)
+    return platt_fit(np.abs(found.log_odds[usable]), agreed(found.lead, label)[usable])
+
+
 def _fit(
     judgments: Table,
-    keys: Sequence[Key],
-    group: NDArray[np.int32],
-    fold: NDArray[np.int32],
-    folds: int,
+    split: Split,
     rules: Rules,
     weigh: _WeighFn,
+    *,
+    equal: Mapping[Key, ItemDecision] | None = None,
 ) -> Fitted:
-    """Per fold: weights from the other folds' units and items, then the fold's decisions."""
+    """Per fold: weights and calibration from the other folds, then the fold's decisions.
+
+    ``equal``: the decisions with equal weights, when the weighting learns nothing (only
+    the calibration is fitted per fold).
+    """
     decisions: dict[Key, ItemDecision] = {}
     used: list[dict[str, float]] = []
-    for k in range(folds):
-        train_units = fold != k
-        train_items = np.unique(group[train_units]).astype(np.intp)
-        test_items = np.unique(group[~train_units]).astype(np.intp)
+    p_agree = np.full(len(split.keys), np.nan)
+    for k in range(split.folds):
+        train_units = split.fold != k
+        train_items = np.unique(split.group[train_units]).astype(np.intp)
+        test_items = np.unique(split.group[~train_units]).astype(np.intp)
         weights = weigh(train_units, train_items)
         if weights is None:
-            log.info("fold %d: no judge earned a weight on the other folds; equal weights", k)
+            if equal is None:
+                log.info("fold %d: no judge earned a weight on the other folds; equal weights", k)
             weights = dict.fromkeys(judgments.judges, 1.0)
         used.append(weights)
-        for d in decide(judgments, rules, weights=weights, items=test_items.tolist()):
-            decisions[key_of(d)] = d
-    missing = [k for k in keys if k not in decisions]
+        w = weight_vector(judgments.judges, weights)
+        truth = np.where(train_units, split.label, NO_CALL).astype(np.int8)
+        platt = calibrate_fold(split.evidence, w, truth)
+        found = confidence(split.evidence[~train_units], w)
+        p_agree[~train_units] = np.where(
+            found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), np.nan
+        )
+        if equal is None:
+            for d in decide(judgments, rules, weights=weights, items=test_items.tolist()):
+                decisions[key_of(d)] = d
+    if equal is not None:
+        decisions = dict(equal)
+    missing = [k for k in split.keys if k not in decisions]
     if missing:
         raise RuntimeError(f"cross-fitting lost {len(missing)} units, e.g. {missing[0]}")
-    return Fitted(decisions, used)
+    return Fitted(decisions, used, p_agree)
 
 
-def _gated(decisions: Sequence[ItemDecision]) -> Calls:
-    """A gated panel commits only to a winner; every other outcome calls no winner (tie)."""
+def _gated(decisions: Sequence[ItemDecision], p_agree: NDArray[np.float64] | None) -> Calls:
+    """A gated panel commits only to a winner; every other outcome calls no winner (tie).
+
+    Beside its calls, the panel's lead on every unit and the lead's out-of-fold
+    ``p_agree`` rank every unit for the risk-coverage curve, to 100 % coverage.
+    """
     call = np.array(
         [
             NO_CALL
@@ -374,11 +453,19 @@ def _gated(decisions: Sequence[ItemDecision]) -> Calls:
         ],
         dtype=np.int8,
     )
+    lead = np.array(
+        [NO_CALL if d.lead is None else (0 if d.lead == d.options[0] else 1) for d in decisions],
+        dtype=np.int8,
+    )
+    p = np.array([d.p_agree or 0.0 for d in decisions]) if p_agree is None else p_agree
     return Calls(
         call=call,
         declared=np.array([d.outcome == "winner" for d in decisions], dtype=np.bool_),
         confidence=np.array([d.confidence for d in decisions], dtype=np.float64),
         outcome=np.array([OUTCOMES.index(d.outcome) for d in decisions], dtype=np.int8),
+        lead=lead,
+        p_agree=np.where((lead == NO_CALL) | np.isnan(p), 0.0, p),
+        calibrated=p_agree is not None,
     )
 
 

@@ -21,9 +21,12 @@ from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights
 from debate.quality._crossfit import Rules, alphas, cross_fit, decide
 from debate.quality._metrics import frame_dataframe, validity_report
+from debate.quality._policy import apply_policy, check_policy, choose_policy, tier_weights
 from debate.quality._track import TrackRecords
 from debate.records._config import Thresholds
 from debate.records._judgments import (
+    OUTCOMES,
+    CascadeCost,
     DecideSummary,
     DecisionFrame,
     ItemDecision,
@@ -31,6 +34,7 @@ from debate.records._judgments import (
     ScoreTable,
     Table,
 )
+from debate.records._policy import Policy
 from debate.records._transcript import Frozen
 from debate.records._validity import ValidityReport
 from debate.storage._judgments import read_judgments
@@ -110,15 +114,31 @@ def decide_judgments(
     thresholds: Thresholds | None = None,
     dimension: str | None = None,
     seed: int = 0,
+    policy: Policy | None = None,
 ) -> Decided:
-    """Decide every item of a judgments table with the panel's rules; no model is called."""
+    """Decide every item of a judgments table with the panel's rules; no model is called.
+
+    With a ``policy`` (chosen by :func:`validate_judgments` with a target agreement), its
+    weights replace ``weights``, each decision's ``p_agree`` is calibrated, and an item is
+    declared only where ``p_agree`` reaches the policy's threshold (``winner``), else
+    ``escalate``; with tiers, each tier is asked in turn.
+    """
     table = load_table(source, scale)
     _check_dimension(table, dimension)
     thresholds = thresholds or Thresholds()
+    rules = Rules(thresholds, dimension, seed)
+    cascade: list[int] = []
     with _bad_input():
-        chosen, weights_source, notes = resolve_weights(table, weights, dimension)
-        decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
-    outcomes = {o: 0 for o in ("winner", "too_close", "irreconcilable", "insufficient")}
+        if policy is None:
+            chosen, weights_source, notes = resolve_weights(table, weights, dimension)
+            decisions = decide(table, rules, weights=chosen)
+        else:
+            check_policy(policy, table)
+            by_tier = [decide(table, rules, weights=w) for w in tier_weights(policy, table.judges)]
+            decisions, cascade = apply_policy(policy, by_tier)
+            chosen, weights_source = tier_weights(policy, table.judges)[-1], "policy"
+            notes = [f"policy: {policy.guarantee}, provided that {policy.condition}"]
+    outcomes = dict.fromkeys(OUTCOMES, 0)
     for d in decisions:
         outcomes[d.outcome] += 1
     summary = DecideSummary(
@@ -136,8 +156,28 @@ def decide_judgments(
         weights_source=weights_source,
         ignored_columns=list(table.ignored_columns),
         notes=notes,
+        cascade=_cascade_cost(policy, table, decisions, cascade) if policy else None,
     )
     return Decided(summary=summary, decisions=decisions)
+
+
+def _cascade_cost(
+    policy: Policy, table: Table, decisions: Sequence[ItemDecision], declared_by: Sequence[int]
+) -> CascadeCost:
+    """How many judges' judgments the cascade read against asking every tier on every item."""
+    asked = [0] * len(policy.tiers)
+    for d in decisions:
+        asked[(d.tier or 1) - 1] += 1
+    # A unit stopped at tier k read the judges of tiers 1..k (tiers are cumulative).
+    sizes = [len([j for j in t.judges if j in table.judges]) for t in policy.tiers]
+    used = sum(n * size for n, size in zip(asked, sizes, strict=True))
+    return CascadeCost(
+        tiers=[t.tier for t in policy.tiers],
+        declared=list(declared_by[1:]),
+        escalated=declared_by[0],
+        judgments_used=used,
+        judgments_all_tiers=len(decisions) * sizes[-1],
+    )
 
 
 def _check_dimension(table: Table, dimension: str | None, flag: str = "--dimension") -> None:
@@ -193,6 +233,8 @@ class Validity:
 
     report: ValidityReport
     frame: DecisionFrame
+    policy: Policy | None = None
+    """The policy chosen for a target agreement, when one was asked for."""
 
     def to_dataframe(self) -> Any:
         """Every per-unit, per-method and per-judge row as a pandas DataFrame.
@@ -215,12 +257,20 @@ def validate_judgments(
     n_boot: int = 1000,
     dimension: str | None = None,
     thresholds: Thresholds | None = None,
+    target_agreement: float | None = None,
+    risk: float = 0.10,
+    tiers: Mapping[str, int] | None = None,
 ) -> Validity:
     """Cross-fit the panel on ``judgments`` against people's ``labels`` and report it.
 
     People's labels are a second table, or the rows of the judges named in ``people`` in
     the same table. ``label_scale`` is the labels' scale when their file does not declare
-    it (default: ``scale``).
+    it (default: ``scale``). With ``target_agreement``, a policy is chosen on the labels
+    (:mod:`debate.quality._policy`): agreement with people at least the target with
+    probability at least ``1 - risk``; ``tiers`` (judge -> tier) makes it a cascade.
+
+    Raises:
+        ConfigurationError: bad input, or a target the labels cannot support (one line).
     """
     table = load_table(judgments, scale)
     _check_dimension(table, dimension)
@@ -241,6 +291,11 @@ def validate_judgments(
             table, truth, folds=folds, seed=seed, thresholds=thresholds, dimension=dimension
         )
         alpha_judges, alpha_people, level = alphas(table, truth, dimension)
+    policy = None
+    if target_agreement is not None:
+        policy = choose_policy(
+            table, frame, target=target_agreement, risk=risk, tiers=tiers, seed=seed, folds=folds
+        )
     report = validity_report(
         frame,
         alpha_judges=alpha_judges,
@@ -250,5 +305,6 @@ def validate_judgments(
         seed=seed,
         source=table.source,
         folds=folds,
+        policy=policy,
     )
-    return Validity(report=report, frame=frame)
+    return Validity(report=report, frame=frame, policy=policy)

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,9 @@ from debate.quality._resample import (
     undefined,
 )
 from debate.records._judgments import NO_CALL, OUTCOMES, VERDICTS, Calls, DecisionFrame
+from debate.records._policy import Policy
 from debate.records._validity import (
+    Calibration,
     AgreementComparison,
     EqualCoverage,
     Estimate,
@@ -48,7 +50,7 @@ from debate.records._validity import (
     SplitDetection,
     ValidityReport,
 )
-from debate.stats import band
+from debate.stats import band, expected_calibration_error, reliability_bins
 
 BoolArray = NDArray[np.bool_]
 
@@ -287,6 +289,17 @@ def _judge_cut(panel: Ranked, judge: Ranked, name: str) -> tuple[int, str | None
     return k, None
 
 
+def by_p_agree(calls: Calls) -> Calls:
+    """A panel's lead on every unit, most ``p_agree`` first: its curve runs to 100 %.
+
+    A unit without a lead (even evidence) counts as a tie call, least confident.
+    """
+    if calls.lead is None or calls.p_agree is None:
+        return calls
+    lead = np.where(calls.lead == NO_CALL, 2, calls.lead).astype(np.int8)
+    return Calls(call=lead, declared=np.ones(lead.size, dtype=np.bool_), confidence=calls.p_agree)
+
+
 def equal_coverage(
     panel_name: str,
     panel_calls: Calls,
@@ -294,13 +307,20 @@ def equal_coverage(
     judge_calls: Calls,
     frame: DecisionFrame,
     boot: ItemBootstrap,
+    basis: Literal["gate", "judge", "fixed"] = "gate",
+    share: float = 0.8,
 ) -> EqualCoverage:
-    """A gated panel's declared accuracy against the judge's most confident calls.
+    """A panel's accuracy against the best judge's at one coverage, on the same units.
 
-    The judge's calls are taken as often as the panel declares; that coverage is fixed at
-    the panel's point estimate, so the interval leaves out the coverage's own uncertainty.
+    ``gate``: the gated panel's declared verdicts against the judge's most confident calls,
+    as many; ``judge``: every call the judge declares against the panel's most confident
+    leads (by ``p_agree``), as many; ``fixed``: both sides' most confident ``share`` of the
+    labelled units. The coverage is fixed at its point estimate, so the interval leaves
+    out the coverage's own uncertainty.
     """
-    panel, judge = rank_declared(panel_calls, frame.label), rank_declared(judge_calls, frame.label)
+    gated = basis == "gate"
+    panel = rank_declared(panel_calls if gated else by_p_agree(panel_calls), frame.label)
+    judge = rank_declared(judge_calls, frame.label)
     if panel.declared == 0:
         none = undefined(0, "the panel declares no verdict on a labelled unit")
         return EqualCoverage(
@@ -310,12 +330,23 @@ def equal_coverage(
             panel_accuracy=none,
             judge_accuracy=none,
             difference=none,
+            basis=basis,
         )
-    k, note = _judge_cut(panel, judge, judge_name)
+    labelled = max(1, panel.labelled)
+    if basis == "gate":
+        k_panel = panel.declared
+        k_judge, note = _judge_cut(panel, judge, judge_name)
+    elif basis == "judge":
+        k_judge, note = judge.declared, None
+        k_panel = min(panel.declared, round(judge.declared / max(1, judge.labelled) * labelled))
+    else:
+        k_panel = min(panel.declared, round(share * labelled))
+        k_judge, note = _judge_cut_at(judge, k_panel, judge_name)
     columns = np.zeros((4, frame.group.size))
-    columns[0, panel.units] = panel.correct
-    columns[1, panel.units] = 1.0
-    weights = top_weights(judge, k)
+    mine_w = top_weights(panel, k_panel)
+    columns[0, panel.units] = mine_w * panel.correct
+    columns[1, panel.units] = mine_w
+    weights = top_weights(judge, k_judge)
     columns[2, judge.units] = weights * judge.correct
     columns[3, judge.units] = weights
     point, reps = boot.totals(frame.group, *columns)
@@ -330,11 +361,54 @@ def equal_coverage(
     return EqualCoverage(
         panel=panel_name,
         judge=judge_name,
-        coverage=panel.declared / panel.labelled,
+        coverage=k_panel / labelled,
         panel_accuracy=mine,
         judge_accuracy=theirs,
         difference=difference,
+        basis=basis,
         note=note,
+    )
+
+
+def _judge_cut_at(judge: Ranked, k: int, name: str) -> tuple[int, str | None]:
+    """The judge's most confident ``k`` calls, or all it declares when it declares fewer."""
+    if k > judge.declared:
+        share = judge.declared / max(1, judge.labelled)
+        return judge.declared, (
+            f"{name} declares on only {share:.0%} of labelled units: its figure is over all "
+            "its declared calls"
+        )
+    return k, None
+
+
+# --- calibration of p_agree -----------------------------------------------------------------
+
+
+def calibration(
+    name: str, calls: Calls, frame: DecisionFrame, n_boot: int, seed: int
+) -> Calibration:
+    """The reliability diagram and the expected calibration error of a panel's ``p_agree``."""
+    assert calls.lead is not None and calls.p_agree is not None
+    usable = (frame.label != NO_CALL) & (calls.lead != NO_CALL)
+    p = calls.p_agree[usable]
+    right = calls.lead[usable] == frame.label[usable]
+    ece = expected_calibration_error(p, right, groups=frame.group[usable], n_boot=n_boot, seed=seed)
+    n = int(usable.sum())
+    if n == 0:
+        value = undefined(0, "no labelled unit with a lead")
+    else:
+        value = Estimate(
+            value=ece.estimate,
+            low=None if math.isnan(ece.low) else ece.low,
+            high=None if math.isnan(ece.high) else ece.high,
+            n=n,
+        )
+    return Calibration(
+        method=name,
+        calibrated=calls.calibrated,
+        units=n,
+        ece=value,
+        bins=reliability_bins(p, right),
     )
 
 
@@ -543,6 +617,7 @@ def validity_report(
     seed: int = 0,
     source: str,
     folds: int,
+    policy: Policy | None = None,
 ) -> ValidityReport:
     """Every panel and every single judge of a cross-fitted frame, against people.
 
@@ -555,6 +630,7 @@ def validity_report(
         seed: Seed of the resampling.
         source: What was read (a file name), echoed in the report.
         folds: How many folds the frame was cross-fitted with.
+        policy: The policy chosen for a target agreement, reported with its guarantee.
 
     Returns:
         The report; an undefined figure is None with a note, never 0 or 1.
@@ -568,12 +644,16 @@ def validity_report(
     rows = _rows(frame, boot)
     best = best_judge(rows)
     gated = {name: calls for name, calls in frame.methods.items() if calls.outcome is not None}
-    curves = [risk_coverage(name, "panel", calls, frame.label) for name, calls in gated.items()]
+    curves = [
+        risk_coverage(name, "panel", by_p_agree(calls), frame.label)
+        for name, calls in gated.items()
+    ]
+    curves += [risk_coverage(n, "judge", c, frame.label) for n, c in frame.judges.items()]
     comparisons: list[EqualCoverage] = []
     if best is not None:
-        curves.append(risk_coverage(best, "judge", frame.judges[best], frame.label))
         comparisons = [
-            equal_coverage(name, calls, best, frame.judges[best], frame, boot)
+            equal_coverage(name, calls, best, frame.judges[best], frame, boot, basis)
+            for basis in ("gate", "judge", "fixed")
             for name, calls in gated.items()
         ]
     report: dict[str, Any] = {
@@ -598,6 +678,10 @@ def validity_report(
             level=alpha_level,
         ),
         "weights": {k: [dict(w) for w in v] for k, v in frame.weights_by_fold.items()},
+        "calibration": [
+            calibration(name, calls, frame, n_boot, seed) for name, calls in gated.items()
+        ],
+        "policy": policy,
     }
     report["notes"] = _notes(frame, report, rows, comparisons)
     return ValidityReport(**report)

@@ -111,6 +111,10 @@ class VerdictTable:
     """Index into :data:`VERDICTS`."""
     order: NDArray[np.int8]
     ignored_columns: tuple[str, ...] = ()
+    probability: NDArray[np.float64] | None = None
+    """The judge's own probability that the first option (A) is better, per row; NaN where
+    the row gives none, None when the table has no ``probability`` column. A judge's
+    confidence is evidence the panel weighs (see :mod:`debate.panel._evidence`)."""
     kind: TableKind = field(default="verdicts", init=False)
 
     @property
@@ -157,6 +161,22 @@ class ItemDecision(Frozen):
     weights: dict[str, float]
     reasons: list[str]
     diagnostics: Diagnostics | None = None
+    lead: str | None = None
+    """The option the panel's weighted evidence favours, whatever the outcome (None when the
+    evidence is even): what a declared verdict would name, and what ``p_agree`` is about."""
+    evidence: float | None = None
+    """The panel's weighted log-odds ``L`` (positive favours ``options[0]``): each judge's
+    evidence in [-1, 1] times its weight, summed (:mod:`debate.panel._evidence`)."""
+    p_agree: float | None = Field(default=None, ge=0, le=1)
+    """The probability that people's majority agrees with ``lead``: calibrated on labelled
+    items when ``p_agree_calibrated``, else ``sigmoid(|evidence|)``, a score that orders
+    decisions but is not a probability of anything."""
+    p_agree_calibrated: bool = False
+    gate: Outcome | None = None
+    """Under a policy: what the decision rules alone said (the outcome is then the policy's
+    ``winner`` or ``escalate``). None without a policy, where ``outcome`` is the rules'."""
+    tier: int | None = None
+    """Under a cascade policy: the tier whose judges decided (or the last one asked)."""
 
 
 def interval_confidence(interval: tuple[float, float] | None) -> float:
@@ -168,6 +188,20 @@ def interval_confidence(interval: tuple[float, float] | None) -> float:
         return 0.0
     low, high = interval
     return low if low > 0 else -high if high < 0 else 0.0
+
+
+class CascadeCost(Frozen):
+    """What a cascade policy read against asking every tier on every item."""
+
+    tiers: list[int]
+    declared: list[int]
+    """Units declared at each tier."""
+    escalated: int
+    """Units no tier declared: left to people."""
+    judgments_used: int
+    """Judges' judgments the cascade read (a unit stopped at tier k reads tiers 1..k)."""
+    judgments_all_tiers: int
+    """What reading every tier's judges on every unit would have taken."""
 
 
 class DecideSummary(Frozen):
@@ -189,6 +223,8 @@ class DecideSummary(Frozen):
     ``given``."""
     ignored_columns: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    cascade: CascadeCost | None = None
+    """Under a policy: units per tier and what the cascade read against every tier."""
 
 
 @dataclass(frozen=True)
@@ -205,9 +241,17 @@ class Calls:
     """Larger is surer; orders the declared calls for the risk-coverage curve."""
     outcome: NDArray[np.int8] | None = None
     """Gated panels only: index into ``OUTCOMES``."""
+    lead: NDArray[np.int8] | None = None
+    """Panels only: the option the weighted evidence favours on every unit (0, 1), whatever
+    the outcome; :data:`NO_CALL` where the evidence is even."""
+    p_agree: NDArray[np.float64] | None = None
+    """Panels only: the lead's ``p_agree`` (0 where there is no lead); it ranks every unit
+    for the risk-coverage curve, which then runs to 100 % coverage."""
+    calibrated: bool = False
+    """``p_agree`` was calibrated against people on the other folds."""
 
 
-OUTCOMES: tuple[str, ...] = ("winner", "too_close", "irreconcilable", "insufficient")
+OUTCOMES: tuple[str, ...] = ("winner", "too_close", "irreconcilable", "insufficient", "escalate")
 
 
 @dataclass(frozen=True)
@@ -254,3 +298,6 @@ class DecisionFrame:
     options: tuple[tuple[str, str], ...] = ()
     """Each unit's pair of option names (first, second), for the tidy table; empty when the
     builder does not name them."""
+    evidence: NDArray[np.float64] | None = None
+    """``units x judges``: each judge's evidence (see :mod:`debate.panel._evidence`), from
+    which a policy's weights and calibration are fitted."""

@@ -19,7 +19,7 @@ Side = Literal["PRO", "CON"]
 Standing = Literal["UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN"]
 STANDINGS: tuple[Standing, ...] = ("UPHELD", "PARTIALLY_UPHELD", "REFUTED", "UNCERTAIN")
 DIMENSIONS: tuple[str, ...] = ("logic", "evidence", "responsiveness", "honesty")
-Outcome = Literal["winner", "too_close", "irreconcilable", "insufficient"]
+Outcome = Literal["winner", "too_close", "irreconcilable", "insufficient", "escalate"]
 Score = Annotated[int, Field(ge=1, le=10, strict=True)]
 """A rubric score: an integer 1-10 as given. Strict, because a score a model did not write
 is a fabricated score: lax validation would read ``true`` as 1 and ``"7"`` as 7."""

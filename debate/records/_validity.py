@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from debate.records._policy import Policy
+from debate.stats import Bin
+
 from pydantic import Field
 
 from debate.records._judgments import TableKind
@@ -108,6 +111,11 @@ class EqualCoverage(Frozen):
     judge_accuracy: Estimate
     difference: Estimate
     """Panel minus judge (paired: both on the same item resamples)."""
+    basis: Literal["gate", "judge", "fixed"] = "gate"
+    """Where the coverage comes from: the gated panel's own declared share (``gate``: the
+    panel's declared verdicts against the judge's most confident calls), the judge's own
+    share (``judge``: the panel's most confident leads by ``p_agree`` against every call the
+    judge declares), or a fixed share of labelled units (``fixed``: both most confident)."""
     note: str | None = None
 
 
@@ -137,6 +145,20 @@ class AgreementComparison(Frozen):
     """Alpha's level of measurement (``nominal``, ``ordinal``, ``interval``)."""
 
 
+class Calibration(Frozen):
+    """How well a panel's ``p_agree`` matches how often people agreed (reliability)."""
+
+    method: str
+    calibrated: bool
+    """``p_agree`` was calibrated on the other folds; else it is an uncalibrated score."""
+    units: int
+    """Labelled units with a lead, over which the bins and the error are computed."""
+    ece: Estimate
+    """Expected calibration error: the units' share-weighted gap between the mean
+    ``p_agree`` and the agreement rate, per bin (item-cluster bootstrap interval)."""
+    bins: list[Bin]
+
+
 class ValidityReport(Frozen):
     """Every method against people on one judgments table, cross-fitted."""
 
@@ -162,6 +184,10 @@ class ValidityReport(Frozen):
     agreement: AgreementComparison
     weights: dict[str, list[dict[str, float]]] = Field(default_factory=dict)
     """Per weighting (``labels``, ``latent``), the judge weights of each fold."""
+    calibration: list[Calibration] = Field(default_factory=list)
+    """Per panel: the reliability diagram of its ``p_agree`` and the calibration error."""
+    policy: Policy | None = None
+    """The policy chosen for a target agreement, with its guarantee, when one was asked."""
     notes: list[str] = Field(default_factory=list)
     """What the numbers do and do not show."""
 

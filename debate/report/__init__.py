@@ -14,6 +14,7 @@ from __future__ import annotations
 from debate.records._validity import ValidityReport
 from debate.report._dispatch import render_html, render_markdown, write_report
 from debate.report._html import SECTION_IDS, charts
+from debate.report._labelling import write_labelling_sheet
 from debate.report._validity import (
     render_validity_html,
     render_validity_markdown,
@@ -32,5 +33,6 @@ __all__ = [
     "render_validity_html",
     "render_validity_markdown",
     "risk_coverage_svg",
+    "write_labelling_sheet",
     "write_report",
 ]

@@ -54,7 +54,7 @@ REQUIRED: dict[TableKind, tuple[str, ...]] = {
 }
 OPTIONAL: dict[TableKind, tuple[str, ...]] = {
     "scores": ("unit", "order", "standing"),
-    "verdicts": ("order",),
+    "verdicts": ("order", "probability"),
 }
 COLUMN_ORDER: tuple[str, ...] = (
     "item",
@@ -64,12 +64,15 @@ COLUMN_ORDER: tuple[str, ...] = (
     "dimension",
     "score",
     "verdict",
+    "probability",
     "order",
     "standing",
 )
 """How the writer orders the columns it knows (others follow, as the rows give them)."""
 NAME_COLUMNS = frozenset({"item", "option", "unit", "judge", "dimension"})
 VERDICT_CODES = {"a": 0, "b": 1, "tie": 2}
+_FROM_PROBABILITY = 3
+"""A blank verdict in a table with a ``probability`` column: the verdict follows it."""
 ORDER_CODES = {"": 0, "AB": 1, "BA": 2}
 SCALE_HINT = "declare the score scale: --scale 1-5, or a first line '# scale: 1-5'"
 _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
@@ -275,8 +278,10 @@ class _Builder:
     score: list[NDArray[np.float64]] = field(default_factory=list)
     rows: int = 0
 
+    probability: list[NDArray[np.float64]] = field(default_factory=list)
+
     def __post_init__(self) -> None:
-        self.columns = {c: _Column(c) for c in self.present if c != "score"}
+        self.columns = {c: _Column(c) for c in self.present if c not in _NUMERIC}
 
     def add(self, columns: dict[str, list[object]]) -> None:
         if "unit" in columns:  # a row without a unit scores its option as a whole
@@ -286,6 +291,8 @@ class _Builder:
             column.add(columns[name])
         if "score" in columns:
             self.score.append(_scores(columns["score"], self.rows))
+        if "probability" in columns:
+            self.probability.append(_probabilities(columns["probability"], self.rows))
         self.rows += len(columns[self.present[0]])
 
     def resolved(self, name: str) -> tuple[NDArray[np.int32], list[str]]:
@@ -326,7 +333,12 @@ class _Builder:
     def verdicts(self, source: str) -> VerdictTable:
         item, items = self.resolved("item")
         judge, judges = self.resolved("judge")
-        verdict = self._fixed("verdict")
+        probability = np.concatenate(self.probability) if self.probability else None
+        if probability is None:
+            verdict = self._fixed("verdict")
+        else:
+            codes, _ = self.columns["verdict"].resolve(_verdict_or_blank)
+            verdict = _with_probability(codes.astype(np.int8), probability)
         order = self._fixed("order")
         _check_unique((item, judge, order), "verdict")
         return VerdictTable(
@@ -338,6 +350,7 @@ class _Builder:
             verdict=verdict,
             order=order,
             ignored_columns=self.ignored,
+            probability=probability,
         )
 
     def _fixed(self, name: str) -> NDArray[np.int8]:
@@ -366,6 +379,67 @@ def _scores(values: list[object], start: int) -> NDArray[np.float64]:
             hint = "; use a point as the decimal separator" if "," in str(value) else ""
             raise _BadRow(start + k, "score", f"{_shown(value)} is not a number{hint}") from None
     raise AssertionError("unreachable: a score failed to parse but none was found")
+
+
+_NUMERIC = frozenset({"score", "probability"})
+"""Columns read as numbers, not interned as names or codes."""
+_TIE_BAND = 0.5
+"""A probability of exactly 0.5 is no preference: its verdict is tie."""
+
+
+def _probabilities(values: list[object], start: int) -> NDArray[np.float64]:
+    """A judge's probability that A is better: a number in [0, 1], or blank (none given)."""
+    out = np.full(len(values), np.nan)
+    for k, value in enumerate(values):
+        if _blank(value):
+            continue
+        number: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+        if number is None or not (0.0 <= number <= 1.0):
+            raise _BadRow(
+                start + k,
+                "probability",
+                f"probability {_shown(value)}; write the judge's probability that A is better, "
+                "a number from 0 to 1 (or leave it blank)",
+            )
+        out[k] = number
+    return out
+
+
+def _verdict_or_blank(value: object) -> int | None:
+    """A verdict code, or :data:`_FROM_PROBABILITY` for a blank one."""
+    return _FROM_PROBABILITY if _blank(value) else _verdict(value)
+
+
+def _with_probability(verdict: NDArray[np.int8], probability: NDArray[np.float64]) -> NDArray[np.int8]:
+    """Blank verdicts follow the probability; a verdict and a probability must agree."""
+    derived = np.where(probability > _TIE_BAND, 0, np.where(probability < _TIE_BAND, 1, 2))
+    blank = verdict == _FROM_PROBABILITY
+    missing = np.flatnonzero(blank & np.isnan(probability))
+    if missing.size:
+        raise _BadRow(
+            int(missing[0]),
+            "verdict",
+            "verdict is empty and the row gives no probability; write A, B or tie, or the "
+            "judge's probability that A is better",
+        )
+    given = ~blank & ~np.isnan(probability)
+    clash = np.flatnonzero(given & (verdict != 2) & (verdict != derived))
+    if clash.size:
+        k = int(clash[0])
+        raise _BadRow(
+            k,
+            "probability",
+            f"verdict {VERDICTS[verdict[k]]} but probability {probability[k]:g} favours "
+            f"{VERDICTS[derived[k]]}; the probability is that A is better: fix one of them",
+        )
+    return np.where(blank, derived, verdict).astype(np.int8)
 
 
 def _check_range(s: NDArray[np.float64], scale: Scale) -> None:
@@ -724,6 +798,8 @@ def _verdict_rows(table: VerdictTable) -> Iterator[dict[str, object]]:
             "judge": table.judges[table.judge[k]],
             "verdict": VERDICTS[table.verdict[k]],
         }
+        if table.probability is not None and not np.isnan(table.probability[k]):
+            row["probability"] = float(table.probability[k])
         if with_order:
             row["order"] = ORDERS[table.order[k]]
         yield row

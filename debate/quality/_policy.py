@@ -1,0 +1,299 @@
+"""Selective verdicts with a stated guarantee: choosing a policy on labelled items, applying it.
+
+A *policy* is chosen on items people labelled (``debate validity --target-agreement T --risk
+R``) and applied to new items (``debate decide --policy P``, ``debate run --policy P``):
+
+1. every judge's weight is its log-odds of being right, learned from people's calls
+   (:func:`debate.panel._evidence.evidence_weights`), and the panel's evidence on an item
+   is ``L = sum_j w_j x_j``;
+2. a Platt calibration turns ``|L|`` into ``p_agree``, the probability that people's
+   majority agrees with the panel's lead;
+3. the threshold on ``p_agree`` is chosen by fixed-sequence testing on the out-of-fold
+   ``p_agree`` of the labelled units (:func:`debate.stats.fixed_sequence_threshold`): on new
+   items exchangeable with them, agreement on the declared verdicts is at least ``T`` with
+   probability at least ``1 - R``. Below the threshold the outcome is ``escalate``.
+
+With judge tiers (cheapest first), tier ``k`` counts the judges of tiers ``1..k``, gets its own
+weights, calibration and threshold on the units the tiers before it left, and the risk is
+split between the tiers (:func:`debate.stats.cascade_thresholds`); what no tier declares
+goes to people.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from debate.exceptions import ConfigurationError
+from debate.panel._evidence import confidence, evidence_weights, weight_vector
+from debate.quality._crossfit import agreed, calibrate_fold
+from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table, VerdictTable
+from debate.records._policy import Policy, TierPolicy
+from debate.stats import Platt, Selection, cascade_thresholds
+
+log = logging.getLogger(__name__)
+
+FloatArray = NDArray[np.float64]
+CONDITION = (
+    "new items are exchangeable with the calibration items (drawn from the same kind of "
+    "items, judged by the same judges with the same prompts), and people's majority is the "
+    "reference"
+)
+
+
+@dataclass(frozen=True)
+class TierFit:
+    """One tier's evidence on the labelled units, out of fold, and its final model."""
+
+    judges: list[str]
+    p_agree: FloatArray
+    """Out-of-fold ``p_agree`` of each unit's lead (0 where there is no lead)."""
+    correct: NDArray[np.bool_]
+    weights: dict[str, float]
+    platt: Platt
+
+
+def tiers_of(judges: Sequence[str], tiers: Mapping[str, int] | None) -> list[list[str]]:
+    """The judges counted at each tier (cumulative), cheapest tier first.
+
+    Raises:
+        ConfigurationError: a tier names a judge the table does not have, or is below 1.
+    """
+    if not tiers:
+        return [list(judges)]
+    unknown = sorted(set(tiers) - set(judges))
+    if unknown:
+        raise ConfigurationError(
+            f"--tiers names judge {unknown[0]!r}, which the table does not have; name judges "
+            f"of the table: {', '.join(judges)}",
+            field="--tiers",
+        )
+    bad = sorted(j for j, t in tiers.items() if t < 1)
+    if bad:
+        raise ConfigurationError(
+            f"--tiers gives judge {bad[0]!r} tier {tiers[bad[0]]}; tiers count from 1",
+            field="--tiers",
+        )
+    levels = sorted({tiers.get(j, 1) for j in judges})
+    return [[j for j in judges if tiers.get(j, 1) <= level] for level in levels]
+
+
+def fit_tier(frame: DecisionFrame, all_judges: Sequence[str], judges: Sequence[str]) -> TierFit:
+    """Out-of-fold ``p_agree`` of a panel of ``judges`` on the frame's units, and its model."""
+    assert frame.evidence is not None, "cross_fit keeps the evidence"
+    columns = [list(all_judges).index(j) for j in judges]
+    x = frame.evidence[:, columns]
+    p = np.zeros(frame.label.size)
+    lead_all = np.full(frame.label.size, NO_CALL, dtype=np.int8)
+    for k in np.unique(frame.fold).tolist():
+        train = frame.fold != k
+        truth = np.where(train, frame.label, NO_CALL).astype(np.int8)
+        w = _weights(x, truth, judges)
+        platt = calibrate_fold(x, w, truth)
+        found = confidence(x[~train], w)
+        lead_all[~train] = found.lead
+        p[~train] = np.where(found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), 0.0)
+    w_all = _weights(x, frame.label, judges)
+    return TierFit(
+        judges=list(judges),
+        p_agree=p,
+        correct=agreed(lead_all, frame.label),
+        weights=dict(zip(judges, map(float, w_all), strict=True)),
+        platt=calibrate_fold(x, w_all, frame.label),
+    )
+
+
+def _weights(x: FloatArray, label: NDArray[np.int8], judges: Sequence[str]) -> FloatArray:
+    """Label-trained weights; equal where no judge beats chance on these labels."""
+    earned = evidence_weights(x, label, judges).weights
+    if not any(w > 0 for w in earned.values()):
+        return np.ones(len(judges))
+    return weight_vector(judges, earned)
+
+
+def choose_policy(
+    judgments: Table,
+    frame: DecisionFrame,
+    *,
+    target: float,
+    risk: float,
+    tiers: Mapping[str, int] | None = None,
+    seed: int = 0,
+    folds: int = 5,
+) -> Policy:
+    """The policy that declares as much as the labels allow at ``target`` with ``risk``.
+
+    Raises:
+        ConfigurationError: the target or risk is out of range, too few units are labelled,
+            or no threshold passes (one line, the reason).
+    """
+    levels = tiers_of(judgments.judges, tiers)
+    labelled = frame.label != NO_CALL
+    fits = [fit_tier(frame, judgments.judges, judges) for judges in levels]
+    selections = cascade_thresholds(
+        [(f.p_agree[labelled], f.correct[labelled]) for f in fits], target=target, risk=risk
+    )
+    if all(s.threshold is None for s in selections):
+        reason = selections[0].refusal or "no threshold passes"
+        raise ConfigurationError(
+            f"--target-agreement {target:g} --risk {risk:g} cannot be guaranteed on "
+            f"{judgments.source}: {reason}",
+            field="--target-agreement",
+        )
+    tier_policies = [
+        _tier_policy(k + 1, fit, selection, len(levels))
+        for k, (fit, selection) in enumerate(zip(fits, selections, strict=True))
+    ]
+    declared = sum(t.declared for t in tier_policies)
+    right = sum(round((t.agreement or 0.0) * t.declared) for t in tier_policies)
+    n_labelled = int(labelled.sum())
+    return Policy(
+        format="debate-policy/1",
+        kind=judgments.kind,
+        dimension=frame.dimension,
+        target_agreement=target,
+        risk=risk,
+        tiers=tier_policies,
+        labelled_units=n_labelled,
+        calibration_items=len(np.unique(frame.group[labelled])),
+        coverage=declared / max(1, n_labelled),
+        agreement=right / declared if declared else None,
+        guarantee=(
+            f"on new items exchangeable with the {n_labelled} calibration units, agreement "
+            f"with people's majority on the verdicts this policy declares is at least "
+            f"{target:g} with probability at least {1 - risk:g}"
+        ),
+        condition=CONDITION,
+        source=judgments.source,
+        seed=seed,
+        folds=folds,
+    )
+
+
+def _tier_policy(tier: int, fit: TierFit, selection: Selection, n_tiers: int) -> TierPolicy:
+    return TierPolicy(
+        tier=tier,
+        judges=fit.judges,
+        weights=fit.weights,
+        calibrator=fit.platt,
+        threshold=selection.threshold,
+        declared=selection.declared,
+        coverage=selection.coverage or 0.0,
+        agreement=selection.agreement,
+        labelled=selection.labelled,
+    )
+
+
+def check_policy(policy: Policy, judgments: Table) -> None:
+    """A policy applies to tables of its kind whose judges it knows.
+
+    Raises:
+        ConfigurationError: the kinds differ, or no judge of the policy is in the table.
+    """
+    if policy.kind != judgments.kind:
+        raise ConfigurationError(
+            f"--policy was chosen on {policy.kind} tables and {judgments.source} holds "
+            f"{judgments.kind}; choose a policy on a table of this kind",
+            field="--policy",
+        )
+    known = {j for t in policy.tiers for j in t.judges}
+    if not known & set(judgments.judges):
+        raise ConfigurationError(
+            f"--policy knows judges {', '.join(sorted(known))}, none of which is in "
+            f"{judgments.source}; apply it to judgments by the judges it was chosen on",
+            field="--policy",
+        )
+
+
+def apply_policy(
+    policy: Policy, by_tier: Sequence[Sequence[ItemDecision]]
+) -> tuple[list[ItemDecision], list[int]]:
+    """Each unit's outcome under the policy, going up the tiers; and the units per tier.
+
+    ``by_tier[k]`` holds the decisions of tier ``k + 1``'s judges (with that tier's weights),
+    one per unit in the same order. A unit is declared by the first tier whose calibrated
+    ``p_agree`` reaches its threshold; past the last tier it is ``escalate`` (to people).
+    """
+    out: list[ItemDecision] = []
+    decided_by = [0] * (len(policy.tiers) + 1)
+    for unit in range(len(by_tier[0])):
+        decision = _cascade(policy, [tier[unit] for tier in by_tier])
+        out.append(decision)
+        decided_by[(decision.tier or 0) if decision.outcome == "winner" else 0] += 1
+    return out, decided_by
+
+
+def _cascade(policy: Policy, readings: Sequence[ItemDecision]) -> ItemDecision:
+    notes: list[str] = []
+    for tier, d in zip(policy.tiers, readings, strict=True):
+        p = _calibrated(tier, d)
+        if p is not None and tier.threshold is not None and p >= tier.threshold:
+            return _declared(policy, tier, d, p, notes)
+        notes.append(_below(tier, d, p))
+    last = readings[-1]
+    p = _calibrated(policy.tiers[-1], last)
+    reasons = [*notes, "escalate to people: no tier reached its threshold", *last.reasons]
+    return last.model_copy(
+        update={
+            "outcome": "escalate",
+            "winner": None,
+            "gate": last.outcome,
+            "p_agree": p,
+            "p_agree_calibrated": p is not None,
+            "tier": policy.tiers[-1].tier,
+            "reasons": reasons,
+        }
+    )
+
+
+def _calibrated(tier: TierPolicy, d: ItemDecision) -> float | None:
+    if d.lead is None or d.evidence is None or tier.calibrator is None:
+        return None
+    return float(tier.calibrator.predict(abs(d.evidence)))
+
+
+def _below(tier: TierPolicy, d: ItemDecision, p: float | None) -> str:
+    if tier.threshold is None:
+        return f"tier {tier.tier} declares nothing under this policy"
+    if p is None:
+        return f"tier {tier.tier}: the judges' evidence is even, no lead to declare"
+    return (
+        f"tier {tier.tier}: p_agree {p:.3f} for {d.lead} is below the threshold "
+        f"{tier.threshold:.3f}"
+    )
+
+
+def _declared(
+    policy: Policy, tier: TierPolicy, d: ItemDecision, p: float, notes: list[str]
+) -> ItemDecision:
+    assert tier.threshold is not None
+    head = (
+        f"{d.lead} declared at tier {tier.tier}: p_agree {p:.3f} >= {tier.threshold:.3f}, the "
+        f"threshold at which agreement with people is at least {policy.target_agreement:g} "
+        f"with probability {1 - policy.risk:g}"
+    )
+    gate = [] if d.outcome == "winner" else [f"the rules alone said {d.outcome}:"]
+    return d.model_copy(
+        update={
+            "outcome": "winner",
+            "winner": d.lead,
+            "gate": d.outcome,
+            "p_agree": p,
+            "p_agree_calibrated": True,
+            "tier": tier.tier,
+            "reasons": [*notes, head, *gate, *d.reasons],
+        }
+    )
+
+
+def tier_weights(policy: Policy, judges: Sequence[str]) -> list[dict[str, float]]:
+    """Each tier's weight for every judge of a table (0 for judges the tier does not count)."""
+    return [{j: float(t.weights.get(j, 0.0)) for j in judges} for t in policy.tiers]
+
+
+def is_verdicts(table: Table) -> bool:
+    return isinstance(table, VerdictTable)
