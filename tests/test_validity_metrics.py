@@ -171,7 +171,8 @@ def test_equal_coverage_takes_the_judges_most_confident_calls() -> None:
     assert c.judge_accuracy.value == pytest.approx(4 / 5)  # its top 5: 1, 1, 1, 1, 0
     assert c.difference.value == pytest.approx(0.0)
     assert c.note is None
-    assert [rc.method for rc in r.risk_coverage] == ["equal", "j"]
+    # every judge has its curve beside the panel's (one plot for all, issue 27)
+    assert [rc.method for rc in r.risk_coverage] == ["equal", "j", "flat"]
 
 
 def test_equal_coverage_of_a_judge_without_gradation_is_its_declared_accuracy() -> None:

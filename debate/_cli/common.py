@@ -115,9 +115,7 @@ def probability_between(
         below = value <= high if high_included else value < high
         if not (math.isfinite(value) and above and below):
             upper = f"at most {high:g}" if high_included else f"below {high:g}"
-            raise argparse.ArgumentTypeError(
-                f"{text} is not a number above {low:g} and {upper}"
-            )
+            raise argparse.ArgumentTypeError(f"{text} is not a number above {low:g} and {upper}")
         return value
 
     parse.__name__ = "share"

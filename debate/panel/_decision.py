@@ -16,8 +16,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._rules import decide
 from debate.records._config import Thresholds
+from debate.records._judgments import NO_CALL
 from debate.records._result import Agreement, Decision, Diagnostics, TopicSource, Vote
 from debate.records._transcript import (
     DIMENSIONS,
@@ -34,6 +36,7 @@ from debate.stats._batched import (
     interval_alpha_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
+    side_means,
     side_vote_batch,
 )
 from debate.stats._calibration import Method as CalibrationMethod
@@ -332,6 +335,7 @@ def conclude_batch(
             "no judge that scored carries a positive weight, so there is no weighted vote; "
             "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
         )
+    leads = _leads(batch, weights)
     out = []
     for b, context in enumerate(contexts):
         agreement, vote_, diagnostics = _records(
@@ -346,7 +350,31 @@ def conclude_batch(
             diagnostics,
         )
         notes = [*context.notes, *weightless]
+        update: dict[str, object] = dict(leads[b])
         if notes:
-            decision = decision.model_copy(update={"reasons": [*decision.reasons, *notes]})
+            update["reasons"] = [*decision.reasons, *notes]
+        decision = decision.model_copy(update=update)
         out.append(Conclusion(agreement, vote_, diagnostics, decision))
     return out
+
+
+def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
+    """Each item's lead, the panel's weighted log-odds and its uncalibrated ``p_agree``.
+
+    A judge's evidence is its PRO - CON margin of mean raw scores (see
+    :mod:`debate.panel._evidence`), so every decision, live or recorded, carries the number
+    that a policy calibrates.
+    """
+    if not batch.judges:
+        return [{} for _ in range(batch.size)]
+    pro, con = side_means(batch.raw, batch.is_pro)
+    found = confidence(margin_evidence_array(pro - con), weights)
+    sides: tuple[Side, Side] = ("PRO", "CON")
+    return [
+        {"lead": None, "evidence": L, "p_agree": None}
+        if c == NO_CALL
+        else {"lead": sides[c], "evidence": L, "p_agree": p}
+        for c, L, p in zip(
+            found.lead.tolist(), found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
+        )
+    ]

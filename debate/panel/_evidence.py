@@ -81,8 +81,12 @@ def verdict_evidence(table: VerdictTable) -> FloatArray:
 
 def margin_evidence(margins: Sequence[float | None]) -> FloatArray:
     """A judge's score margins (points, positive for the first option) as evidence."""
-    values = np.array([np.nan if m is None else m for m in margins], dtype=np.float64)
-    clipped: FloatArray = np.clip(values / FULL_VOTE_POINTS, -1.0, 1.0)
+    return margin_evidence_array(np.array([np.nan if m is None else m for m in margins]))
+
+
+def margin_evidence_array(margins: FloatArray) -> FloatArray:
+    """Score margins in points (any shape; NaN where none) as evidence in [-1, 1]."""
+    clipped: FloatArray = np.clip(np.asarray(margins, dtype=np.float64) / FULL_VOTE_POINTS, -1, 1)
     return clipped
 
 

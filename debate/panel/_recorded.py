@@ -34,7 +34,6 @@ from debate.panel._decision import (
     Setting,
     conclude_batch,
 )
-from debate.panel._evidence import confidence, margin_evidence, weight_vector
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     NO_CALL,
@@ -498,12 +497,7 @@ def _item_decision(
     agreement, vote_, diagnostics, decision = conclusion
     first, second = (table.options[o] for o in pair)
     interval = vote_.margin_points_ci
-    names = list(judge_margins)
-    found = confidence(
-        margin_evidence([judge_margins[j] for j in names])[None, :],
-        weight_vector(names, weights),
-    )
-    lead = None if found.lead[0] == NO_CALL else (first, second)[int(found.lead[0])]
+    lead = {"PRO": first, "CON": second}.get(decision.lead or "")
     return ItemDecision(
         item=table.items[item],
         options=(first, second),
@@ -520,8 +514,8 @@ def _item_decision(
         reasons=decision.reasons,
         diagnostics=diagnostics,
         lead=lead,
-        evidence=float(found.log_odds[0]),
-        p_agree=float(found.p_uncalibrated[0]) if lead is not None else None,
+        evidence=decision.evidence,
+        p_agree=decision.p_agree,
     )
 
 

@@ -24,7 +24,6 @@ from numpy.typing import NDArray
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights, observed
 from debate.panel._evidence import (
-    FULL_VOTE_POINTS,
     confidence,
     evidence_weights,
     margin_evidence,

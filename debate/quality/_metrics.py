@@ -39,8 +39,8 @@ from debate.quality._resample import (
 from debate.records._judgments import NO_CALL, OUTCOMES, VERDICTS, Calls, DecisionFrame
 from debate.records._policy import Policy
 from debate.records._validity import (
-    Calibration,
     AgreementComparison,
+    Calibration,
     EqualCoverage,
     Estimate,
     MethodKind,
@@ -558,6 +558,21 @@ def _undefined_notes(rows: list[MethodRow]) -> list[str]:
     return notes
 
 
+def _zero_weight_notes(frame: DecisionFrame) -> list[str]:
+    """Judges that people's labels weigh 0 in every fold: the equal-weight panel's blind spot."""
+    folds = frame.weights_by_fold.get("labels") or []
+    if not folds:
+        return []
+    zero = [j for j in folds[0] if all(w.get(j, 0.0) == 0.0 for w in folds)]
+    if not zero or len(zero) == len(folds[0]):
+        return []
+    return [
+        f"judges {', '.join(zero)} earn weight 0 against people in every fold (at or below "
+        "chance: fooled, or guessing); the equal-weight panel counts them fully, so compare "
+        "it with the label-trained panel before trusting it"
+    ]
+
+
 def _kendall_note(replicates: int, items: int) -> str:
     used = min(replicates, KENDALL_REPLICATES)
     if items > KENDALL_ITEMS:
@@ -602,6 +617,7 @@ def _notes(
             "split detection counts too_close and irreconcilable as flags over every unit; "
             "insufficient (too few judges scored) is not a flag"
         )
+    notes += _zero_weight_notes(frame)
     if frame.option_scores is not None:
         notes.append(_kendall_note(report["bootstrap"], report["items"]))
     return notes + _agreement_notes(report["agreement"]) + _undefined_notes(rows)
@@ -651,10 +667,13 @@ def validity_report(
     curves += [risk_coverage(n, "judge", c, frame.label) for n, c in frame.judges.items()]
     comparisons: list[EqualCoverage] = []
     if best is not None:
+        bases: tuple[Literal["gate", "judge", "fixed"], ...] = ("gate", "judge", "fixed")
         comparisons = [
             equal_coverage(name, calls, best, frame.judges[best], frame, boot, basis)
-            for basis in ("gate", "judge", "fixed")
+            for basis in bases
             for name, calls in gated.items()
+            # the judge's and a fixed coverage rank the panel's leads by p_agree
+            if basis == "gate" or calls.lead is not None
         ]
     report: dict[str, Any] = {
         "source": source,
@@ -679,7 +698,9 @@ def validity_report(
         ),
         "weights": {k: [dict(w) for w in v] for k, v in frame.weights_by_fold.items()},
         "calibration": [
-            calibration(name, calls, frame, n_boot, seed) for name, calls in gated.items()
+            calibration(name, calls, frame, n_boot, seed)
+            for name, calls in gated.items()
+            if calls.lead is not None
         ],
         "policy": policy,
     }

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from debate.exceptions import ConfigurationError
 from debate.panel._evidence import confidence, evidence_weights, weight_vector
 from debate.quality._crossfit import agreed, calibrate_fold
-from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table, VerdictTable
+from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table
 from debate.records._policy import Policy, TierPolicy
 from debate.stats import Platt, Selection, cascade_thresholds
 
@@ -47,12 +47,16 @@ CONDITION = (
 
 @dataclass(frozen=True)
 class TierFit:
-    """One tier's evidence on the labelled units, out of fold, and its final model."""
+    """One tier's model, fitted on some labelled units and held against the others."""
 
     judges: list[str]
     p_agree: FloatArray
-    """Out-of-fold ``p_agree`` of each unit's lead (0 where there is no lead)."""
+    """Every unit's ``p_agree`` under the model (0 where there is no lead)."""
     correct: NDArray[np.bool_]
+    """People's majority agrees with the unit's lead."""
+    certify: NDArray[np.bool_]
+    """The labelled units the model was *not* fitted on: the threshold is chosen on these
+    alone, so that their ``p_agree`` is what a new item's would be (split calibration)."""
     weights: dict[str, float]
     platt: Platt
 
@@ -83,27 +87,31 @@ def tiers_of(judges: Sequence[str], tiers: Mapping[str, int] | None) -> list[lis
 
 
 def fit_tier(frame: DecisionFrame, all_judges: Sequence[str], judges: Sequence[str]) -> TierFit:
-    """Out-of-fold ``p_agree`` of a panel of ``judges`` on the frame's units, and its model."""
+    """A panel of ``judges``: weights and calibration on half the folds, ``p_agree`` on all.
+
+    The even folds fit the weights and the Platt calibration; the odd folds, which the
+    model never saw, certify it. Choosing the threshold on out-of-fold values of models
+    fitted per fold and then deploying one model fitted on everything would hold that
+    model to another's calibration: measured on planted panels, the guarantee then failed
+    in up to 13 % of splits at a risk of 10 %. Split calibration is exact.
+    """
     assert frame.evidence is not None, "cross_fit keeps the evidence"
     columns = [list(all_judges).index(j) for j in judges]
     x = frame.evidence[:, columns]
-    p = np.zeros(frame.label.size)
-    lead_all = np.full(frame.label.size, NO_CALL, dtype=np.int8)
-    for k in np.unique(frame.fold).tolist():
-        train = frame.fold != k
-        truth = np.where(train, frame.label, NO_CALL).astype(np.int8)
-        w = _weights(x, truth, judges)
-        platt = calibrate_fold(x, w, truth)
-        found = confidence(x[~train], w)
-        lead_all[~train] = found.lead
-        p[~train] = np.where(found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), 0.0)
-    w_all = _weights(x, frame.label, judges)
+    labelled = frame.label != NO_CALL
+    fit = labelled & (frame.fold % 2 == 0)
+    truth = np.where(fit, frame.label, NO_CALL).astype(np.int8)
+    w = _weights(x, truth, judges)
+    platt = calibrate_fold(x, w, truth)
+    found = confidence(x, w)
+    p = np.where(found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), 0.0)
     return TierFit(
         judges=list(judges),
         p_agree=p,
-        correct=agreed(lead_all, frame.label),
-        weights=dict(zip(judges, map(float, w_all), strict=True)),
-        platt=calibrate_fold(x, w_all, frame.label),
+        correct=agreed(found.lead, frame.label),
+        certify=labelled & ~fit,
+        weights=dict(zip(judges, map(float, w), strict=True)),
+        platt=platt,
     )
 
 
@@ -132,8 +140,8 @@ def choose_policy(
             or no threshold passes (one line, the reason).
     """
     levels = tiers_of(judgments.judges, tiers)
-    labelled = frame.label != NO_CALL
     fits = [fit_tier(frame, judgments.judges, judges) for judges in levels]
+    labelled = fits[0].certify
     selections = cascade_thresholds(
         [(f.p_agree[labelled], f.correct[labelled]) for f in fits], target=target, risk=risk
     )
@@ -144,13 +152,13 @@ def choose_policy(
             f"{judgments.source}: {reason}",
             field="--target-agreement",
         )
+    n_labelled = int(labelled.sum())
     tier_policies = [
-        _tier_policy(k + 1, fit, selection, len(levels))
+        _tier_policy(k + 1, fit, selection, n_labelled)
         for k, (fit, selection) in enumerate(zip(fits, selections, strict=True))
     ]
     declared = sum(t.declared for t in tier_policies)
     right = sum(round((t.agreement or 0.0) * t.declared) for t in tier_policies)
-    n_labelled = int(labelled.sum())
     return Policy(
         format="debate-policy/1",
         kind=judgments.kind,
@@ -174,7 +182,8 @@ def choose_policy(
     )
 
 
-def _tier_policy(tier: int, fit: TierFit, selection: Selection, n_tiers: int) -> TierPolicy:
+def _tier_policy(tier: int, fit: TierFit, selection: Selection, n_labelled: int) -> TierPolicy:
+    """A tier's part of the policy; its coverage is a share of all labelled units."""
     return TierPolicy(
         tier=tier,
         judges=fit.judges,
@@ -182,7 +191,7 @@ def _tier_policy(tier: int, fit: TierFit, selection: Selection, n_tiers: int) ->
         calibrator=fit.platt,
         threshold=selection.threshold,
         declared=selection.declared,
-        coverage=selection.coverage or 0.0,
+        coverage=selection.declared / max(1, n_labelled),
         agreement=selection.agreement,
         labelled=selection.labelled,
     )
@@ -293,7 +302,3 @@ def _declared(
 def tier_weights(policy: Policy, judges: Sequence[str]) -> list[dict[str, float]]:
     """Each tier's weight for every judge of a table (0 for judges the tier does not count)."""
     return [{j: float(t.weights.get(j, 0.0)) for j in judges} for t in policy.tiers]
-
-
-def is_verdicts(table: Table) -> bool:
-    return isinstance(table, VerdictTable)

@@ -176,3 +176,68 @@ def _score_table(
         order=np.zeros(rows, dtype=np.int8),
         standing=np.full(rows, -1, dtype=np.int8),
     )
+
+
+def planted_pairs(
+    n_items: int,
+    accuracies: Mapping[str, float],
+    *,
+    fooled: Collection[str] = (),
+    fooled_share: float = 0.0,
+    tie_rate: float = 0.05,
+    probabilities: bool = False,
+    seed: int = 0,
+) -> tuple[VerdictTable, VerdictTable, NDArray[np.bool_]]:
+    """Pairs with a planted better answer, judges who may be fooled, one person's label each.
+
+    Each item's truth is A or B evenly. A judge picks the better answer with its accuracy
+    when it picks a side, and says tie with ``tie_rate``; a judge in ``fooled`` is wrong on
+    every item of a planted subset (``fooled_share`` of the items, the adversarial kind: the
+    better answer looks worse to it) and keeps its accuracy elsewhere. With
+    ``probabilities`` every verdict comes with the judge's probability for A, further from
+    0.5 when it is right, as a judge that reports its confidence does.
+
+    Returns:
+        ``(judges, people, subset)``: the subset marks the fooled items.
+    """
+    _check_rate("tie_rate", tie_rate)
+    _check_rate("fooled_share", fooled_share)
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n_items)
+    subset = rng.random(n_items) < fooled_share
+    verdicts, strength = [], []
+    for name, accuracy in accuracies.items():
+        _check_rate(f"accuracy of {name}", accuracy)
+        right = rng.random(n_items) < accuracy
+        if name in fooled:
+            right &= ~subset
+        call = np.where(rng.random(n_items) < tie_rate, 2, np.where(right, truth, 1 - truth))
+        verdicts.append(call)
+        strength.append(
+            np.where(right, rng.uniform(0.65, 0.95, n_items), rng.uniform(0.5, 0.8, n_items))
+        )
+    calls = np.stack(verdicts, axis=1).reshape(-1)
+    sure = np.stack(strength, axis=1).reshape(-1)
+    p_a = np.where(calls == 0, sure, np.where(calls == 1, 1 - sure, 0.5))
+    items = _names("item", n_items)
+    n_judges = len(accuracies)
+    judges = VerdictTable(
+        source="planted judges",
+        items=items,
+        judges=tuple(accuracies),
+        item=np.repeat(np.arange(n_items, dtype=np.int32), n_judges),
+        judge=np.tile(np.arange(n_judges, dtype=np.int32), n_items),
+        verdict=calls.astype(np.int8),
+        order=np.zeros(n_items * n_judges, dtype=np.int8),
+        probability=p_a if probabilities else None,
+    )
+    people = VerdictTable(
+        source="planted people",
+        items=items,
+        judges=("person1",),
+        item=np.arange(n_items, dtype=np.int32),
+        judge=np.zeros(n_items, dtype=np.int32),
+        verdict=truth.astype(np.int8),
+        order=np.zeros(n_items, dtype=np.int8),
+    )
+    return judges, people, subset

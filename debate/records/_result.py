@@ -92,6 +92,20 @@ class Decision(Frozen):
     thresholds: Thresholds
     recommendation: str
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+    lead: Side | None = None
+    """The side the judges' weighted evidence favours, whatever the outcome (None when even):
+    what a declared verdict would name, and what ``p_agree`` is about."""
+    evidence: float | None = None
+    """The panel's weighted log-odds for PRO: each judge's PRO - CON margin as evidence in
+    [-1, 1] (a whole vote from 3 points), times its weight, summed."""
+    p_agree: float | None = Field(default=None, ge=0, le=1)
+    """The probability that people would agree with ``lead``: calibrated by a policy when
+    ``p_agree_calibrated``, else ``sigmoid(|evidence|)``, which orders decisions but is not
+    a probability of anything."""
+    p_agree_calibrated: bool = False
+    gate: Outcome | None = None
+    """Under a policy: what the decision rules alone said (``outcome`` is then the policy's
+    ``winner`` or ``escalate``). None without a policy."""
 
 
 class TokenCounts(Frozen):

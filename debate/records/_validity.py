@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from debate.records._policy import Policy
-from debate.stats import Bin
-
 from pydantic import Field
 
 from debate.records._judgments import TableKind
+from debate.records._policy import Policy
 from debate.records._transcript import Frozen
+from debate.stats import Bin
 
 MethodKind = Literal["panel", "judge"]
 

@@ -417,7 +417,9 @@ def _verdict_or_blank(value: object) -> int | None:
     return _FROM_PROBABILITY if _blank(value) else _verdict(value)
 
 
-def _with_probability(verdict: NDArray[np.int8], probability: NDArray[np.float64]) -> NDArray[np.int8]:
+def _with_probability(
+    verdict: NDArray[np.int8], probability: NDArray[np.float64]
+) -> NDArray[np.int8]:
     """Blank verdicts follow the probability; a verdict and a probability must agree."""
     derived = np.where(probability > _TIE_BAND, 0, np.where(probability < _TIE_BAND, 1, 2))
     blank = verdict == _FROM_PROBABILITY
