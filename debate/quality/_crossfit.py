@@ -379,7 +379,8 @@ def _by_latent(judgments: Table, dimension: str | None) -> _WeighFn:
 
 def agreed(lead: NDArray[np.int8], label: NDArray[np.int8]) -> NDArray[np.bool_]:
     """Whether people's majority agrees with the lead (a tie majority never does)."""
-    return (lead != NO_CALL) & (lead == label)
+    same: NDArray[np.bool_] = (lead != NO_CALL) & (lead == label)
+    return same
 
 
 def calibrate_fold(
