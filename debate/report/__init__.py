@@ -15,11 +15,9 @@ from debate.records._validity import ValidityReport
 from debate.report._dispatch import render_html, render_markdown, write_report
 from debate.report._html import SECTION_IDS, charts
 from debate.report._labelling import write_labelling_sheet
-from debate.report._validity import (
-    render_validity_html,
-    render_validity_markdown,
-    risk_coverage_svg,
-)
+from debate.report._reliability import reliability_svg
+from debate.report._risk_plot import risk_coverage_svg
+from debate.report._validity import render_validity_html, render_validity_markdown
 
 # A validity report renders through the same entry points (and ``write_report``).
 render_html.register(ValidityReport, render_validity_html)
@@ -32,6 +30,7 @@ __all__ = [
     "render_markdown",
     "render_validity_html",
     "render_validity_markdown",
+    "reliability_svg",
     "risk_coverage_svg",
     "write_labelling_sheet",
     "write_report",

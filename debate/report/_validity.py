@@ -1,9 +1,11 @@
 """The validity report as a page and as Markdown: does the panel beat its best judge?
 
 One self-contained HTML page (the debate report's CSS, hand-written inline SVG, no script,
-no URL) with every method's figures and intervals, the risk-coverage plot, split detection,
-alpha among judges beside alpha among people, and the notes on what the numbers do not show.
-The Markdown carries the same tables, for the README to quote.
+no URL) with the guarantee of a chosen policy, every method's figures and intervals, the
+risk-coverage plot of every panel and every judge, the panels' reliability diagrams, the
+comparisons at equal coverage, split detection, alpha among judges beside alpha among
+people, and the notes on what the numbers do not show. The Markdown carries the same
+tables, for the README to quote.
 """
 
 from __future__ import annotations
@@ -11,27 +13,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from debate.records._validity import (
+    Calibration,
     EqualCoverage,
     Estimate,
     MethodRow,
-    RiskCoverage,
-    RiskPoint,
     SplitDetection,
     ValidityReport,
 )
-from debate.report._gauges import nice_ticks
+from debate.report._guarantee import guarantee_html, guarantee_markdown
 from debate.report._html import CSS
 from debate.report._markdown import cell, md_table
 from debate.report._markup import esc, key_values, section, table
-from debate.report._svg import INK, MUTED, svg, text
+from debate.report._reliability import reliability_caption, reliability_figures
+from debate.report._risk_plot import panel_inks, risk_coverage_svg
 from debate.stats import band, fmt
 
-LINE_INK = ("#1c4f8a", "#2e7d32", "#8a3b12", "#6a3d9a", "#00838f", "#ad1457")
-"""Gated panels' lines, in order; the best single judge is drawn dashed in :data:`INK`."""
-MAX_PLOTTED = 400
-"""Points of a curve drawn at most (evenly thinned; the ends are always kept)."""
-WIDTH, HEIGHT = 760.0, 400.0
-PLOT_LEFT, PLOT_RIGHT, PLOT_TOP, PLOT_BOTTOM = 58.0, 560.0, 18.0, 340.0
+VALIDITY_CSS = """
+.diagrams { display:flex; flex-wrap:wrap; gap:8px 24px; }
+figure.reliability { margin:0; width:300px; max-width:100%; }
+figure.reliability figcaption { font-size:13px; color:var(--muted); }
+.nowrap { white-space:nowrap; }
+"""
+"""The page's additions to the report's CSS: reliability diagrams side by side."""
 
 
 def _method_head(report: ValidityReport) -> list[str]:
@@ -76,23 +79,39 @@ def _method_cells(
 
 EQUAL_HEAD = [
     "gated panel",
+    "basis",
     "coverage",
     "panel accuracy",
     "best judge",
-    "judge at equal coverage",
+    "judge accuracy",
     "panel − judge",
 ]
 SPLIT_HEAD = ["gated panel", "flagged", "people split", "precision", "recall", "base rate", "lift"]
+BASIS_TEXT = {
+    "gate": "at the gate's coverage",
+    "judge": "at the best judge's own coverage",
+}
+"""How each comparison's coverage was chosen (``fixed``: at its share of labelled units)."""
 
 
-def _equal_cells(c: EqualCoverage, name: Callable[[str], str]) -> list[str]:
+def basis_text(c: EqualCoverage) -> str:
+    """``at the gate's coverage``, ``at the best judge's own coverage`` or ``at 80 %``."""
+    if c.basis == "fixed":
+        return "at a fixed share" if c.coverage is None else f"at {c.coverage:.0%}"
+    return BASIS_TEXT[c.basis]
+
+
+def _equal_cells(
+    c: EqualCoverage, name: Callable[[str], str], figure: Callable[[Estimate | None], str]
+) -> list[str]:
     return [
         name(c.panel),
+        name(basis_text(c)),
         "undefined" if c.coverage is None else f"{c.coverage:.1%}",
-        c.panel_accuracy.text(),
+        figure(c.panel_accuracy),
         name(c.judge),
-        c.judge_accuracy.text(),
-        c.difference.text(),
+        figure(c.judge_accuracy),
+        figure(c.difference),
     ]
 
 
@@ -106,152 +125,6 @@ def _split_cells(s: SplitDetection, name: Callable[[str], str]) -> list[str]:
         s.base_rate.text(),
         s.lift.text(),
     ]
-
-
-# --- the risk-coverage plot ---------------------------------------------------------------
-
-
-def _thin(points: Sequence[RiskPoint]) -> list[RiskPoint]:
-    if len(points) <= MAX_PLOTTED:
-        return list(points)
-    step = (len(points) - 1) / (MAX_PLOTTED - 1)
-    return [points[round(i * step)] for i in range(MAX_PLOTTED)]
-
-
-def _y_range(report: ValidityReport) -> tuple[float, float]:
-    values = [p.accuracy for rc in report.risk_coverage for p in rc.curve]
-    values += [c.judge_accuracy.value for c in report.equal_coverage if c.judge_accuracy.value]
-    low = min(values, default=0.5)
-    ticks = nice_ticks(max(0.0, low - 0.02), 1.0)
-    return ticks[0], 1.0
-
-
-def _axes(y_low: float, x: Callable[[float], float], y: Callable[[float], float]) -> list[str]:
-    parts = [
-        f'<rect x="{PLOT_LEFT}" y="{PLOT_TOP}" width="{PLOT_RIGHT - PLOT_LEFT}" '
-        f'height="{PLOT_BOTTOM - PLOT_TOP}" fill="#fbfcfd" stroke="#d9dee3"/>'
-    ]
-    for t in nice_ticks(0.0, 1.0):
-        parts.append(
-            f'<line x1="{x(t):.1f}" y1="{PLOT_BOTTOM}" x2="{x(t):.1f}" y2="{PLOT_BOTTOM + 5}" '
-            f'stroke="{MUTED}"/>'
-        )
-        parts.append(text(x(t), PLOT_BOTTOM + 18, f"{t:.0%}", anchor="middle", font_size="11"))
-    for t in nice_ticks(y_low, 1.0):
-        parts.append(
-            f'<line x1="{PLOT_LEFT}" y1="{y(t):.1f}" x2="{PLOT_RIGHT}" y2="{y(t):.1f}" '
-            'stroke="#e4e7ea"/>'
-        )
-        parts.append(text(PLOT_LEFT - 6, y(t) + 4, f"{t:.0%}", anchor="end", font_size="11"))
-    parts.append(
-        text(
-            (PLOT_LEFT + PLOT_RIGHT) / 2,
-            PLOT_BOTTOM + 38,
-            "coverage: share of labelled units given a declared verdict",
-            anchor="middle",
-            fill=MUTED,
-        )
-    )
-    mid = (PLOT_TOP + PLOT_BOTTOM) / 2
-    parts.append(
-        f'<text x="14" y="{mid:.1f}" text-anchor="middle" fill="{MUTED}" '
-        f'transform="rotate(-90 14 {mid:.1f})">accuracy of those verdicts</text>'
-    )
-    return parts
-
-
-def _curve(
-    rc: RiskCoverage, ink: str, x: Callable[[float], float], y: Callable[[float], float]
-) -> str:
-    dash = ' stroke-dasharray="6 4"' if rc.kind == "judge" else ""
-    points = " ".join(f"{x(p.coverage):.1f},{y(p.accuracy):.1f}" for p in _thin(rc.curve))
-    return (
-        f'<polyline class="curve" data-method="{esc(rc.method)}" data-kind="{rc.kind}" '
-        f'points="{points}" fill="none" stroke="{ink}" stroke-width="2.2"{dash}>'
-        f"<title>{esc(rc.method)}</title></polyline>"
-    )
-
-
-def _markers(
-    report: ValidityReport,
-    inks: dict[str, str],
-    x: Callable[[float], float],
-    y: Callable[[float], float],
-) -> list[str]:
-    """At each gated panel's own coverage: its declared accuracy, and the judge's there."""
-    parts = []
-    for c in report.equal_coverage:
-        if c.coverage is None or c.panel_accuracy.value is None:
-            continue
-        ink, cx = inks.get(c.panel, INK), x(c.coverage)
-        parts.append(
-            f'<line x1="{cx:.1f}" y1="{PLOT_TOP}" x2="{cx:.1f}" y2="{PLOT_BOTTOM}" '
-            f'stroke="{ink}" stroke-dasharray="2 3" stroke-opacity="0.6"/>'
-        )
-        tip = f"{c.panel}: {c.panel_accuracy.text()} at coverage {c.coverage:.1%}"
-        parts.append(
-            f'<circle class="marker" data-method="{esc(c.panel)}" cx="{cx:.1f}" '
-            f'cy="{y(c.panel_accuracy.value):.1f}" r="6" fill="{ink}" stroke="#fff" '
-            f'stroke-width="1.5"><title>{esc(tip)}</title></circle>'
-        )
-        if c.judge_accuracy.value is not None:
-            tip = f"{c.judge} at equal coverage: {c.judge_accuracy.text()}"
-            parts.append(
-                f'<circle class="marker judge" cx="{cx:.1f}" cy="{y(c.judge_accuracy.value):.1f}" '
-                f'r="5" fill="#fff" stroke="{ink}" stroke-width="2"><title>{esc(tip)}</title>'
-                "</circle>"
-            )
-    return parts
-
-
-def _legend(report: ValidityReport, inks: dict[str, str]) -> list[str]:
-    parts, yy = [], PLOT_TOP + 8.0
-    for rc in report.risk_coverage:
-        ink = inks.get(rc.method, INK)
-        dash = ' stroke-dasharray="6 4"' if rc.kind == "judge" else ""
-        parts.append(
-            f'<line x1="{PLOT_RIGHT + 18}" y1="{yy}" x2="{PLOT_RIGHT + 46}" y2="{yy}" '
-            f'stroke="{ink}" stroke-width="2.5"{dash}/>'
-        )
-        parts.append(text(PLOT_RIGHT + 52, yy + 4, rc.method[:24]))
-        if rc.kind == "judge":  # a judge's name fills the line: its role goes under it
-            parts.append(text(PLOT_RIGHT + 52, yy + 18, "best single judge", font_size="11"))
-            yy += 14
-        yy += 22
-    yy += 10
-    parts.append(f'<circle cx="{PLOT_RIGHT + 32}" cy="{yy}" r="5" fill="{INK}"/>')
-    parts.append(text(PLOT_RIGHT + 52, yy + 4, "panel at its coverage", font_size="11"))
-    parts.append(
-        f'<circle cx="{PLOT_RIGHT + 32}" cy="{yy + 20}" r="5" fill="#fff" stroke="{INK}" '
-        'stroke-width="2"/>'
-    )
-    parts.append(text(PLOT_RIGHT + 52, yy + 24, "best judge there", font_size="11"))
-    return parts
-
-
-def risk_coverage_svg(report: ValidityReport) -> str:
-    """Accuracy against coverage for each gated panel (solid) and the best judge (dashed).
-
-    Each curve runs from the method's most confident declared verdict to all of them; a
-    filled dot marks each gated panel at its own coverage and a hollow one the best single
-    judge's accuracy at that same coverage.
-    """
-    y_low, y_high = _y_range(report)
-
-    def x(c: float) -> float:
-        return PLOT_LEFT + min(1.0, max(0.0, c)) * (PLOT_RIGHT - PLOT_LEFT)
-
-    def y(a: float) -> float:
-        f = (a - y_low) / (y_high - y_low)
-        return PLOT_BOTTOM - min(1.0, max(0.0, f)) * (PLOT_BOTTOM - PLOT_TOP)
-
-    panels = [rc.method for rc in report.risk_coverage if rc.kind == "panel"]
-    inks = {name: LINE_INK[i % len(LINE_INK)] for i, name in enumerate(panels)}
-    parts = _axes(y_low, x, y)
-    parts += [_curve(rc, inks.get(rc.method, INK), x, y) for rc in report.risk_coverage]
-    parts += _markers(report, inks, x, y) + _legend(report, inks)
-    label = "Risk-coverage: accuracy of the most confident declared verdicts against coverage"
-    return svg(WIDTH, HEIGHT, "".join(parts), label, cls="chart risk-coverage")
 
 
 # --- the page -----------------------------------------------------------------------------
@@ -292,21 +165,58 @@ def _methods(report: ValidityReport) -> str:
 
 
 def _risk(report: ValidityReport) -> str:
-    equal = table(EQUAL_HEAD, [_equal_cells(c, esc) for c in report.equal_coverage], {1, 2, 4, 5})
+    rows = [_equal_cells(c, esc, _figure_html) for c in report.equal_coverage]
+    equal = table(EQUAL_HEAD, rows, {2, 3, 5, 6})
     notes = "".join(
-        f'<p class="note">{esc(c.panel)} vs {esc(c.judge)}: {esc(c.note)}</p>'
-        for c in report.equal_coverage
-        if c.note
+        f'<p class="note">{esc(note)}</p>'
+        for note in dict.fromkeys(
+            f"{c.panel} vs {c.judge}: {c.note}" for c in report.equal_coverage if c.note
+        )
     )
     return section(
         "risk-coverage",
-        "Risk and coverage: the panel against its best judge",
+        "Risk and coverage: every panel and every judge",
         f'<div class="figure">{risk_coverage_svg(report)}</div>'
+        + f'<p class="note">{esc(CURVES_NOTE)}</p>'
         + "<h3>At equal coverage</h3>"
+        + f'<p class="note">{esc(EQUAL_NOTE)}</p>'
         + equal
         + notes,
-        "A gated panel answers only where its judges agree. To compare it fairly, the best "
-        "single judge answers as often, on its own most confident calls.",
+        "Each curve is the accuracy against people of a method's most confident verdicts, "
+        "as more of them are kept. A panel's curve ranks its lead on every labelled unit by "
+        "p_agree, abstentions included, so it runs to 100 %; a judge's ranks the calls it "
+        "declares by its own confidence and ends at the share it declares.",
+    )
+
+
+CURVES_NOTE = (
+    "Bold: the gated panels; dashed: the best single judge; thin grey: every other judge "
+    "(hover a line for its name). A judge without confidence gradation is a flat line at "
+    "its accuracy. Curves start at their 10th call. Dots: each gated panel's declared "
+    "verdicts at its own coverage (filled) and the best judge's most confident calls at that "
+    "coverage (hollow)."
+)
+EQUAL_NOTE = (
+    "At the gate's coverage: the gated panel's declared verdicts against as many of the best "
+    "judge's most confident calls. At the best judge's own coverage: every call the judge "
+    "declares against as many of the panel's leads, most p_agree first. At a fixed share: "
+    "both sides' most confident calls. Differences are paired, with 95 % bootstrap "
+    "intervals over items."
+)
+
+
+def _reliability(report: ValidityReport) -> str:
+    if not report.calibration:
+        return ""
+    return section(
+        "reliability",
+        "Is p_agree a probability?",
+        f'<div class="diagrams">{reliability_figures(report.calibration, panel_inks(report))}'
+        "</div>",
+        "Per panel, the labelled units binned by p_agree against the share on which people's "
+        "majority agreed with the panel's lead. On the dashed diagonal p_agree is what it "
+        "says; dot areas and the bars under each chart give the units per bin. ECE: the "
+        "units' weighted gap between p_agree and agreement, with its 95 % interval.",
     )
 
 
@@ -371,8 +281,10 @@ def render_validity_html(report: ValidityReport) -> str:
     """The whole HTML page of a validity report (no script, no external reference)."""
     sections = [
         _summary(report),
+        guarantee_html(report.policy) if report.policy is not None else "",
         _methods(report),
         _risk(report),
+        _reliability(report),
         _splits(report),
         _agreement(report),
         _weights(report),
@@ -381,7 +293,8 @@ def render_validity_html(report: ValidityReport) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Validity report: {esc(report.source)}</title><style>{CSS}</style></head>"
+        f"<title>Validity report: {esc(report.source)}</title>"
+        f"<style>{CSS}{VALIDITY_CSS}</style></head>"
         f"<body><main>{''.join(sections)}<footer>debate validity · {esc(report.source)} · "
         f"seed {report.seed}</footer></main></body></html>\n"
     )
@@ -391,21 +304,54 @@ def render_validity_html(report: ValidityReport) -> str:
 
 
 def _points_table(report: ValidityReport) -> list[str]:
-    if not report.risk_coverage:
+    """The curves at 10 % steps: the panels and the best judge (every judge's is in the JSON)."""
+    curves = [
+        rc for rc in report.risk_coverage if rc.kind == "panel" or rc.method == report.best_judge
+    ]
+    if not curves:
         return []
-    head = ["most confident", *(cell(rc.method) for rc in report.risk_coverage)]
+    head = ["most confident", *(cell(rc.method) for rc in curves)]
     rows = []
     for i in range(10):
         row = [f"{(i + 1) * 10} %"]
-        for rc in report.risk_coverage:
+        for rc in curves:
             p = rc.points[i] if i < len(rc.points) else None
             row.append("—" if p is None else f"{p.accuracy:.3f} (cov. {p.coverage:.1%})")
         rows.append(row)
     return [
         "",
-        "Accuracy of the most confident declared verdicts (coverage):",
+        "Accuracy of the most confident verdicts (coverage of labelled units); a panel ranks "
+        "its lead on every unit by p_agree, the best judge its declared calls by its own "
+        "confidence (every judge's curve is in the JSON report):",
         "",
         md_table(head, rows),
+    ]
+
+
+def _bin_cell(c: Calibration, low: float, high: float) -> str:
+    for b in c.bins:
+        if (b.low, b.high) == (low, high) and b.confidence is not None and b.accuracy is not None:
+            return f"{b.confidence:.2f} → {b.accuracy:.2f} (n {b.n})"
+    return "—"
+
+
+def _reliability_table(calibrations: Sequence[Calibration]) -> list[str]:
+    """Per bin of p_agree, each panel's mean p_agree, share people agreed with, units."""
+    if not calibrations:
+        return []
+    edges = sorted({(b.low, b.high) for c in calibrations for b in c.bins if b.n})
+    head = ["p_agree", *(cell(c.method) for c in calibrations)]
+    rows = [
+        [f"{low:.1f}–{high:.1f}", *(_bin_cell(c, low, high) for c in calibrations)]
+        for low, high in edges
+    ]
+    return [
+        "",
+        "Reliability: per bin of p_agree, mean p_agree → share people agreed with (units):",
+        "",
+        md_table(head, rows),
+        "",
+        *(f"- {cell(c.method)}: {cell(reliability_caption(c))}" for c in calibrations),
     ]
 
 
@@ -418,6 +364,10 @@ def render_validity_markdown(report: ValidityReport) -> str:
         f"{report.units:,} units ({report.labelled:,} with a people majority), "
         f"{report.items:,} items, {report.folds} folds, {report.bootstrap:,} bootstrap "
         f"replicates, seed {report.seed}. Best single judge: {cell(report.best_judge or 'none')}.",
+    ]
+    if report.policy is not None:
+        lines += guarantee_markdown(report.policy)
+    lines += [
         "",
         md_table(
             _method_head(report),
@@ -426,8 +376,10 @@ def render_validity_markdown(report: ValidityReport) -> str:
     ]
     if report.equal_coverage:
         lines += ["", "At equal coverage:", ""]
-        lines.append(md_table(EQUAL_HEAD, [_equal_cells(c, cell) for c in report.equal_coverage]))
+        rows = [_equal_cells(c, cell, _figure) for c in report.equal_coverage]
+        lines.append(md_table(EQUAL_HEAD, rows))
     lines += _points_table(report)
+    lines += _reliability_table(report.calibration)
     if report.split_detection:
         lines += ["", "Splits against people's disagreement:", ""]
         lines.append(md_table(SPLIT_HEAD, [_split_cells(s, cell) for s in report.split_detection]))
@@ -453,12 +405,15 @@ SUMMARY_HEAD = [
     "gated panel: accuracy",
     "best judge, same coverage",
     "gated − judge",
+    "panel at 80 %",
+    "panel at best judge's coverage",
+    "panel − judge there",
 ]
 """One row per report: the figures that answer "does the panel beat its best judge?"."""
 
 
 def _short(estimate: Estimate | None) -> str:
-    """Value with its interval, two decimals: the summary has ten columns."""
+    """Value with its interval, two decimals: the summary has thirteen columns."""
     if estimate is None or estimate.value is None:
         return "—"
     if estimate.low is None or estimate.high is None:
@@ -466,11 +421,23 @@ def _short(estimate: Estimate | None) -> str:
     return f"{estimate.value:.2f} [{estimate.low:.2f}, {estimate.high:.2f}]"
 
 
+def _compared(report: ValidityReport, panel: str, basis: str) -> EqualCoverage | None:
+    return next((c for c in report.equal_coverage if c.panel == panel and c.basis == basis), None)
+
+
+def _at(c: EqualCoverage | None) -> str:
+    """The panel's accuracy and the coverage it was taken at: ``0.86 [0.84, 0.88] at 94%``."""
+    if c is None or c.coverage is None:
+        return "—"
+    return f"{_short(c.panel_accuracy)} at {c.coverage:.0%}"
+
+
 def _summary_cells(report: ValidityReport, panel: str) -> list[str]:
     rows = {r.name: r for r in report.methods}
     judge = rows.get(report.best_judge or "")
     weighted = rows.get(panel)
-    gated = next((c for c in report.equal_coverage if c.panel == panel), None)
+    gated = _compared(report, panel, "gate")
+    at_judge = _compared(report, panel, "judge")
     return [
         cell(report.dimension or "all"),
         cell(report.best_judge or "none"),
@@ -482,6 +449,9 @@ def _summary_cells(report: ValidityReport, panel: str) -> list[str]:
         _short(gated.panel_accuracy if gated else None),
         _short(gated.judge_accuracy if gated else None),
         _short(gated.difference if gated else None),
+        _at(_compared(report, panel, "fixed")),
+        _at(at_judge),
+        _short(at_judge.difference if at_judge else None),
     ]
 
 
