@@ -118,10 +118,10 @@ def test_no_passing_threshold_is_refused_in_one_line_with_the_figures() -> None:
     tail = binomial_tail(10, 40, 0.1)
     assert chosen.refusal == (
         "no threshold reaches agreement 0.9 with risk 0.05 on 60 labelled units: the first "
-        f"tested, p >= 0.9, agrees 0.750 on 40 units with p = {tail:.2g} > 0.05, and testing "
-        "stops at the first failure"
+        f"tested threshold, 0.9, agrees 0.750 on 40 units with p-value {tail:.3g} > 0.05, and "
+        "testing stops at the first failure"
     )
-    assert "\n" not in chosen.refusal
+    assert f"{tail:.3g}" == "0.999" and "\n" not in chosen.refusal
 
 
 def test_units_without_a_confidence_count_as_labelled_but_are_never_declared() -> None:

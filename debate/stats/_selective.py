@@ -75,7 +75,7 @@ class Selection(StatsRecord):
     risk: float
     """The risk this selection was tested at (a cascade tier's share of the whole)."""
     min_declared: int
-    """Thresholds declaring fewer calibration units were not tested."""
+    """Thresholds declaring fewer calibration units were skipped, not tested."""
     path: list[Step]
     """Every tested threshold, strictest first, up to and including the first failure."""
     refusal: str | None = None
@@ -170,9 +170,10 @@ def fixed_sequence_threshold(
 
     See the module docstring for the procedure. Thresholds are tested from the strictest;
     those that declare fewer than ``min_declared`` calibration units are skipped rather than
-    tested, since one that cannot pass would end the sequence before any could. Which are
-    skipped depends on ``p`` alone, never on ``correct``, so the order is still fixed before
-    any label is looked at (Trust or Escalate's code likewise drops thresholds with few units).
+    tested, since one likely to fail would end the sequence before the useful ones are
+    reached (see :func:`default_start`). Which are skipped depends on ``p`` alone, never on
+    ``correct``, so the order is still fixed before any label is looked at (Trust or
+    Escalate's code likewise drops thresholds with few units).
 
     Args:
         p: Per calibration unit, the confidence in [0, 1] (NaN: none; never declared).
@@ -345,9 +346,9 @@ def _refusal(
         return f"{head}: {need} and {scored} have a confidence"
     first = path[0]
     return (
-        f"{head}: the first tested, p >= {first.threshold:.4g}, agrees "
-        f"{1 - first.errors / first.n:.3f} on {first.n} units with p = {first.p_value:.2g} > "
-        f"{risk:g}, and testing stops at the first failure"
+        f"{head}: the first tested threshold, {first.threshold:.4g}, agrees "
+        f"{1 - first.errors / first.n:.3f} on {first.n} units with p-value "
+        f"{first.p_value:.3g} > {risk:g}, and testing stops at the first failure"
     )
 
 
