@@ -154,7 +154,12 @@ def tier_change(index: int, **fields: Any) -> dict[str, Any]:
         (
             tier_change(0, weights={"small-a": 1.0, "small-b": -1.0}),
             "tiers.0",
-            "weights must be 0 or more; small-b",
+            "weights must be finite, 0 or more; small-b",
+        ),
+        (
+            tier_change(0, weights={"small-a": float("inf"), "small-b": 1.0}),
+            "tiers.0",
+            "weights must be finite, 0 or more; small-a",
         ),
         (tier_change(0, calibrator=None), "tiers.0", "a tier with a threshold needs its"),
         (

@@ -9,6 +9,7 @@ verdict made under it can tell what was promised.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -46,7 +47,7 @@ class TierPolicy(Frozen):
     judges: list[str] = Field(min_length=1)
     """The judges counted at this tier: every judge of this tier and the tiers below."""
     weights: dict[str, float]
-    """The evidence weight of each of ``judges`` (0 or more; 0: counted as absent)."""
+    """The evidence weight of each of ``judges`` (finite, 0 or more; 0: counted as absent)."""
     calibrator: Platt | None
     """Maps the panel's raw confidence to ``p_agree``; None: uncalibrated, which a tier that
     declares never is (its threshold would be on a score, not a probability)."""
@@ -71,9 +72,9 @@ class TierPolicy(Frozen):
                 f"weights must give one weight per judge ({', '.join(sorted(self.judges))}); "
                 f"got {', '.join(sorted(self.weights)) or 'none'}"
             )
-        negative = sorted(j for j, w in self.weights.items() if not w >= 0)
-        if negative:
-            raise ValueError(f"weights must be 0 or more; {', '.join(negative)} is not")
+        bad = sorted(j for j, w in self.weights.items() if not 0 <= w < math.inf)
+        if bad:
+            raise ValueError(f"weights must be finite, 0 or more; {', '.join(bad)} is not")
         if self.declared > self.labelled:
             raise ValueError(
                 f"declared ({self.declared}) cannot exceed labelled ({self.labelled}): a tier "
