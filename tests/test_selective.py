@@ -272,6 +272,11 @@ def test_platt_counts_an_item_once_with_groups() -> None:
     assert doubled.slope == pytest.approx(single.slope, rel=1e-8)
     assert doubled.intercept == pytest.approx(single.intercept, rel=1e-8)
     assert doubled.n == 160
+    # A unit without a score leaves its item's other unit weighing 1, not 1/2.
+    gapped = np.repeat(s, 2)
+    gapped[1:80:2] = np.nan  # the first 40 items keep one unit of two
+    one_left = platt_fit(gapped, np.repeat(y, 2), groups=np.repeat(np.arange(80), 2))
+    assert one_left.slope == pytest.approx(single.slope, rel=1e-8)
 
 
 def test_platt_leaves_units_without_a_score_out_and_predicts_scalars() -> None:

@@ -13,7 +13,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 from pydantic import Field
 
-from debate.stats._units import FloatArray, StatsRecord, group_codes, numbers, outcomes
+from debate.stats._units import (
+    FloatArray,
+    IntArray,
+    StatsRecord,
+    group_codes,
+    numbers,
+    outcomes,
+)
 
 NEWTON_STEPS = 100
 """Newton iterations at most for :func:`platt_fit`; a two-parameter convex fit converges in
@@ -78,13 +85,14 @@ def platt_fit(score: ArrayLike, correct: ArrayLike, *, groups: ArrayLike | None 
     if x.ndim != 1:
         raise ValueError(f"score must be one number per unit (1-D); got {x.ndim}-D")
     y = outcomes(correct, x.size)
-    w = _group_weights(groups, x.size)
+    codes = None if groups is None else group_codes(groups, x.size)
     scored = ~np.isnan(x)
     if np.isinf(x).any():
         raise ValueError("score must be finite numbers, or NaN for a unit without a score")
     if not scored.any():
         raise ValueError("platt_fit needs at least one unit with a score")
-    x, y, w = x[scored], y[scored], w[scored]
+    x, y = x[scored], y[scored]
+    w = np.ones(x.size) if codes is None else _item_weights(codes[scored])
     n_pos, n_neg = float(w[y].sum()), float(w[~y].sum())
     t = np.where(y, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
     flat = float(np.log(np.average(t, weights=w) / (1 - np.average(t, weights=w))))
@@ -132,9 +140,6 @@ def _sigmoid(f: FloatArray) -> FloatArray:
     return np.asarray(0.5 * (1.0 + np.tanh(0.5 * f)), dtype=np.float64)
 
 
-def _group_weights(groups: ArrayLike | None, size: int) -> FloatArray:
-    """Per unit, ``1 / units of its item``: each item weighs 1."""
-    if groups is None:
-        return np.ones(size)
-    codes = group_codes(groups, size)
+def _item_weights(codes: IntArray) -> FloatArray:
+    """Per unit, ``1 / scored units of its item``: each item weighs 1."""
     return np.asarray(1.0 / np.bincount(codes)[codes], dtype=np.float64)
