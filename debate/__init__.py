@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         ScoreTable,
         VerdictTable,
     )
+    from debate.records._policy import Policy, TierPolicy
     from debate.records._result import (
         Agreement,
         DebateResult,
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
     from debate.storage._cache import ResponseCache
     from debate.storage._files import load_result
     from debate.storage._judgments import read_judgments, write_judgments
+    from debate.storage._policy import read_policy, write_policy
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "debate.api": (
@@ -131,6 +133,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ScoreTable",
         "VerdictTable",
     ),
+    "debate.records._policy": ("Policy", "TierPolicy"),
     "debate.records._result": (
         "Agreement",
         "DebateResult",
@@ -157,6 +160,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.storage._cache": ("ResponseCache",),
     "debate.storage._files": ("load_result",),
     "debate.storage._judgments": ("read_judgments", "write_judgments"),
+    "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each public name lives; the TYPE_CHECKING imports above say the same to mypy."""
 
@@ -222,6 +226,7 @@ __all__ = [
     "MultiJudgePanel",
     "OpenAIModel",
     "PanelResult",
+    "Policy",
     "PriceTable",
     "ProviderError",
     "RateLimiter",
@@ -236,6 +241,7 @@ __all__ = [
     "StepStarted",
     "TestModel",
     "Thresholds",
+    "TierPolicy",
     "TokenUsage",
     "TrackRecords",
     "Transcript",
@@ -256,6 +262,7 @@ __all__ = [
     "load_result",
     "load_transcript",
     "read_judgments",
+    "read_policy",
     "render_html",
     "render_markdown",
     "run_batch",
@@ -265,6 +272,7 @@ __all__ = [
     "run_debate_sync",
     "validate_judgments",
     "write_judgments",
+    "write_policy",
     "write_report",
     "write_result",
 ]
