@@ -4,6 +4,7 @@ counted on the in-package doubles and at the OpenAI-compatible test server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -32,6 +33,8 @@ from debate._cli.main import main
 from debate.council._review import Council, Reviewer
 from debate.models._base import Message
 from debate.panel._positions import presentations
+from debate.quality._benchmark import DebateItem, calibrate_debates
+from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, build_config, load_config
 from debate.records._council import Candidate
 from tests.helpers import (
@@ -265,6 +268,20 @@ def test_each_tier_reads_in_counterbalanced_orders(seed: int) -> None:
     orders = dict(zip(names, panel.presentations(T, seed), strict=True))
     for tier in (("technical", "business"), ("risk", "general")):
         assert sorted(orders[name].sides[0] for name in tier) == ["CON", "PRO"]
+
+
+def test_a_calibration_asks_every_tier_on_every_item(tmp_path: Path) -> None:
+    """A track record needs each judge's call on every item, not only on the hard ones."""
+    models = judge_models(AGREE)
+    items = [DebateItem(id=f"i{n}", transcript=T, verdict="PRO") for n in range(3)]
+    records = TrackRecords(tmp_path / "records.sqlite")
+    report = asyncio.run(
+        calibrate_debates(items, config=tiered(), records=records, judges=models, seed=1)
+    )
+    assert calls(models) == dict.fromkeys(AGREE, 3)
+    rows = {r.judge: r for r in report.rows}
+    assert rows["risk"].items == 3 and rows["risk"].accuracy.value == 0.0
+    assert rows["technical"].accuracy.value == 1.0
 
 
 def test_a_result_written_before_tiers_still_loads() -> None:
