@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         write_result,
     )
     from debate.batch import BatchItem, load_batch, run_batch
+    from debate.council._review import escalate_on_tied_top
     from debate.council._run import load_candidates, run_council, run_council_sync
     from debate.models import (
         FunctionModel,
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
     )
     from debate.models.local import LocalModel
     from debate.models.openai import OpenAIModel
+    from debate.panel._cascade import (
+        Escalation,
+        EscalationRule,
+        ask_every_tier,
+        escalate_unless_winner,
+    )
     from debate.panel._panel import MultiJudgePanel
     from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
     from debate.quality._track import TrackRecords
@@ -66,10 +73,12 @@ if TYPE_CHECKING:
     from debate.records._policy import Policy, TierPolicy
     from debate.records._result import (
         Agreement,
+        Cascade,
         DebateResult,
         Decision,
         Diagnostics,
         PanelResult,
+        TierStep,
         Usage,
         Vote,
     )
@@ -102,6 +111,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "write_result",
     ),
     "debate.batch": ("BatchItem", "load_batch", "run_batch"),
+    "debate.council._review": ("escalate_on_tied_top",),
     "debate.council._run": ("load_candidates", "run_council", "run_council_sync"),
     "debate.models": (
         "FunctionModel",
@@ -115,6 +125,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "debate.models.local": ("LocalModel",),
     "debate.models.openai": ("OpenAIModel",),
+    "debate.panel._cascade": (
+        "Escalation",
+        "EscalationRule",
+        "ask_every_tier",
+        "escalate_unless_winner",
+    ),
     "debate.panel._panel": ("MultiJudgePanel",),
     "debate.quality._decide": ("Decided", "Validity", "decide_judgments", "validate_judgments"),
     "debate.quality._track": ("TrackRecords",),
@@ -136,10 +152,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.records._policy": ("Policy", "TierPolicy"),
     "debate.records._result": (
         "Agreement",
+        "Cascade",
         "DebateResult",
         "Decision",
         "Diagnostics",
         "PanelResult",
+        "TierStep",
         "Usage",
         "Vote",
     ),
@@ -200,6 +218,7 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Candidate",
+    "Cascade",
     "Closing",
     "ConfigurationError",
     "CouncilResult",
@@ -212,6 +231,8 @@ __all__ = [
     "Decided",
     "Decision",
     "Diagnostics",
+    "Escalation",
+    "EscalationRule",
     "Event",
     "EventHandler",
     "FunctionModel",
@@ -242,6 +263,7 @@ __all__ = [
     "TestModel",
     "Thresholds",
     "TierPolicy",
+    "TierStep",
     "TokenUsage",
     "TrackRecords",
     "Transcript",
@@ -251,9 +273,12 @@ __all__ = [
     "VerdictTable",
     "Vote",
     "__version__",
+    "ask_every_tier",
     "charts",
     "decide_judgments",
     "default_judges",
+    "escalate_on_tied_top",
+    "escalate_unless_winner",
     "judge_transcript",
     "judge_transcript_sync",
     "load_batch",
