@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         escalate_unless_winner,
     )
     from debate.panel._panel import MultiJudgePanel
+    from debate.panel._selective import PolicyRule
     from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
     from debate.quality._track import TrackRecords
     from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
@@ -132,6 +133,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "escalate_unless_winner",
     ),
     "debate.panel._panel": ("MultiJudgePanel",),
+    "debate.panel._selective": ("PolicyRule",),
     "debate.quality._decide": ("Decided", "Validity", "decide_judgments", "validate_judgments"),
     "debate.quality._track": ("TrackRecords",),
     "debate.records._config": (
@@ -248,6 +250,7 @@ __all__ = [
     "OpenAIModel",
     "PanelResult",
     "Policy",
+    "PolicyRule",
     "PriceTable",
     "ProviderError",
     "RateLimiter",

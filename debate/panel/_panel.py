@@ -25,6 +25,7 @@ from debate.panel._decision import Context, Setting, batch_of, conclude_batch, s
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
+from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig
@@ -227,9 +228,13 @@ class MultiJudgePanel:
         def conclude(tier: int) -> PanelResult:
             asked = [j for j in self.judges if j.tier <= tier]
             evaluations = [done[j.name] for j in asked]
-            return self._conclude(
+            decided = self._conclude(
                 sitting, evaluations, asked, (topic_type, topic_source), seed, tier
             )
+            # Under a policy, each tier's decision is its ruling: winner or escalate.
+            if isinstance(self.escalation, PolicyRule):
+                decided = self.escalation.settle(decided, tier)
+            return decided
 
         result, cascade = await run_cascade(
             self._tiers(), ask, conclude, self.escalation, sitting.call.meter

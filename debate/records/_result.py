@@ -103,6 +103,9 @@ class Decision(Frozen):
     ``p_agree_calibrated``, else ``sigmoid(|evidence|)``, which orders decisions but is not
     a probability of anything."""
     p_agree_calibrated: bool = False
+    judge_evidence: dict[str, float | None] = Field(default_factory=dict)
+    """Each scored judge's evidence for PRO in [-1, 1]: its PRO - CON margin of mean raw
+    scores over 3 points, clipped; what a policy weighs with its own weights."""
     gate: Outcome | None = None
     """Under a policy: what the decision rules alone said (``outcome`` is then the policy's
     ``winner`` or ``escalate``). None without a policy."""
