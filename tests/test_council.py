@@ -179,3 +179,18 @@ def test_report_bars_are_the_intervals_the_tie_rule_uses(tie_z: float) -> None:
     assert bracketed == {i for i, e in enumerate(result.rankings) if e.tied_with_next}
     coverage = {0.3: "24%", 1.96: "95%", 6.0: "100%"}[tie_z]
     assert f"bars are {coverage} intervals" in render_council_html(result)
+
+
+def test_the_first_two_candidates_carry_p_agree_from_each_reviewers_margin() -> None:
+    result = council()
+    pair = result.top_pair
+    assert pair is not None and (pair.first, pair.second) == ("A", "B")
+    # Each reviewer's overall margin of A over B, a whole vote from 3 points, summed; the
+    # uncalibrated p_agree is its sigmoid.
+    by = {r.reviewer: r.overall for r in result.reviews if r.overall is not None}
+    margins = [o["A"] - o["B"] for o in by.values()]
+    expected = sum(max(-1.0, min(1.0, m / 3)) for m in margins)
+    assert pair.evidence == pytest.approx(expected)
+    assert pair.lead == "A" and pair.reviewers == 4
+    assert pair.p_agree == pytest.approx(1 / (1 + 2.718281828459045 ** (-expected)))
+    assert pair.p_agree_calibrated is False

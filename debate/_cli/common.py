@@ -17,7 +17,7 @@ from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
-from debate.records._result import Usage
+from debate.records._result import Cascade, Usage
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter
@@ -30,7 +30,7 @@ EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_OUTCOME = 3
 """The decision's outcome is one ``--fail-on`` lists (the result was written all the same)."""
 
-FAILABLE_OUTCOMES = ("irreconcilable", "too_close", "insufficient")
+FAILABLE_OUTCOMES = ("irreconcilable", "too_close", "insufficient", "escalate")
 """The outcomes without a winner, which ``--fail-on`` can turn into exit code 3."""
 
 Command = Callable[[argparse.Namespace], int]
@@ -164,6 +164,31 @@ def outcome_list(text: str) -> frozenset[str]:
             f"{', '.join(FAILABLE_OUTCOMES)}"
         )
     return frozenset(names)
+
+
+def policy_flag(parser: argparse.ArgumentParser) -> None:
+    """``--policy``, for the commands whose panel decides live (run, judge)."""
+    parser.add_argument(
+        "--policy",
+        metavar="POLICY.json",
+        help="declare only where the policy's guarantee holds (chosen by `debate validity "
+        "--target-agreement` on score tables, e.g. from `debate calibrate`); below its "
+        "threshold the outcome is escalate, and with tiers the next tier is asked first",
+    )
+
+
+def escalation_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The escalation rule ``--policy`` asks for, as the keyword a debate entry point takes."""
+    if getattr(args, "policy", None) is None:
+        return {}
+    from debate.panel._selective import PolicyRule
+    from debate.storage import read_policy
+
+    policy = read_policy(args.policy)
+    try:
+        return {"escalation": PolicyRule(policy)}
+    except ValueError as exc:
+        raise ConfigurationError(f"--policy {args.policy}: {exc}", field="--policy") from exc
 
 
 def fail_on_flag(parser: argparse.ArgumentParser) -> None:
@@ -325,6 +350,19 @@ def budget_lines(usage: Usage) -> list[str]:
     return [head] + [
         f"  - not made: {s.phase} {s.actor} ({s.model}): {s.reason}" for s in usage.skipped
     ]
+
+
+def cascade_lines(cascade: Cascade | None, tier: int) -> list[str]:
+    """Which tier decided and why each tier stopped or went on (none without tiers)."""
+    if cascade is None or len(cascade.steps) < 2:
+        return []
+    cost = "" if cascade.cost_usd is None else f", ${cascade.cost_usd:.4f}"
+    head = (
+        f"Cascade: decided by tier {tier} of {len(cascade.steps)}; {cascade.calls} judge calls"
+        f"{cost} (asking every tier: {cascade.calls_all_tiers} calls)"
+    )
+    steps = [f"  - tier {s.tier} ({', '.join(s.judges)}): {s.reason}" for s in cascade.steps]
+    return [head, *steps]
 
 
 def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from debate._cli.common import Commands, fail_on_flag, model_flags, progress_flag, user_file
+from debate._cli.common import (
+    Commands,
+    fail_on_flag,
+    model_flags,
+    policy_flag,
+    progress_flag,
+    user_file,
+)
 from debate._cli.run import debate_command
 from debate.api import judge_transcript, load_transcript
 
@@ -16,6 +23,7 @@ def add_parser(commands: Commands) -> None:
     model_flags(judge)
     progress_flag(judge)
     fail_on_flag(judge)
+    policy_flag(judge)
     judge.set_defaults(func=judge_command)
 
 

@@ -41,6 +41,7 @@ def add_parser(commands: Commands) -> None:
     common.model_flags(run)
     common.progress_flag(run)
     common.fail_on_flag(run)
+    common.policy_flag(run)
     run.set_defaults(func=run_command)
 
 
@@ -93,6 +94,7 @@ def _shared(
         "on_event": common.progress(args),
         "cache": cache,
         "history": common.history(args),
+        **common.escalation_of(args),
     }
 
 
@@ -106,6 +108,8 @@ def summary(result: DebateResult, path: str) -> str:
             "too_close": "Decision: too close to call",
             "irreconcilable": "Decision: none - the judges do not agree (irreconcilable)",
             "insufficient": "Decision: none - too few judges could score (insufficient)",
+            "escalate": "Decision: none under the policy - escalate (to a stronger tier or to "
+            "people)",
         }[d.outcome]
     lines = [head]
     level = f"{v.confidence:.0%} CI"
@@ -120,12 +124,16 @@ def summary(result: DebateResult, path: str) -> str:
         ci = f", {level} [{pts[0]:+.2f}, {pts[1]:+.2f}]" if pts else ""
         lines.append(f"Margin in points of the 1-10 scale: {v.margin_points:+.2f}{ci}")
 
+    if d.p_agree is not None:
+        kind = "calibrated by the policy" if d.p_agree_calibrated else "uncalibrated score"
+        lines.append(f"p_agree for {d.lead}: {d.p_agree:.3f} ({kind})")
     lines.append(
         f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "
         f"{a.judges_scored} judges scored, {a.judges_unscored} unscored"
     )
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
+    lines += common.cascade_lines(result.cascade, d.tier)
     u = result.usage
     cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     lines.append(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from debate.panel._evidence import confidence, margin_evidence
 from debate.records._config import CouncilSettings, RunConfig
 from debate.records._council import (
     COUNCIL_DIMENSIONS,
@@ -16,8 +17,10 @@ from debate.records._council import (
     CouncilResult,
     RankingEntry,
     Review,
+    TopPair,
     UnrankedEntry,
 )
+from debate.records._judgments import NO_CALL
 from debate.records._result import Usage
 from debate.stats import (
     BordaEntry,
@@ -248,6 +251,28 @@ def _rank(votes: _Votes, settings: CouncilSettings, failed: list[str]) -> list[R
     ]
 
 
+def top_pair(entries: list[RankingEntry], scored: list[Review]) -> TopPair | None:
+    """The first two candidates as one decision: each reviewer's margin as evidence."""
+    if len(entries) < 2:
+        return None
+    first, second = entries[0].candidate, entries[1].candidate
+    margins = [
+        r.overall[first] - r.overall[second]
+        for r in scored
+        if r.overall is not None and first in r.overall and second in r.overall
+    ]
+    found = confidence(margin_evidence(margins)[None, :], np.ones(len(margins)))
+    lead = found.lead[0]
+    return TopPair(
+        first=first,
+        second=second,
+        lead=None if lead == NO_CALL else (first, second)[int(lead)],
+        evidence=float(found.log_odds[0]),
+        p_agree=None if lead == NO_CALL else float(found.p_uncalibrated[0]),
+        reviewers=len(margins),
+    )
+
+
 def aggregate(
     question: str,
     candidates: list[Candidate],
@@ -279,6 +304,7 @@ def aggregate(
         rankings=entries,
         unranked=unranked,
         agreement=_agreement(votes, len(scored), len(reviews)),
+        top_pair=top_pair(entries, scored),
         interpretation=interpretation(entries, unranked, len(scored)),
         safety_failed=failed,
         usage=usage,

@@ -368,13 +368,22 @@ def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
     if not batch.judges:
         return [{} for _ in range(batch.size)]
     pro, con = side_means(batch.raw, batch.is_pro)
-    found = confidence(margin_evidence_array(pro - con), weights)
+    x = margin_evidence_array(pro - con)
+    found = confidence(x, weights)
     sides: tuple[Side, Side] = ("PRO", "CON")
+    rows = zip(
+        found.lead.tolist(),
+        found.log_odds.tolist(),
+        found.p_uncalibrated.tolist(),
+        np.round(x, 6).tolist(),
+        strict=True,
+    )
     return [
-        {"lead": None, "evidence": L, "p_agree": None}
-        if c == NO_CALL
-        else {"lead": sides[c], "evidence": L, "p_agree": p}
-        for c, L, p in zip(
-            found.lead.tolist(), found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
-        )
+        {
+            "lead": None if c == NO_CALL else sides[c],
+            "evidence": L,
+            "p_agree": None if c == NO_CALL else p,
+            "judge_evidence": dict(zip(batch.judges, own, strict=True)),
+        }
+        for c, L, p, own in rows
     ]

@@ -30,19 +30,16 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.panel._evidence import confidence, evidence_weights, weight_vector
+from debate.panel._selective import gate_note, rule
 from debate.quality._crossfit import agreed, calibrate_fold
 from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table
-from debate.records._policy import Policy, TierPolicy
+from debate.records._policy import DEFAULT_CONDITION, Policy, TierPolicy, guarantee_sentence
+from debate.records._transcript import Outcome
 from debate.stats import Platt, Selection, cascade_thresholds
 
 log = logging.getLogger(__name__)
 
 FloatArray = NDArray[np.float64]
-CONDITION = (
-    "new items are exchangeable with the calibration items (drawn from the same kind of "
-    "items, judged by the same judges with the same prompts), and people's majority is the "
-    "reference"
-)
 
 
 @dataclass(frozen=True)
@@ -170,12 +167,8 @@ def choose_policy(
         calibration_items=len(np.unique(frame.group[labelled])),
         coverage=declared / max(1, n_labelled),
         agreement=right / declared if declared else None,
-        guarantee=(
-            f"on new items exchangeable with the {n_labelled} calibration units, agreement "
-            f"with people's majority on the verdicts this policy declares is at least "
-            f"{target:g} with probability at least {1 - risk:g}"
-        ),
-        condition=CONDITION,
+        guarantee=guarantee_sentence(n_labelled, target, risk),
+        condition=DEFAULT_CONDITION,
         source=judgments.source,
         seed=seed,
         folds=folds,
@@ -239,62 +232,29 @@ def apply_policy(
 def _cascade(policy: Policy, readings: Sequence[ItemDecision]) -> ItemDecision:
     notes: list[str] = []
     for tier, d in zip(policy.tiers, readings, strict=True):
-        p = _calibrated(tier, d)
-        if p is not None and tier.threshold is not None and p >= tier.threshold:
-            return _declared(policy, tier, d, p, notes)
-        notes.append(_below(tier, d, p))
+        ruling = rule(policy, tier, d.lead, d.evidence)
+        if ruling.declared:
+            return _ruled(d, "winner", tier.tier, ruling.p_agree, [*notes, ruling.reason])
+        notes.append(ruling.reason)
     last = readings[-1]
-    p = _calibrated(policy.tiers[-1], last)
-    reasons = [*notes, "escalate to people: no tier reached its threshold", *last.reasons]
-    return last.model_copy(
-        update={
-            "outcome": "escalate",
-            "winner": None,
-            "gate": last.outcome,
-            "p_agree": p,
-            "p_agree_calibrated": p is not None,
-            "tier": policy.tiers[-1].tier,
-            "reasons": reasons,
-        }
-    )
+    p = rule(policy, policy.tiers[-1], last.lead, last.evidence).p_agree
+    notes.append("escalate to people: no tier reached its threshold")
+    return _ruled(last, "escalate", policy.tiers[-1].tier, p, notes)
 
 
-def _calibrated(tier: TierPolicy, d: ItemDecision) -> float | None:
-    if d.lead is None or d.evidence is None or tier.calibrator is None:
-        return None
-    return float(tier.calibrator.predict(abs(d.evidence)))
-
-
-def _below(tier: TierPolicy, d: ItemDecision, p: float | None) -> str:
-    if tier.threshold is None:
-        return f"tier {tier.tier} declares nothing under this policy"
-    if p is None:
-        return f"tier {tier.tier}: the judges' evidence is even, no lead to declare"
-    return (
-        f"tier {tier.tier}: p_agree {p:.3f} for {d.lead} is below the threshold "
-        f"{tier.threshold:.3f}"
-    )
-
-
-def _declared(
-    policy: Policy, tier: TierPolicy, d: ItemDecision, p: float, notes: list[str]
+def _ruled(
+    d: ItemDecision, outcome: Outcome, tier: int, p: float | None, notes: list[str]
 ) -> ItemDecision:
-    assert tier.threshold is not None
-    head = (
-        f"{d.lead} declared at tier {tier.tier}: p_agree {p:.3f} >= {tier.threshold:.3f}, the "
-        f"threshold at which agreement with people is at least {policy.target_agreement:g} "
-        f"with probability {1 - policy.risk:g}"
-    )
-    gate = [] if d.outcome == "winner" else [f"the rules alone said {d.outcome}:"]
+    """The tier's decision as the policy ruled: its outcome, ``p_agree`` and reasons."""
     return d.model_copy(
         update={
-            "outcome": "winner",
-            "winner": d.lead,
+            "outcome": outcome,
+            "winner": d.lead if outcome == "winner" else None,
             "gate": d.outcome,
             "p_agree": p,
-            "p_agree_calibrated": True,
-            "tier": tier.tier,
-            "reasons": [*notes, head, *gate, *d.reasons],
+            "p_agree_calibrated": p is not None,
+            "tier": tier,
+            "reasons": [*notes, *gate_note(d.outcome), *d.reasons],
         }
     )
 

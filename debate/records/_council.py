@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from debate.records._config import RunConfig
-from debate.records._result import Usage
+from debate.records._result import Cascade, Usage
 from debate.records._transcript import Frozen, Score, UnscoredReason
 from debate.stats import RUBRIC_WEIGHTS
 
@@ -109,6 +109,26 @@ class CouncilAgreement(Frozen):
     reviewers_unscored: int
 
 
+class TopPair(Frozen):
+    """The council's decision between its first two candidates, with its confidence.
+
+    Each reviewer's evidence is its overall-score margin of the first over the second
+    (a whole vote from 3 points, as for a debate's judges); ``p_agree`` is
+    ``sigmoid(|evidence|)``, uncalibrated: a score that orders councils by how clear their
+    first place is, named so because no labels calibrated it.
+    """
+
+    first: str
+    second: str
+    lead: str | None
+    """The candidate the reviewers' evidence favours (None when even)."""
+    evidence: float
+    p_agree: float | None = Field(default=None, ge=0, le=1)
+    p_agree_calibrated: bool = False
+    reviewers: int
+    """Reviewers who scored both (their author's own reviews excluded)."""
+
+
 class CouncilResult(Frozen):
     """The council's answer: a ranking, its ties, and how much the reviewers agree."""
 
@@ -121,12 +141,19 @@ class CouncilResult(Frozen):
     unranked: list[UnrankedEntry] = Field(default_factory=list)
     """Candidates left out of ``rankings`` because no one but their author reviewed them."""
     agreement: CouncilAgreement
+    top_pair: TopPair | None = None
+    """The first two candidates as one decision, with ``p_agree`` (None with one ranked)."""
     interpretation: str
     safety_failed: list[str] = Field(default_factory=list)
     usage: Usage
     config: RunConfig
     seed: int
     version: str
+    tier: int = Field(default=1, ge=1)
+    """The cascade tier that decided: the ranking is on the reviewers of tiers 1 to
+    ``tier`` together (1 without tiers)."""
+    cascade: Cascade | None = None
+    """The tiers asked, why, and what they cost; None in results written before tiers."""
 
     @field_validator("question")
     @classmethod

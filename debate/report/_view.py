@@ -51,6 +51,7 @@ HEADLINES = {
     "too_close": "Too close to call",
     "irreconcilable": "No verdict: the judges disagree",
     "insufficient": "No verdict: too few judges could score",
+    "escalate": "No verdict under the policy: escalate",
 }
 
 EXPLANATIONS = {
@@ -65,6 +66,10 @@ EXPLANATIONS = {
     "insufficient": (
         "Fewer than two judges returned usable scores, so there is nothing to compare and "
         "no verdict."
+    ),
+    "escalate": (
+        "The panel leans one way, but not confidently enough for the agreement with people "
+        "that its policy guarantees: a stronger judge or a person should decide."
     ),
 }
 

@@ -82,7 +82,9 @@ PAGE_SCRIPT = r"""
 const TOKEN_KEY = "debate-service-token";
 const FINAL = new Set(["done", "failed", "cancelled"]);
 const STATUSES = new Set(["queued", "running", "done", "failed", "cancelled"]);
-const OUTCOMES = new Set(["winner", "too_close", "tied", "irreconcilable", "insufficient"]);
+const OUTCOMES = new Set([
+  "winner", "too_close", "tied", "irreconcilable", "insufficient", "escalate",
+]);
 const COLUMNS = ["id", "kind", "status", "progress", "outcome", "age", "report"];
 const MAX_STREAMS = __MAX_STREAMS__;
 const RETRY_MS = 2000;

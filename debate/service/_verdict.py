@@ -284,6 +284,7 @@ def _headline(v: Verdict) -> str:
         "too_close": "too close to call",
         "irreconcilable": "no decision, the judges do not agree (irreconcilable)",
         "insufficient": "no decision, too few judges could score (insufficient)",
+        "escalate": "no decision under the policy, escalate to a stronger judge or people",
         "tied": "no single winner, first place is a statistical tie",
     }
     return about + text.get(v.outcome, v.outcome)
