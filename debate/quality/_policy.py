@@ -150,6 +150,7 @@ def choose_policy(
             field="--target-agreement",
         )
     n_labelled = int(labelled.sum())
+    n_items = len(np.unique(frame.group[labelled]))
     tier_policies = [
         _tier_policy(k + 1, fit, selection, n_labelled)
         for k, (fit, selection) in enumerate(zip(fits, selections, strict=True))
@@ -164,14 +165,25 @@ def choose_policy(
         risk=risk,
         tiers=tier_policies,
         labelled_units=n_labelled,
-        calibration_items=len(np.unique(frame.group[labelled])),
+        calibration_items=n_items,
         coverage=declared / max(1, n_labelled),
         agreement=right / declared if declared else None,
-        guarantee=guarantee_sentence(n_labelled, target, risk),
-        condition=DEFAULT_CONDITION,
+        guarantee=guarantee_sentence(n_items, target, risk),
+        condition=_condition(n_labelled, n_items),
         source=judgments.source,
         seed=seed,
         folds=folds,
+    )
+
+
+def _condition(units: int, items: int) -> str:
+    """The guarantee's condition; where items hold several pairs, what that assumes too."""
+    if units == items:
+        return DEFAULT_CONDITION
+    return (
+        f"{DEFAULT_CONDITION}; the {units} calibration units (pairs of options) come from "
+        f"{items} items, and the test counts them as independent, which units of one item "
+        "are not quite: with few items, treat the guarantee as approximate"
     )
 
 
