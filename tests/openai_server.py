@@ -251,6 +251,23 @@ def request_schema(body: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(hint.split("\n", 1)[1]))
 
 
+LLAMA_JSON_SCHEMA_500 = json.dumps(
+    {
+        "error": {
+            "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+            '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions",
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+)
+"""What llama-cpp-python's server (0.3.x) answers to ``"type": "json_schema"``: HTTP 500."""
+
+
 def seeded_reply(body: dict[str, Any]) -> Reply:
     """A valid reply drawn from a generator seeded by the request's messages: the same request
     gets the same reply, whatever else the server is doing."""
@@ -267,3 +284,10 @@ def empty_first_try(body: dict[str, Any]) -> Reply:
     """Issue 28's reproduction: every call's first try gets an empty reply, so every call
     needs a re-ask, which gets a valid, seeded reply."""
     return seeded_reply(body) if is_reask(body) else Reply(content="")
+
+
+def refuse_json_schema(body: dict[str, Any]) -> Reply:
+    """llama-cpp-python's server: ``json_schema`` refused with a 500, JSON mode answered."""
+    if body["response_format"]["type"] == "json_schema":
+        return Reply(status=500, body=LLAMA_JSON_SCHEMA_500)
+    return seeded_reply(body)
