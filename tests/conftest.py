@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,14 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", _guarded_getaddrinfo)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structured_output_forms() -> Iterator[None]:
+    """Each test's servers are new: a form learned from one is not taken to another that
+    happens to get the same loopback port."""
+    from debate.models.openai import FORMS
+
+    FORMS.clear()
+    yield
+    FORMS.clear()

@@ -11,6 +11,7 @@ trickled byte by byte, an empty ``choices`` list.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import socket
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from debate.models.test import fill_schema
+from debate.runtime._ask import REASK
 
 Responder = Callable[[dict[str, Any]], "Reply"]
 
@@ -247,3 +249,45 @@ def request_schema(body: dict[str, Any]) -> dict[str, Any]:
         return dict(fmt["schema"])
     hint = body["messages"][-1]["content"]
     return dict(json.loads(hint.split("\n", 1)[1]))
+
+
+LLAMA_JSON_SCHEMA_500 = json.dumps(
+    {
+        "error": {
+            "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+            '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions",
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+)
+"""What llama-cpp-python's server (0.3.x) answers to ``"type": "json_schema"``: HTTP 500."""
+
+
+def seeded_reply(body: dict[str, Any]) -> Reply:
+    """A valid reply drawn from a generator seeded by the request's messages: the same request
+    gets the same reply, whatever else the server is doing."""
+    digest = hashlib.sha256(json.dumps(body["messages"]).encode()).digest()
+    return Reply(content=json.dumps(fill_schema(request_schema(body), random.Random(digest))))
+
+
+def is_reask(body: dict[str, Any]) -> bool:
+    """True when the request is a re-ask (the model shown its invalid reply and the error)."""
+    return str(body["messages"][-1]["content"]).startswith(REASK.split("{error}")[0])
+
+
+def empty_first_try(body: dict[str, Any]) -> Reply:
+    """Issue 28's reproduction: every call's first try gets an empty reply, so every call
+    needs a re-ask, which gets a valid, seeded reply."""
+    return seeded_reply(body) if is_reask(body) else Reply(content="")
+
+
+def refuse_json_schema(body: dict[str, Any]) -> Reply:
+    """llama-cpp-python's server: ``json_schema`` refused with a 500, JSON mode answered."""
+    if body["response_format"]["type"] == "json_schema":
+        return Reply(status=500, body=LLAMA_JSON_SCHEMA_500)
+    return seeded_reply(body)

@@ -145,24 +145,58 @@ def test_a_cut_off_reply_is_never_accepted_even_when_its_prefix_parses() -> None
 # -- the cache: only valid replies, replayed before any request ------------------------------
 
 
-def test_an_invalid_reply_is_not_cached_so_a_second_run_sends_it_again(tmp_path: Path) -> None:
+def test_a_call_that_needed_a_re_ask_is_replayed_whole_and_sends_nothing(tmp_path: Path) -> None:
+    """Issue 28 item 1: the valid reply was stored under the re-ask conversation, so a re-run
+    sent the first request again (and got another reply, changing every later call)."""
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    first = ScriptedModel(['{"nope": 1}', {"text": "ok"}])
-    completion, attempts = _ask(first, cache=cache)
+    first = ScriptedModel([Reply(text='{"nope": 1}', usage=_usage(11, 5, 1)),
+                           Reply(text='{"text": "ok"}', usage=_usage(17, 3))])  # fmt: skip
+    made = UsageMeter()
+    completion, attempts = _ask(first, cache=cache, meter=made)
     assert completion.parsed == Said(text="ok") and attempts == 2
-    assert len(cache) == 1  # the valid re-ask only
+    assert len(cache) == 1  # the valid reply only, invalid one never
 
-    # The same run again: the first request reaches the model (nothing stored for it); the
-    # re-ask, which carries the same invalid reply, is answered from the cache.
-    second = ScriptedModel(['{"nope": 1}'])
+    second = ScriptedModel([])  # raises if asked anything
     meter = UsageMeter()
-    completion, attempts = _ask(second, cache=cache, meter=meter)
-    assert completion.parsed == Said(text="ok") and attempts == 2
-    assert len(second.requests) == 1 and second.remaining == 0
-    assert meter.calls == 2  # a replay is still an attempt, with the usage it cost
+    replayed, attempts = _ask(second, cache=cache, meter=meter)
+    assert second.requests == [] and cache.hits == 1
+    assert replayed.parsed == Said(text="ok") and attempts == 2
+    assert replayed.usage == completion.usage == _usage(17, 3)
+    # counted as the run that made it counted it: both attempts, the re-ask, all tokens
+    assert meter.snapshot() == made.snapshot()
+    assert (meter.calls, meter.retries, meter.prompt_tokens, meter.completion_tokens) == (
+        2, 1, 28, 8)  # fmt: skip
+    assert meter.by_model["scripted"][0] == 2
 
 
-def test_a_cached_reply_is_validated_when_replayed(tmp_path: Path) -> None:
+def test_a_call_left_unfinished_after_an_invalid_reply_starts_again_from_its_first_request(
+    tmp_path: Path,
+) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    broken = ScriptedModel(['{"nope": 1}'])
+    with pytest.raises(ModelOutputError):
+        _ask(broken, cache=cache, max_retries=0)
+    assert len(cache) == 0
+    healthy = ScriptedModel([{"text": "ok"}])
+    completion, attempts = _ask(healthy, cache=cache)
+    assert completion.parsed == Said(text="ok") and attempts == 1
+    assert healthy.requests[0][0] == PROMPT  # the first request, not a re-ask
+
+
+def test_a_provider_fault_before_the_reply_is_replayed_as_its_two_attempts(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    made = UsageMeter()
+    faulty = ScriptedModel([ProviderError("scripted: server error 500"), {"text": "ok"}])
+    _, attempts = _ask(faulty, cache=cache, meter=made, provider_retries=1)
+    assert attempts == 2 and made.calls == 2 and made.by_model["scripted"][0] == 1
+    meter = UsageMeter()
+    _, attempts = _ask(ScriptedModel([]), cache=cache, meter=meter)
+    assert attempts == 2 and meter.snapshot() == made.snapshot()
+
+
+def test_a_cached_reply_that_no_longer_validates_is_asked_afresh_and_replaced(
+    tmp_path: Path,
+) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     model = ScriptedModel([{"text": "fresh"}])
     settings = ModelSettings(max_tokens=BUDGET)
@@ -170,8 +204,13 @@ def test_a_cached_reply_is_validated_when_replayed(tmp_path: Path) -> None:
     assert slot is not None
     cache.put(slot.key, model.name, '{"text": 5}', TokenUsage())  # e.g. written by hand
     completion, attempts = _ask(model, cache=cache)
-    assert completion.parsed == Said(text="fresh") and attempts == 2
-    assert len(model.requests) == 1  # the re-ask went to the model
+    assert completion.parsed == Said(text="fresh") and attempts == 1
+    assert len(model.requests) == 1 and model.requests[0][0] == PROMPT  # the call, afresh
+    stored = cache.get(slot.key)
+    assert stored is not None and stored.text == '{"text": "fresh"}'
+    again = ScriptedModel([])
+    completion, _ = _ask(again, cache=cache)
+    assert completion.parsed == Said(text="fresh") and again.requests == []
 
 
 def test_a_cache_file_of_the_old_layout_opens_and_its_invalid_rows_are_dropped(
@@ -206,9 +245,14 @@ def test_a_cache_file_of_the_old_layout_opens_and_its_invalid_rows_are_dropped(
     cache = ResponseCache(path)
     assert len(cache) == 1
     meter = UsageMeter()
-    completion, _ = _ask(model, cache=cache, meter=meter)
+    completion, attempts = _ask(model, cache=cache, meter=meter)
     assert completion.parsed == Said(text="old") and model.requests == []
-    assert (meter.prompt_tokens, meter.completion_tokens) == (7, 3)
+    # a row without its call's cost is replayed as one attempt that cost its reply's tokens
+    assert attempts == 1 and (meter.prompt_tokens, meter.completion_tokens) == (7, 3)
+    # the previous version still writes its nine-column rows into this file
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO responses VALUES ('older', 'm', '{}', NULL, NULL, 1, 1, 0, 0)")
+    assert len(cache) == 2
 
 
 # -- an OpenAI-compatible server that cuts replies off -----------------------------------------
@@ -334,6 +378,7 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
     assert kinds(second).count("debater") <= 1
     assert len(resumed.transcript.closings) == 2
     assert resumed.usage.calls == 11  # ten steps, one re-ask
-    # The valid reply at twice the budget was stored: a third run sends only the cut-off try.
-    assert kinds(third) == ["closing@200"]
+    # The valid reply at twice the budget was stored under the call's first request: a
+    # third run sends nothing, and is the same debate with the same usage.
+    assert kinds(third) == []
     assert again == resumed

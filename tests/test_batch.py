@@ -12,7 +12,7 @@ import pytest
 from debate._cli.main import main
 from debate.models.test import fill_schema
 from debate.runtime._limiter import RateLimiter
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.openai_server import FakeOpenAIServer, Reply, empty_first_try, is_reask
 
 
 class FakeClock:
@@ -271,3 +271,32 @@ def test_a_zero_or_negative_rate_limit_is_refused_not_ignored(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {flag}: {value} is out of range") and "no limit" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_batch_whose_every_call_needed_a_re_ask_is_replayed_and_sends_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28 item 1 in a batch: every call's first try is empty, so every call needs a
+    re-ask. The batch again (a new ``--out``, the same ``--cache``, so every item runs again)
+    sends 0 requests and gives every item the same result."""
+    batch = _batch(tmp_path, 2)
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAIServer(responder=empty_first_try) as server:
+
+        def run(out: Path) -> int:
+            argv = ["batch", str(batch), "--model", "m", "--base-url", server.base_url,
+                    "--api-key-env", "", "--out", str(out), "--cache", str(cache),
+                    "--seed", "3", "--concurrency", "3", "--quiet"]  # fmt: skip
+            before = len(server.records)
+            assert main(argv) == 0
+            return len(server.records) - before
+
+        first, second = run(tmp_path / "a"), run(tmp_path / "b")
+    capsys.readouterr()
+    reasks = sum(is_reask(r.body) for r in server.records)
+    assert first > 0 and reasks * 2 == first  # every call took two requests
+    assert second == 0
+    for item in ("d0", "d1", "meeting"):
+        a = json.loads((tmp_path / "a" / item / "result.json").read_text())
+        b = json.loads((tmp_path / "b" / item / "result.json").read_text())
+        assert a == b, item

@@ -7,7 +7,9 @@ compare each result with the server's own log of what it sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import io
 import json
 import os
 import random
@@ -25,7 +27,7 @@ from debate import DebaterError, RunConfig, run_debate
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
 from debate.records._result import DebateResult
-from tests.openai_server import FakeOpenAIServer, Reply
+from tests.openai_server import FakeOpenAIServer, Reply, empty_first_try, is_reask
 
 KINDS = ("http_500", "http_429", "hang", "truncated", "missing_key", "empty", "wrong_ids")
 REASON = {
@@ -358,3 +360,58 @@ def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budge
     assert completion.parsed.text == "done" and attempts == 2
     # the second ask doubled the budget and did not carry the truncated text along
     assert model.seen == [(1024, 1), (2048, 1)]
+
+
+# -- issue 28 item 1: a call that needed a re-ask is replayed whole ---------------------------
+
+
+def _run_argv(base_url: str, out: Path) -> list[str]:
+    return _command(base_url, out)[3:]  # the same command, run in this process
+
+
+def test_a_run_whose_every_call_needed_a_re_ask_is_replayed_and_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    """Every call's first try is empty, so every call needs a re-ask. The same command again
+    sends 0 requests (the valid replies were stored under the re-ask conversation: the
+    re-run sent every call's first request again, 10 of 20) and is the same debate."""
+    from debate._cli.main import main
+
+    out = tmp_path / "out"
+    with FakeOpenAIServer(responder=empty_first_try) as server:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(_run_argv(server.base_url, out)) == 0
+            first = json.loads((out / "result.json").read_text())
+            sent = len(server.records)
+            assert main(_run_argv(server.base_url, out)) == 0
+        again = len(server.records) - sent
+    second = json.loads((out / "result.json").read_text())
+    print(f"\nre-ask then re-run: first run {sent} requests, second {again}")
+    assert sent == 20 and sum(is_reask(r.body) for r in server.records) == 10
+    assert again == 0
+    assert second == first  # decision, scores, usage: nothing in result.json is timing
+    assert first["usage"]["calls"] == 20 and first["usage"]["retries"] == 10
+
+
+def test_a_function_model_empty_on_every_first_try_is_replayed_whole(tmp_path: Path) -> None:
+    """The issue's measurement with a FunctionModel: first run 18 requests, the same run
+    again 9 (0 expected)."""
+    from debate.models._base import Message
+    from debate.models.test import FunctionModel
+
+    def reply(messages: list[Message], schema: Any) -> str:
+        if not is_reask({"messages": [m.model_dump() for m in messages]}):
+            return ""
+        digest = hashlib.sha256(json.dumps([m.model_dump() for m in messages]).encode()).digest()
+        return json.dumps(fill_schema(schema.model_json_schema(), random.Random(digest)))
+
+    config = RunConfig(arguments=1, rounds=1, judges=RunConfig().judges[:3])
+    cache = tmp_path / "cache.sqlite"
+    results, counts = [], []
+    for _ in range(2):
+        model = FunctionModel(reply, name="m")
+        run = run_debate("Adopt it?", config=config, model=model, seed=5, cache=cache)
+        results.append(asyncio.run(run))
+        counts.append(len(model.requests))
+    assert counts == [18, 0]
+    assert results[1] == results[0]

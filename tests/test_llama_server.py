@@ -144,7 +144,7 @@ def test_a_judge_reply_from_the_server_is_negotiated_and_scores_are_in_range(
             await model.aclose()
 
     reply = asyncio.run(call())
-    assert model.mode(schema) == "json_object_schema"
+    assert model.mode() == "json_object_schema"
     parsed = json.loads(reply.text)
     for rubric in parsed["scores"].values():
         for name in ("logic", "evidence", "responsiveness", "honesty"):

@@ -232,7 +232,7 @@ def test_a_refused_format_steps_down_on_both_clients(make: Any) -> None:
         model = make(server.base_url)
         reply = call(model)
     assert json.loads(reply.text) == {"statement": "fine"}
-    assert model.mode(ClosingDraft) == "json_object_schema"
+    assert model.mode() == "json_object_schema"
 
 
 @BOTH

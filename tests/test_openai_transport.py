@@ -22,30 +22,24 @@ from debate._cli.main import main
 from debate.exceptions import ProviderError
 from debate.models._base import Message, ModelSettings, Reply
 from debate.models._schema import reply_max_tokens
-from debate.models.openai import OpenAIModel
+from debate.models.openai import FORMS, OpenAIModel
 from debate.runtime._replies import ClosingDraft, judge_reply
 from tests.helpers import served
-from tests.openai_server import FakeOpenAIServer, request_schema
+from tests.openai_server import (
+    LLAMA_JSON_SCHEMA_500,
+    FakeOpenAIServer,
+    refuse_json_schema,
+    request_schema,
+)
 from tests.openai_server import Reply as ServerReply
 
 JUDGE = judge_reply(("PRO-1", "CON-1"))
 MESSAGES = [Message(role="system", content="You judge."), Message(role="user", content="Go.")]
 SENTINEL = "sk-test-ECHOED-0123456789-not-a-real-key"
 
-# What llama-cpp-python's server (0.3.x) answers to ``"type": "json_schema"``: HTTP 500.
-LLAMA_500 = json.dumps(
-    {
-        "error": {
-            "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
-            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
-            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
-            '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
-            "    POST /v1/chat/completions",
-            "type": "internal_server_error",
-            "param": None,
-            "code": None,
-        }
-    }
+LLAMA_500 = LLAMA_JSON_SCHEMA_500
+STRICT_500 = json.dumps(
+    {"error": {"message": "response_format: strict mode is not available on this backend"}}
 )
 OPENAI_400 = json.dumps(
     {
@@ -137,8 +131,9 @@ def test_a_500_refusing_json_schema_steps_down_to_json_object_and_is_remembered(
         second = complete(server, JUDGE, model=model)
     JUDGE.model_validate_json(first.text)
     JUDGE.model_validate_json(second.text)
-    assert modes(server) == ["strict", "json_schema", "json_object_schema", "json_object_schema"]
-    assert model.mode(JUDGE) == "json_object_schema"
+    # it says the json_schema type is not taken at all: the non-strict form is not tried
+    assert modes(server) == ["strict", "json_object_schema", "json_object_schema"]
+    assert model.mode() == "json_object_schema"
     # the schema travels both in response_format (a grammar for llama.cpp) and in a message
     last = server.records[-1]
     assert last.response_format["schema"] == request_schema(last.body)
@@ -148,7 +143,7 @@ def test_a_500_refusing_json_schema_steps_down_to_json_object_and_is_remembered(
 
 
 @pytest.mark.parametrize(
-    ("status", "body"), [(400, OPENAI_400), (422, VALIDATION_422), (500, LLAMA_500)]
+    ("status", "body"), [(400, OPENAI_400), (422, VALIDATION_422), (500, STRICT_500)]
 )
 def test_a_refused_strict_schema_steps_down_one_form_whatever_the_status(
     status: int, body: str
@@ -191,12 +186,15 @@ def test_an_unrelated_error_never_changes_the_form(status: int, body: str) -> No
         broken["on"] = False
         complete(server, model=model)
     assert modes(server) == ["strict", "strict"]
-    assert model.mode(ClosingDraft) == "strict"
+    assert model.mode() == "strict"
     message = str(caught.value)
     assert f"server error {status}" in message and "\n" not in message
 
 
-def test_the_form_is_remembered_per_schema() -> None:
+def test_the_form_is_remembered_per_endpoint_and_model_for_every_schema() -> None:
+    """Issue 28 item 6: the form was kept per schema and per model object, and a debate's
+    reply schemas differ by call (their argument ids), so every call probed again."""
+
     def strictless(request: dict[str, Any]) -> ServerReply:
         if request["response_format"]["type"] == "json_schema":
             if request["response_format"]["json_schema"]["strict"]:
@@ -207,8 +205,14 @@ def test_the_form_is_remembered_per_schema() -> None:
         model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         complete(server, ClosingDraft, model=model)
         complete(server, JUDGE, model=model)
-    assert modes(server) == ["strict", "json_schema", "strict", "json_schema"]
-    assert (model.mode(ClosingDraft), model.mode(JUDGE)) == ("json_schema", "json_schema")
+        # another object for the same endpoint and model (a run's judges are separate ones)
+        twin = OpenAIModel("m", base_url=server.base_url + "/", api_key_env="")
+        complete(server, JUDGE, model=twin)
+        other = OpenAIModel("other", base_url=server.base_url, api_key_env="")
+        complete(server, JUDGE, model=other)  # another model on that server learns its own
+    assert modes(server) == ["strict", "json_schema", "json_schema", "json_schema", "strict",
+                             "json_schema"]  # fmt: skip
+    assert model.mode() == twin.mode() == other.mode() == "json_schema"
 
 
 def test_concurrent_refusals_step_down_in_order_and_never_back_up() -> None:
@@ -229,9 +233,52 @@ def test_concurrent_refusals_step_down_in_order_and_never_back_up() -> None:
 
         replies = asyncio.run(many())
     assert all(JUDGE.model_validate_json(r.text) for r in replies)
-    assert model.mode(JUDGE) == "json_object_schema"
+    assert model.mode() == "json_object_schema"
     assert Counter(modes(server))["json_object_schema"] == 8
     assert "json_object" not in modes(server)  # never stepped past the form that works
+    # the first call probed; the others waited for its answer instead of each being refused
+    assert modes(server) == ["strict"] + ["json_object_schema"] * 8
+
+
+def test_calls_wait_for_a_probe_no_longer_than_the_form_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request still out after the wait was taken: the others go ahead, not one by one."""
+    monkeypatch.setattr(FORMS, "wait", 0.1)
+    with FakeOpenAIServer(latency=1.0) as server:
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
+
+        async def two() -> list[Reply]:
+            try:
+                calls = (model.complete(MESSAGES, JUDGE, ModelSettings()) for _ in range(2))
+                return await asyncio.gather(*calls)
+            finally:
+                await model.aclose()
+
+        start = time.perf_counter()
+        asyncio.run(two())
+        took = time.perf_counter() - start
+    assert server.max_in_flight == 2 and took < 1.9
+    assert modes(server) == ["strict", "strict"] and model.mode() == "strict"
+
+
+def test_a_ten_call_debate_against_a_server_refusing_json_schema_sends_at_most_11(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 28 item 6: llama-cpp-python's server answers json_schema with a 500; a 10-call
+    debate sent 30 requests (every call probed strict, then json_schema, then stepped down)."""
+    with FakeOpenAIServer(responder=refuse_json_schema) as server:
+        argv = ["run", "Should we adopt the plan?", "--model", "m", "--base-url",
+                server.base_url, "--api-key-env", "", "--seed", "3", "--no-store", "--quiet",
+                "--no-cache", "--out", "out"]  # fmt: skip
+        assert main(argv) == 0
+    capsys.readouterr()
+    result = json.loads(Path("out/result.json").read_text())
+    sent = modes(server)
+    print(f"\n10-call debate against a server refusing json_schema: {len(sent)} requests")
+    assert result["usage"]["calls"] == 10 and result["usage"]["retries"] == 0
+    assert Counter(sent)["json_object_schema"] == 10
+    assert len(sent) <= 11
 
 
 def test_a_server_refusing_every_form_is_a_one_line_provider_error() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from debate.service._webhooks import SIGNATURE_HEADER, verify
-from tests.openai_server import FakeOpenAIServer
+from tests.openai_server import FakeOpenAIServer, empty_first_try, is_reask
 from tests.test_service_http import Receiver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,3 +182,45 @@ def test_serve_survives_sigkill_and_finishes_every_job_sending_webhooks(tmp_path
     assert hooked == set(ids)
     for headers, body in receiver.posts:
         assert verify(SECRET.encode(), body, headers[SIGNATURE_HEADER])
+
+
+def _finished(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+    """Submit a debate and wait for its job to end."""
+    answer = client.post("/v1/debates", json=body)
+    assert answer.status_code == 202, answer.text
+    job_id = answer.json()["id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("done", "failed", "cancelled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError("the job did not end in 120 s")
+
+
+def test_a_job_whose_every_call_needed_a_re_ask_is_replayed_after_sigkill_and_restart(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 item 1 in the service: every call's first try is empty, so every call needs a
+    re-ask. After SIGKILL and a restart on the same database, the same job (same topic and
+    seed) sends 0 requests and has the same result."""
+    body = {"topic": "Should team 7 adopt plan 7?", "config": {"seed": 11}}
+    with FakeOpenAIServer(responder=empty_first_try) as model:
+        served = Served(tmp_path, model.base_url)
+        served.start()
+        try:
+            with httpx.Client(base_url=served.url, timeout=10) as client:
+                first = _finished(client, body)
+            sent = len(model.records)
+            served.kill()
+            served.start()
+            with httpx.Client(base_url=served.url, timeout=10) as client:
+                second = _finished(client, body)
+            again = len(model.records) - sent
+        finally:
+            served.stop()
+    assert first["status"] == second["status"] == "done", (first["error"], second["error"])
+    assert first["id"] != second["id"]  # a new job, not the first one's record
+    assert sent > 0 and sum(is_reask(r.body) for r in model.records) * 2 == sent
+    assert again == 0
+    assert second["result"] == first["result"]

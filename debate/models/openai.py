@@ -8,13 +8,16 @@ flight. A caller's own ``AsyncOpenAI`` client (``client=``) is still used as giv
 fail with the same errors.
 
 Structured output goes through ``response_format`` with the JSON schema of the requested
-pydantic model. Servers differ in what they take, so the form is negotiated per schema: a
-strict ``json_schema`` first, then a non-strict one, then ``json_object`` with the schema
-beside it (llama-cpp-python's server turns that into a grammar), then plain ``json_object``;
-the schema is also given in a system message in the JSON modes. Only an error that is about
-the format (whatever its status code: llama-cpp-python answers ``json_schema`` with a 500)
-steps down; any other error (a prompt over the context limit, an overloaded server) is a
-:class:`ProviderError` and changes nothing for later calls.
+pydantic model. Servers differ in what they take, so the form is negotiated: a strict
+``json_schema`` first, then a non-strict one, then ``json_object`` with the schema beside it
+(llama-cpp-python's server turns that into a grammar), then plain ``json_object``; the
+schema is also given in a system message in the JSON modes. Only an error that is about the
+format (whatever its status code: llama-cpp-python answers ``json_schema`` with a 500)
+steps down, past both ``json_schema`` forms when it says the type itself is not taken; any
+other error (a prompt over the context limit, an overloaded server) is a
+:class:`ProviderError` and changes nothing for later calls. The form is learned once per
+endpoint and model for the life of the process (:class:`_Forms`), shared by every model
+object that points there, so a run, a batch or the service probes once, not on every call.
 
 Whatever the server sends becomes a :class:`Reply` or a :class:`ProviderError` with a
 one-line reason: an HTML page, a truncated envelope, a connection reset mid-body, an empty
@@ -60,6 +63,18 @@ MODES: tuple[Mode, ...] = ("strict", "json_schema", "json_object_schema", "json_
 
 FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text'", re.IGNORECASE)
 """What an error body says when the server refuses the requested format itself."""
+TYPE_REFUSED = re.compile(
+    r"json_object|json_schema\W+(?:is\s+)?(?:not|un)\s*(?:supported|allowed|permitted)",
+    re.IGNORECASE,
+)
+"""What a refusal of ``json_schema`` says when the server does not take that type at all: it
+names the types it takes (llama-cpp-python: "Input should be 'text' or 'json_object'"), or
+says ``json_schema`` is not supported. The non-strict ``json_schema`` is then not tried."""
+DEFAULT_FORM_WAIT = 1.0
+"""Seconds a call waits for the first request of an endpoint and model whose form is not yet
+known, before sending its own. A refused form is answered before any generation (within
+milliseconds on a local server), so the waiting calls learn it instead of each being
+refused; a request still out after this long was taken, and the wait costs no more."""
 SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
 JSON_HEADERS = {"Content-Type": "application/json"}
 """A body sent as bytes carries its type itself (the SDK adds it only to a dict body)."""
@@ -250,6 +265,92 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+_FormKey = tuple[str, str]
+"""A chat-completions URL and a model name."""
+
+
+class _Forms:
+    """The structured-output form each endpoint and model takes, learned once per process.
+
+    Shared by every :class:`OpenAIModel` (a run's debaters and judges are separate objects,
+    and a batch or the service builds many). A form only ever moves down. Until a request in
+    the current form has been answered, the calls of one event loop send one at a time: the
+    first probes, the others wait for its answer (at most ``wait`` seconds) and then send in
+    the form it left, so concurrent first calls are not all refused. Calls on another loop
+    (another thread's run) do not wait across loops; they probe on their own, which costs a
+    request, never a wrong form.
+    """
+
+    def __init__(self, wait: float = DEFAULT_FORM_WAIT) -> None:
+        self.wait = wait
+        self._lock = threading.Lock()
+        self._modes: dict[_FormKey, Mode] = {}
+        self._known: set[_FormKey] = set()
+        """Keys whose current form has been answered (no waiting any more)."""
+        self._probes: dict[_FormKey, asyncio.Future[None]] = {}
+        """The request in flight that will tell the form of a key not yet known."""
+
+    def mode(self, key: _FormKey) -> Mode:
+        """The form requests to ``key`` are sent in now."""
+        with self._lock:
+            return self._modes.get(key, MODES[0])
+
+    async def claim(self, key: _FormKey) -> tuple[Mode, asyncio.Future[None] | None]:
+        """The form to send in, and the probe to :meth:`release` if this call is the probe.
+
+        A call that finds another call of its loop probing waits for it (up to ``wait``).
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            mode = self._modes.get(key, MODES[0])
+            if key in self._known:
+                return mode, None
+            probe = self._probes.get(key)
+            if probe is None or probe.done():
+                mine: asyncio.Future[None] = loop.create_future()
+                self._probes[key] = mine
+                return mode, mine
+            if probe.get_loop() is not loop:
+                return mode, None
+        try:
+            await asyncio.wait_for(asyncio.shield(probe), self.wait)
+        except TimeoutError:
+            pass
+        return self.mode(key), None
+
+    @staticmethod
+    def release(probe: asyncio.Future[None] | None) -> None:
+        """Wake the calls waiting on ``probe`` (its request was answered, or failed)."""
+        if probe is not None and not probe.done():
+            probe.set_result(None)
+
+    def answered(self, key: _FormKey, mode: Mode) -> None:
+        """Note that a request in ``mode`` got a reply: the form of ``key`` is known."""
+        with self._lock:
+            if self._modes.get(key, MODES[0]) == mode:
+                self._known.add(key)
+
+    def step_down(self, key: _FormKey, to: Mode) -> Mode:
+        """Move ``key`` down to ``to`` (never up: concurrent refusals may arrive late)."""
+        with self._lock:
+            current = MODES.index(self._modes.get(key, MODES[0]))
+            if MODES.index(to) > current:
+                self._modes[key] = to
+                self._known.discard(key)
+            return self._modes.get(key, MODES[0])
+
+    def clear(self) -> None:
+        """Forget every learned form (tests; a process that knows a server changed)."""
+        with self._lock:
+            self._modes.clear()
+            self._known.clear()
+            self._probes.clear()
+
+
+FORMS = _Forms()
+"""The process's structured-output forms, by endpoint and model."""
+
+
 class OpenAIModel:
     """A model served by any OpenAI-compatible endpoint.
 
@@ -287,8 +388,9 @@ class OpenAIModel:
         )
         self._owned: _Direct | None = None
         self._building = threading.Lock()
-        self._modes: dict[ReplySchema, Mode] = {}
-        """The form each schema is sent in, once a server refused a stricter one."""
+        where = base_url if client is None else str(client.base_url)
+        self._form_key: _FormKey = (endpoint_url(where), model)
+        """Where the structured-output form is learned (:data:`FORMS`)."""
 
     async def _client(self) -> AsyncOpenAI | _Direct:
         """The HTTP client: the caller's SDK client, or our own session built on first use.
@@ -333,9 +435,9 @@ class OpenAIModel:
             f"endpoint={self.endpoint!r})"
         )
 
-    def mode(self, schema: ReplySchema) -> Mode:
-        """The structured-output form ``schema`` is sent in now."""
-        return self._modes.get(schema, MODES[0])
+    def mode(self) -> Mode:
+        """The structured-output form requests are sent in now (per endpoint and model)."""
+        return FORMS.mode(self._form_key)
 
     def _redact(self, text: str) -> str:
         """``text`` without this client's key (a server may echo the Authorization header)."""
@@ -349,33 +451,32 @@ class OpenAIModel:
     ) -> Reply:
         """Send one chat completion request with ``schema`` as its response format.
 
-        A server that refuses the form of the format is asked again in the next form down,
-        and that form is kept for later calls with the same schema.
+        A server that refuses the form of the format is asked again in a form further down,
+        and that form is kept for every later call to this endpoint and model.
         """
         settings = settings or ModelSettings()
+        await self._client()  # built before any wait for a probe: the wait is for its answer
         while True:
-            mode = self.mode(schema)
+            mode, probe = await FORMS.claim(self._form_key)
             try:
-                return await self._request(messages, schema, settings, mode)
+                reply = await self._request(messages, schema, settings, mode)
             except _FormatRejected as exc:
-                self._step_down(schema, mode, exc)
+                self._step_down(mode, exc)
+                continue
+            finally:
+                FORMS.release(probe)
+            FORMS.answered(self._form_key, mode)
+            return reply
 
-    def _step_down(self, schema: ReplySchema, mode: Mode, exc: _FormatRejected) -> None:
-        """Remember the next form down for ``schema``; none left is a provider error."""
+    def _step_down(self, mode: Mode, exc: _FormatRejected) -> None:
+        """Remember the form below ``mode``; none left is a provider error."""
         index = MODES.index(mode) + 1
+        if mode in ("strict", "json_schema") and exc.type_refused:
+            index = MODES.index("json_object_schema")  # the type itself is not taken
         if index == len(MODES):
             raise ProviderError(f"{self._model}: {exc.reason}") from exc.__cause__
-        # Concurrent calls may all be refused: the form only ever moves down.
-        current = MODES.index(self.mode(schema))
-        self._modes[schema] = MODES[max(index, current)]
-        logger.info(
-            "%s refused %s for %s (%s); now using %s",
-            self._model,
-            mode,
-            schema.__name__,
-            exc.reason,
-            self._modes[schema],
-        )
+        now = FORMS.step_down(self._form_key, MODES[index])
+        logger.info("%s refused %s (%s); now using %s", self._model, mode, exc.reason, now)
 
     async def _request(
         self, messages: list[Message], schema: ReplySchema, settings: ModelSettings, mode: Mode
@@ -451,7 +552,8 @@ class OpenAIModel:
         """The error to raise for an HTTP error status: a refused format, or a provider fault."""
         reason = self._redact(_error_reason(failed.body, failed.message))
         if failed.status != 429 and _rejects_format(failed.body, failed.message):
-            return _FormatRejected(f"{failed.status}: {reason}")
+            refused = TYPE_REFUSED.search(f"{failed.message} {failed.body}") is not None
+            return _FormatRejected(f"{failed.status}: {reason}", type_refused=refused)
         wait = retry_after(failed.headers)
         if failed.status == 429:
             return ProviderError(
@@ -535,9 +637,11 @@ def _connection_failure(exc: BaseException) -> bool:
 class _FormatRejected(Exception):
     """The server refused the form of ``response_format`` (not the request as a whole)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, type_refused: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.type_refused = type_refused
+        """The error says the server does not take a ``json_schema`` type at all."""
 
 
 def request_body(

@@ -13,9 +13,12 @@ cut off by the budget anyway (``finish_reason == "length"``: a cap the caller se
 server that does not enforce lengths) is asked afresh with twice the budget, since showing
 the model its truncated text would not help. Provider faults (timeouts, 5xx, 429, refused
 connections) are retried with exponential backoff. Every attempt's usage is counted, valid
-or not. Only a valid reply is stored in the cache, and a cached reply is replayed (and
-validated) before any request is sent. Nothing here ever substitutes a value for a missing
-one.
+or not. Only a valid reply is stored in the cache, under the call's original request (the
+re-asks and retries are attempts of the call, not other keys), with what all the call's
+attempts cost; a cached reply is replayed (and validated) before any request is sent, and
+counted as the call was when it was made, so a resumed run sends only the calls that had
+not completed and records the same usage as an uninterrupted one. Nothing here ever
+substitutes a value for a missing one.
 """
 
 from __future__ import annotations
@@ -28,16 +31,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
-from debate.models._base import Message, Model, ModelSettings, Reply
+from debate.models._base import Message, Model, ModelSettings, Reply, TokenUsage
 from debate.models._schema import call_max_tokens
 from debate.records._config import RunConfig
 from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
 from debate.runtime._budget import Budget, Hold, prompt_bound
-from debate.runtime._cached import CacheSlot, cache_slot
+from debate.runtime._cached import Replayed, cache_slot
 from debate.runtime._events import EventHandler, Phase, StepFinished, StepRetried, StepStarted
 from debate.runtime._parse import Completion, T, check_reply, is_truncated
 from debate.runtime._pricing import PriceTable
-from debate.storage._cache import ResponseCache
+from debate.storage._cache import CallCost, ResponseCache
 
 logger = logging.getLogger(__name__)
 
@@ -92,13 +95,15 @@ class UsageMeter:
         """The price table costs are worked out with."""
         return self.prices if self.prices is not None else PriceTable.default()
 
-    def add_tokens(self, model: str, prompt: int, completion: int, cached: int) -> None:
-        """Count one attempt's tokens."""
+    def add_tokens(
+        self, model: str, prompt: int, completion: int, cached: int, replies: int = 1
+    ) -> None:
+        """Count the tokens of ``replies`` attempts that got a reply (one, unless replayed)."""
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         self.cached_tokens += cached
         row = self.by_model.setdefault(model, [0, 0, 0, 0])
-        row[0] += 1
+        row[0] += replies
         row[1] += prompt
         row[2] += completion
         row[3] += cached
@@ -223,6 +228,8 @@ class _Step:
     round: int | None
     start: float = field(default_factory=time.perf_counter)
     attempts: int = 0
+    answered: int = 0
+    """Attempts that got a reply (valid or not)."""
     invalid: int = 0
     faults: int = 0
     prompt_tokens: int = 0
@@ -235,11 +242,43 @@ class _Step:
     """The model named in the last reply (the server's report), once one came back."""
 
     def begin(self) -> None:
-        """Count one more attempt (a replay from the cache is an attempt too)."""
+        """Count one more attempt."""
         self.attempts += 1
         self.call.meter.calls += 1
         if self.attempts > 1:
             self.call.meter.retries += 1
+
+    def replayed(self, replay: Replayed) -> None:
+        """Count a call replayed from the cache as it was counted when it was made.
+
+        Its attempts, re-asks and tokens are those of the run that made it, so a resumed
+        run's usage is the uninterrupted run's (the budget is not charged: nothing is sent).
+        """
+        cost, usage = replay.cost, replay.cost.usage
+        meter = self.call.meter
+        self.attempts = cost.attempts
+        meter.calls += cost.attempts
+        meter.retries += cost.attempts - 1
+        self.prompt_tokens = usage.prompt_tokens
+        self.completion_tokens = usage.completion_tokens
+        self.cached_tokens = usage.cached_tokens
+        self.answered_by = replay.reply.model or self.model
+        meter.add_tokens(
+            self.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_tokens,
+            replies=cost.answered,
+        )
+
+    def cost(self) -> CallCost:
+        """What the call's attempts so far took, as the cache keeps it beside the reply."""
+        tokens = TokenUsage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens,
+        )
+        return CallCost(attempts=self.attempts, answered=self.answered, usage=tokens)
 
     def hold(self, messages: list[Message], schema: type[T], max_tokens: int) -> Hold | None:
         """Hold the worst case of the request about to be sent; refuse it past the budget.
@@ -278,6 +317,7 @@ class _Step:
     def count(self, reply: Reply) -> None:
         """Count an attempt's tokens, whether its reply turns out valid or not."""
         usage = reply.usage
+        self.answered += 1
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
         self.cached_tokens += usage.cached_tokens
@@ -409,10 +449,22 @@ async def ask(
     step = _Step(call, model.name, phase, actor, round, endpoint=getattr(model, "endpoint", None))
     step.started()
     request = _Request.of(messages, settings, call_max_tokens(settings, schema))
-    while True:
-        slot = cache_slot(call.cache, model, request.messages, schema, request.settings)
+    # One slot per call, keyed by its first request: a re-ask's conversation is an attempt.
+    slot = cache_slot(call.cache, model, request.messages, schema, request.settings)
+    stale = False
+    if slot is not None and (replay := await slot.replay()) is not None:
         try:
-            reply, replayed = await _fetch(model, request, schema, slot, step)
+            parsed = check_reply(replay.reply, schema, max_tokens=request.max_tokens)
+        except ModelOutputError as exc:  # stored by a version that validated differently
+            logger.warning("%s %s: cached reply no longer valid (%s)", phase, actor, exc)
+            stale = True
+        else:
+            step.replayed(replay)
+            step.finish(True)
+            return _completion(parsed, replay.reply, model), step.attempts
+    while True:
+        try:
+            reply = await _send(model, request, schema, step)
         except ProviderError as exc:
             await step.back_off(exc)
             continue
@@ -423,30 +475,27 @@ async def ask(
             step.reject(exc)
             request = _next_request(messages, request, reply, exc)
             continue
-        if slot is not None and not replayed:
-            await slot.store(reply)
+        if slot is not None:
+            await slot.store(reply, step.cost(), replace=stale)
         step.finish(True)
-        completion: Completion[T] = Completion(
-            parsed=parsed,
-            text=reply.text,
-            usage=reply.usage,
-            latency=reply.latency,
-            model=reply.model or model.name,
-        )
-        return completion, step.attempts
+        return _completion(parsed, reply, model), step.attempts
 
 
-async def _fetch(
-    model: Model, request: _Request, schema: type[T], slot: CacheSlot | None, step: _Step
-) -> tuple[Reply, bool]:
-    """The cached reply of this request if there is one, else the model's; and which.
+def _completion(parsed: T, reply: Reply, model: Model) -> Completion[T]:
+    return Completion(
+        parsed=parsed,
+        text=reply.text,
+        usage=reply.usage,
+        latency=reply.latency,
+        model=reply.model or model.name,
+    )
 
-    Each is one attempt. Only a request that goes to the model is held against the budget
-    (a replay is free), and it is held before it is counted, so a refused one is no attempt.
+
+async def _send(model: Model, request: _Request, schema: type[T], step: _Step) -> Reply:
+    """The model's reply to one attempt, held against the budget before it is counted.
+
+    A request the budget refuses is therefore no attempt.
     """
-    if slot is not None and (stored := await slot.replay()) is not None:
-        step.begin()
-        return stored, True
     hold = step.hold(request.messages, schema, request.max_tokens)
     step.begin()
     try:
@@ -455,7 +504,7 @@ async def _fetch(
         step.settle(hold, None)
         raise
     step.settle(hold, reply)
-    return reply, False
+    return reply
 
 
 def _next_request(

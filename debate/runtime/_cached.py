@@ -2,7 +2,10 @@
 
 The cache is consulted above the model boundary, so what is stored is decided where the
 reply is validated: only a valid reply is stored, and a replayed reply is validated again
-like a fresh one. SQLite work runs in a worker thread so the event loop keeps going.
+like a fresh one. A call has one slot, keyed by its original request: the re-asks and
+retries it took are its attempts, stored beside the reply (:class:`CallCost`) so that a
+replay counts them as the run that made them did. SQLite work runs in a worker thread so
+the event loop keeps going.
 """
 
 from __future__ import annotations
@@ -12,29 +15,43 @@ from dataclasses import dataclass
 
 from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
 from debate.models._schema import json_schema_of
-from debate.storage._cache import ResponseCache, request_key
+from debate.storage._cache import CallCost, ResponseCache, request_key
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A call's stored reply and what the call took when it was made."""
+
+    reply: Reply
+    cost: CallCost
 
 
 @dataclass(frozen=True)
 class CacheSlot:
-    """Where one request's reply lives in the cache."""
+    """Where one call's reply lives in the cache."""
 
     cache: ResponseCache
     key: str
     model: str
 
-    async def replay(self) -> Reply | None:
+    async def replay(self) -> Replayed | None:
         """The stored reply, with the usage it cost when it was made; None on a miss."""
         stored = await asyncio.to_thread(self.cache.get, self.key)
         if stored is None:
             return None
         answered = stored.model or self.model  # who answered when the reply was made
-        return Reply(text=stored.text, usage=stored.usage, finish_reason=None, model=answered)
+        reply = Reply(text=stored.text, usage=stored.usage, finish_reason=None, model=answered)
+        return Replayed(reply, stored.call_cost)
 
-    async def store(self, reply: Reply) -> None:
-        """Keep a reply that validated (never call this with an invalid one)."""
+    async def store(self, reply: Reply, cost: CallCost, *, replace: bool = False) -> None:
+        """Keep a reply that validated (never call this with an invalid one).
+
+        ``replace`` overwrites a stored reply (one that no longer validated when replayed).
+        """
         answered = reply.model or self.model
-        await asyncio.to_thread(self.cache.put, self.key, answered, reply.text, reply.usage)
+        await asyncio.to_thread(
+            self.cache.put, self.key, answered, reply.text, reply.usage, cost, replace=replace
+        )
 
 
 def cache_slot(
@@ -44,7 +61,13 @@ def cache_slot(
     schema: ReplySchema,
     settings: ModelSettings,
 ) -> CacheSlot | None:
-    """The slot of one request, keyed by model, endpoint, messages, schema and settings."""
+    """The slot of one call, keyed by its original request.
+
+    ``messages`` and ``settings`` are those of the call's first attempt (``max_tokens``
+    resolved): model, endpoint, messages, schema and settings make the key, never a re-ask's
+    conversation or a retry's larger budget, so a re-run finds every call that completed
+    however many attempts it took.
+    """
     if cache is None:
         return None
     endpoint = getattr(model, "base_url", None)

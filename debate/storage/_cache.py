@@ -1,16 +1,22 @@
 """A content-addressed response cache in SQLite: completed calls survive a crash.
 
-The key is a digest of everything that determines a reply (model, endpoint, messages,
-schema, sampling settings, seed), so re-running the same command replays every call that
-had completed and sends only the ones that had not. Only valid replies are stored (the
-caller, :func:`debate.runtime._ask.ask`, decides): an invalid or truncated reply is asked
-again of the model on a resumed run, so a re-ask or a larger token budget reaches the server
-instead of replaying the failure. WAL mode and one transaction per write let concurrent
-runs share a cache file.
+The key is a digest of everything that determines a call's original request (model,
+endpoint, messages, schema, sampling settings, seed), so re-running the same command
+replays every call that had completed and sends only the ones that had not. A call is one
+key whatever its attempts took: the valid reply it ended with is stored under its first
+request, not under the re-ask conversation that produced it, with what all its attempts
+cost (``call_costs``), so a replayed call is recorded as it was when it was made. Only
+valid replies are stored (the caller, :func:`debate.runtime._ask.ask`, decides): an
+invalid or truncated reply is never replayed, so on a resumed run an unfinished call starts
+again from its first request. WAL mode and one transaction per write let concurrent runs
+share a cache file.
 
 The table keeps the ``reason`` and ``error`` columns of files written before that rule, so
 old and new versions read each other's files; new rows leave them NULL, and rows that hold an
 invalid reply (a reason set) are deleted when a cache is opened, since nothing replays them.
+A call's cost is in a table of its own, so that a version that does not know it still
+writes its nine-column rows; a row without a cost (written by such a version) is replayed
+as one attempt that cost its reply's tokens.
 """
 
 from __future__ import annotations
@@ -43,6 +49,16 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+COSTS_SQL = """
+CREATE TABLE IF NOT EXISTS call_costs (
+    key TEXT PRIMARY KEY,  -- a key of responses
+    attempts INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL
+)
+"""
 
 
 def request_key(
@@ -52,7 +68,11 @@ def request_key(
     schema: dict[str, object],
     settings: ModelSettings,
 ) -> str:
-    """Digest of everything that determines a reply (the timeout does not)."""
+    """Digest of everything that determines a call's first request (the timeout does not).
+
+    ``messages`` and ``settings`` are the call's own, as its first attempt sends them: a
+    re-ask's conversation or a larger token budget belongs to an attempt, not to the key.
+    """
     payload = {
         "model": model,
         "endpoint": endpoint,
@@ -67,13 +87,33 @@ def request_key(
 
 
 @dataclass(frozen=True)
+class CallCost:
+    """What one call took over all its attempts when it was made."""
+
+    attempts: int
+    """Requests sent for it: the first, its re-asks and its retries after provider faults."""
+    answered: int
+    """Those of its requests that got a reply (a provider fault gets none)."""
+    usage: TokenUsage
+    """Tokens of all its attempts together."""
+
+
+@dataclass(frozen=True)
 class CachedReply:
     """One stored call: the text of a valid reply and the tokens it cost when it was made."""
 
     text: str
     usage: TokenUsage
+    """Tokens of the attempt that gave this reply."""
     model: str = ""
     """The model that answered (as the server reported it), so a replay records it too."""
+    cost: CallCost | None = None
+    """The whole call's attempts and tokens; None in a row written without them."""
+
+    @property
+    def call_cost(self) -> CallCost:
+        """The call's cost, a row without one taken as a single attempt."""
+        return self.cost or CallCost(attempts=1, answered=1, usage=self.usage)
 
 
 class ResponseCache:
@@ -94,6 +134,7 @@ class ResponseCache:
         """Lookups that found nothing (the call went to the model)."""
         with self._connect() as db:
             db.execute(SCHEMA_SQL)
+            db.execute(COSTS_SQL)
             db.execute("DELETE FROM responses WHERE reason IS NOT NULL")  # see the module doc
 
     def _connect(self) -> sqlite3.Connection:
@@ -119,8 +160,9 @@ class ResponseCache:
         row = (
             self._connect()
             .execute(
-                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model "
-                "FROM responses WHERE key = ?",
+                "SELECT r.text, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.model, "
+                "c.attempts, c.answered, c.prompt_tokens, c.completion_tokens, c.cached_tokens "
+                "FROM responses r LEFT JOIN call_costs c ON c.key = r.key WHERE r.key = ?",
                 (key,),
             )
             .fetchone()
@@ -130,16 +172,34 @@ class ResponseCache:
             return None
         self.hits += 1
         usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
-        return CachedReply(text=row[0], usage=usage, model=row[4])
+        cost = None
+        if row[5] is not None:
+            total = TokenUsage(prompt_tokens=row[7], completion_tokens=row[8], cached_tokens=row[9])
+            cost = CallCost(attempts=row[5], answered=row[6], usage=total)
+        return CachedReply(text=row[0], usage=usage, model=row[4], cost=cost)
 
-    def put(self, key: str, model: str, text: str, usage: TokenUsage) -> None:
-        """Store one valid reply (first writer wins: valid replies to a key are equivalent).
+    def put(
+        self,
+        key: str,
+        model: str,
+        text: str,
+        usage: TokenUsage,
+        cost: CallCost | None = None,
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Store one valid reply and what its call cost, in one transaction.
 
+        The first writer wins (valid replies to a key are equivalent) unless ``replace``:
+        a stored reply that no longer validates is replaced by the one that does.
         ``model`` is the model that answered, as the server reported it.
         """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with write_transaction(self._connect(), self._write_lock) as db:
-            db.execute(
-                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
+            if replace:
+                db.execute("DELETE FROM call_costs WHERE key = ?", (key,))
+            stored = db.execute(
+                f"{verb} INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
                 (
                     key,
                     model,
@@ -150,6 +210,19 @@ class ResponseCache:
                     time.time(),
                 ),
             )
+            if cost is not None and stored.rowcount == 1:  # the cost of the reply kept
+                total = cost.usage
+                db.execute(
+                    "INSERT OR REPLACE INTO call_costs VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        cost.attempts,
+                        cost.answered,
+                        total.prompt_tokens,
+                        total.completion_tokens,
+                        total.cached_tokens,
+                    ),
+                )
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
