@@ -6,7 +6,7 @@ stand; these rules keep their order and their honesty:
 
 1. ``insufficient``: fewer than two judges gave a verdict with a positive weight.
 2. ``irreconcilable``: both A and B have support and the smaller of them holds at least
-   :data:`SPLIT_SHARE` of the A/B weight; the reasons name who said what.
+   ``Thresholds.split_share`` of the A/B weight; the reasons name who said what.
 3. ``too_close``: tie holds at least as much weight as the leading side, or the margin
    ``share(A) - share(B)`` is under ``Thresholds.gap``, or its interval at
    ``Thresholds.confidence`` includes 0.
@@ -42,11 +42,6 @@ from debate.records._judgments import (
 )
 from debate.records._transcript import Outcome
 
-SPLIT_SHARE = 0.25
-"""The panel is split when the side with less support holds at least this share of the
-weight given to A or B: one judge in four (two in eight) saying the opposite of the rest is
-disagreement to report, not noise to outvote. Below it the majority may still win, if its
-lead survives the gap and the interval."""
 N_BOOT = 2000
 """Bootstrap replicates of each item's margin, as :func:`debate.stats.bootstrap_margin`."""
 OPTIONS: tuple[str, str] = ("A", "B")
@@ -113,7 +108,7 @@ def decide_verdicts(
 
     Args:
         table: the verdicts, one or two readings per (item, judge).
-        thresholds: ``gap`` and ``confidence`` are read.
+        thresholds: ``split_share``, ``gap`` and ``confidence`` are read.
         judge_weights: a weight of at least 0 for every judge of the table; None for equal
             weights. A judge with weight 0 is shown but not counted.
         seed: the bootstrap's seed; items with the same number of counted judges share
@@ -219,7 +214,7 @@ def _outcomes(c: _Columns, thresholds: Thresholds) -> NDArray[np.int64]:
     side_total = a + b
     with np.errstate(invalid="ignore", divide="ignore"):
         minority = np.minimum(a, b) / side_total
-    split = (a > 0) & (b > 0) & (minority >= SPLIT_SHARE)
+    split = (a > 0) & (b > 0) & (minority >= thresholds.split_share)
     low, high = c.interval.T
     close = (tie >= np.maximum(a, b)) | (np.abs(c.margin) < thresholds.gap)
     close |= ~((low > 0) | (high < 0))
@@ -326,7 +321,8 @@ def _reasons(
             "weight; at least two are needed"
         ]
     if outcome == "irreconcilable":
-        return [_split_reason(c.calls[k], judges, weights, min(a, b) / (a + b))]
+        share = min(a, b) / (a + b)
+        return [_split_reason(c.calls[k], judges, weights, share, thresholds.split_share)]
     shares = c.weighted[k] / c.weighted[k].sum()
     share_text = ", ".join(f"{v} {s:.0%}" for v, s in zip(VERDICTS, shares, strict=True))
     low, high = c.interval[k]
@@ -358,7 +354,11 @@ def _close_reasons(
 
 
 def _split_reason(
-    calls: NDArray[np.int8], judges: tuple[str, ...], weights: dict[str, float], minority: float
+    calls: NDArray[np.int8],
+    judges: tuple[str, ...],
+    weights: dict[str, float],
+    minority: float,
+    split_share: float,
 ) -> str:
     said = []
     for code, verdict in enumerate(VERDICTS):
@@ -367,7 +367,7 @@ def _split_reason(
             said.append(f"{', '.join(who)} said {verdict}")
     return (
         f"the judges split: {'; '.join(said)}; the smaller side holds {minority:.0%} of the "
-        f"weight given to A or B, at least {SPLIT_SHARE:.0%}"
+        f"weight given to A or B, at least the split share of {split_share * 100:.3g}%"
     )
 
 
