@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from debate.exceptions import ConfigurationError
 from debate.panel._verdicts import N_BOOT, decide_verdicts, verdict_matrix
 from debate.quality._simulate import planted_verdicts
-from debate.exceptions import ConfigurationError
 from debate.records._config import Thresholds, load_config
 from debate.records._judgments import ORDERS, VERDICTS, ItemDecision, VerdictTable
 
@@ -184,9 +184,11 @@ def _reference(
     interval = None
     if len(counted) >= 2:
         m = len(counted)
-        draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
+        draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT // 2, m))
+        b_first = sorted(counted, key=lambda cw: ({0: 1, 1: 0, 2: 2}[cw[0]], cw[1]))
         margins = [
-            sum(SIGN[counted[d][0]] * counted[d][1] for d in row) / sum(counted[d][1] for d in row)
+            sum(SIGN[order[d][0]] * order[d][1] for d in row) / sum(order[d][1] for d in row)
+            for order in (counted, b_first)
             for row in draws
         ]
         tail = (1 - thresholds.confidence) / 2

@@ -43,7 +43,8 @@ from debate.records._judgments import (
 from debate.records._transcript import Outcome
 
 N_BOOT = 2000
-"""Bootstrap replicates of each item's margin, as :func:`debate.stats.bootstrap_margin`."""
+"""Bootstrap replicates of each item's margin, as :func:`debate.stats.bootstrap_margin`:
+half the draws resample the judges in the A-first order, half in the B-first order."""
 OPTIONS: tuple[str, str] = ("A", "B")
 """The options of a verdict table's item: the verdict names them."""
 _SIGN = np.array([1.0, -1.0, 0.0])
@@ -112,7 +113,8 @@ def decide_verdicts(
         judge_weights: a weight of at least 0 for every judge of the table; None for equal
             weights. A judge with weight 0 is shown but not counted.
         seed: the bootstrap's seed; items with the same number of counted judges share
-            their draws, so equal evidence gets an equal interval.
+            their draws, so equal evidence gets an equal interval, and a table with A and B
+            relabelled gets the mirrored one.
         items: indices into ``table.items``; None for all.
 
     Raises:
@@ -232,35 +234,58 @@ def _intervals(
 ) -> NDArray[np.float64]:
     """Percentile bootstrap over the counted judges of each row of calls.
 
-    Within a row the counted judges are put in a canonical order (by verdict, then weight),
-    and every row with ``m`` counted judges resamples the same slots with the same draws
-    (``default_rng([seed, m])``): the interval is a function of the evidence alone, so
-    items with equal evidence get equal intervals, whichever judges gave it.
+    The interval is a function of the evidence alone, up to which option is called A:
+
+    * Within a row the counted judges are put in two canonical orders, A-first (A, then B,
+      then tie, by weight within each) and B-first (B, then A, then tie), and every row with
+      ``m`` counted judges resamples both orders with the same draws
+      (``default_rng([seed, m])``), pooling the replicates. Relabelling A and B swaps the two
+      orders and negates every replicate, so the pooled replicates are negated exactly and
+      the interval is mirrored exactly (sorting by the verdict's code alone, as before, gave
+      a mirrored table other draws: one weighted decision went from too close to a winner).
+    * The bounds are taken symmetrically, the upper one as the negated lower quantile of
+      the negated replicates, so that mirrored replicates give bit-for-bit mirrored bounds.
+    * Items with equal evidence (the same verdicts with the same weights), whichever judges
+      gave it, get equal intervals.
     """
     out = np.full((calls.shape[0], 2), np.nan)
-    order = np.lexsort((w, calls, ~counts), axis=1)
-    sorted_calls = np.take_along_axis(calls, order, axis=1)
-    sorted_w = np.take_along_axis(w, order, axis=1)
+    b_first = np.where((calls == 0) | (calls == 1), 1 - calls, calls)
+    arranged = []
+    for key in (calls, b_first):
+        order = np.lexsort((w, key, ~counts), axis=1)
+        arranged.append((np.take_along_axis(calls, order, 1), np.take_along_axis(w, order, 1)))
     m_per_item = counts.sum(axis=1)
     for m in np.unique(m_per_item[m_per_item >= 2]):
         rows = np.flatnonzero(m_per_item == m)
-        picked = sorted_calls[rows, :m].astype(np.int64)
-        out[rows] = _pattern_bounds(picked, sorted_w[rows, :m], confidence, seed)
+        signed = [w_[rows, :m] * _SIGN[c[rows, :m].astype(np.int64)] for c, w_ in arranged]
+        weights = [w_[rows, :m] for _, w_ in arranged]
+        out[rows] = _pattern_bounds(signed, weights, confidence, seed)
     return out
 
 
 def _pattern_bounds(
-    calls: NDArray[np.int64], w: NDArray[np.float64], confidence: float, seed: int
+    signed: list[NDArray[np.float64]],
+    w: list[NDArray[np.float64]],
+    confidence: float,
+    seed: int,
 ) -> NDArray[np.float64]:
-    """Interval of the margin for each row of ``m`` counted judges, with shared draws."""
-    m = calls.shape[1]
-    draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
-    times = np.zeros((N_BOOT, m))
-    np.add.at(times, (np.arange(N_BOOT)[:, None], draws), 1.0)
-    signed = w * _SIGN[calls]
-    margins = (signed @ times.T) / (w @ times.T)
+    """Interval of the margin for each row of ``m`` counted judges, in both arrangements.
+
+    ``signed`` and ``w`` hold each arrangement's rows x m contributions and weights;
+    half of :data:`N_BOOT` draws resample each, and the replicates are pooled.
+    """
+    m = signed[0].shape[1]
+    draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT // 2, m))
+    times = np.zeros((N_BOOT // 2, m))
+    np.add.at(times, (np.arange(N_BOOT // 2)[:, None], draws), 1.0)
+    margins = np.concatenate(
+        [(s @ times.T) / (weights @ times.T) for s, weights in zip(signed, w, strict=True)],
+        axis=1,
+    )
     tail = (1 - confidence) / 2
-    bounds: NDArray[np.float64] = np.quantile(margins, [tail, 1 - tail], axis=1).T
+    low = np.quantile(margins, tail, axis=1)
+    high = -np.quantile(-margins, tail, axis=1)
+    bounds: NDArray[np.float64] = np.stack([low, high], axis=1)
     return bounds
 
 

@@ -311,39 +311,49 @@ def _counted_margins(
 
 
 def _percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArray:
-    """Items x 2: the percentile interval of each item's defined replicates."""
+    """Items x 2: the percentile interval of each item's defined replicates.
+
+    The upper end is the negated lower quantile of the negated replicates: the same
+    arithmetic on mirrored replicates, so that negated replicates give bounds negated and
+    swapped bit for bit.
+    """
     tail = (1 - ci) / 2
     out = np.full((margins.shape[0], 2), np.nan)
     for b in range(margins.shape[0]):
         kept = margins[b][total[b] > 0]
         if kept.size:
-            out[b] = np.quantile(kept, [tail, 1 - tail])
+            out[b] = np.quantile(kept, tail), -np.quantile(-kept, tail)
     return out
 
 
-def _sorted_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArray:
-    """As :func:`_percentiles`, by one sort per row; sorts ``margins`` in place.
+def _lower_quantile(ascending: FloatArray, q: float) -> FloatArray:
+    """Per row of sorted values, ``np.quantile``'s linear method at ``q``.
 
-    Interpolates as ``np.quantile``'s linear method does: virtual index ``(n - 1) q``,
-    and the upper end minus the gap when the fraction is at least one half.
+    Virtual index ``(n - 1) q``; the upper neighbour minus the gap when the fraction is at
+    least one half, as numpy interpolates.
     """
+    n = ascending.shape[1]
+    index = (n - 1) * q
+    low = min(int(math.floor(index)), n - 1)
+    gamma = index - low
+    below, above = ascending[:, low], ascending[:, min(low + 1, n - 1)]
+    gap = above - below
+    value: FloatArray = above - gap * (1 - gamma) if gamma >= 0.5 else below + gap * gamma
+    return value
+
+
+def _sorted_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArray:
+    """As :func:`_percentiles`, by one sort per row; sorts ``margins`` in place."""
     complete = (total > 0).all(axis=1)
     result = np.full((margins.shape[0], 2), np.nan)
     if not complete.all():
         result[~complete] = _percentiles(margins[~complete], total[~complete], ci)
         margins = margins[complete]
     margins.sort(axis=1)
-    n = margins.shape[1]
     tail = (1 - ci) / 2
-    bounds = np.empty((margins.shape[0], 2))
-    for k, q in enumerate((tail, 1 - tail)):
-        index = (n - 1) * q
-        low = min(int(math.floor(index)), n - 1)
-        gamma = index - low
-        below, above = margins[:, low], margins[:, min(low + 1, n - 1)]
-        gap = above - below
-        bounds[:, k] = above - gap * (1 - gamma) if gamma >= 0.5 else below + gap * gamma
-    result[complete] = bounds
+    low = _lower_quantile(margins, tail)
+    high = -_lower_quantile(-margins[:, ::-1], tail)
+    result[complete] = np.stack([low, high], axis=1)
     return result
 
 
@@ -359,9 +369,12 @@ def bootstrap_margin_batch(
     """Items x 2: the percentile interval of each item's PRO-CON margin.
 
     The semantics of ``bootstrap_margin``: judges resampled with their weights, units
-    within each side; one set of draws serves every item of the batch. Items are taken in
-    chunks whose temporaries stay under :data:`CHUNK_BYTES`. NaN where no replicate is
-    defined.
+    within each side; one set of draws serves every item of the batch. Half the replicates
+    draw the units as the sides stand (PRO's draws first), half as if the sides were
+    swapped (CON's first, the margin negated), so that swapping which option is PRO
+    negates the pooled replicates and mirrors the interval, whatever the sides' sizes
+    (drawing PRO first only gave a swapped table other draws). Items are taken in chunks
+    whose temporaries stay under :data:`CHUNK_BYTES`. NaN where no replicate is defined.
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
@@ -372,13 +385,17 @@ def bootstrap_margin_batch(
     out = np.full((items, 2), np.nan)
     if judges == 0 or items == 0:
         return out
-    draws = draw(judges, mask, n_boot, seed)
+    half = max(1, n_boot // 2)
+    both = (draw(judges, mask, half, seed), draw(judges, ~mask, half, seed))
     if items <= EXACT_ITEMS:
-        out[:] = _percentiles(*_exact_margins(x, w, draws), ci)
+        (m1, t1), (m2, t2) = (_exact_margins(x, w, d) for d in both)
+        out[:] = _percentiles(np.concatenate([m1, -m2], 1), np.concatenate([t1, t2], 1), ci)
         return out
-    times, kernel = _counts(draws, units)
-    step = max(1, CHUNK_BYTES // (8 * n_boot * 4))  # margins, weights, sorted copy, mask
+    counted = [_counts(d, units) for d in both]
+    step = max(1, CHUNK_BYTES // (8 * 2 * half * 4))  # margins, weights, sorted copy, mask
     for start in range(0, items, step):
         part = slice(start, min(start + step, items))
-        out[part] = _sorted_percentiles(*_counted_margins(x[part], w[part], times, kernel), ci)
+        (m1, t1), (m2, t2) = (_counted_margins(x[part], w[part], *c) for c in counted)
+        pooled = np.concatenate([m1, -m2], 1), np.concatenate([t1, t2], 1)
+        out[part] = _sorted_percentiles(*pooled, ci)
     return out
