@@ -3,11 +3,12 @@
 Items (never single units: every pair of options of an item goes together) are dealt into
 ``folds`` folds by a seeded permutation. For each fold, the judge weights that learn from
 people (``labels``: each judge's chance-corrected agreement with the people's call) and
-the weights that learn from agreement alone (``latent``: Dawid-Skene on verdicts, a
-one-factor model on scores) are fitted on the other folds only, and the fold's items are
-decided with them. ``equal`` weights and the ungated ``majority`` learn nothing and are
-decided once. The result is a :class:`~debate.records._judgments.DecisionFrame`, which
-:mod:`debate.quality._metrics` turns into the report.
+the weights that learn from agreement alone (``latent``: the one-coin model over A/B calls
+on verdicts, a one-factor model on scores) are fitted on the other folds only, and the
+fold's items are decided with them. ``equal`` weights and the ungated ``majority`` learn
+nothing and are decided once. The result is a
+:class:`~debate.records._judgments.DecisionFrame`, which :mod:`debate.quality._metrics`
+turns into the report.
 
 Thresholds are not tuned: they come from the configuration, so nothing else learns.
 """
@@ -273,10 +274,17 @@ def cross_fit(
         j: np.array([call_of(equal[k].judge_margins.get(j)) for k in keys], dtype=np.int8)
         for j in judgments.judges
     }
+    latent_notes: list[str] = []
     fitted = {
         "labels": _fit(judgments, keys, group, fold, folds, rules, _by_labels(judge_calls, label)),
         "latent": _fit(
-            judgments, keys, group, fold, folds, rules, _by_latent(judgments, dimension)
+            judgments,
+            keys,
+            group,
+            fold,
+            folds,
+            rules,
+            _by_latent(judgments, dimension, latent_notes),
         ),
     }
     methods = {
@@ -306,6 +314,7 @@ def cross_fit(
         option_scores=_option_scores(judgments, fitted, fold_item, means, dimension),
         weights_by_fold={name: f.weights for name, f in fitted.items()},
         options=tuple((k[1], k[2]) for k in keys),
+        notes=latent_notes,
     )
 
 
@@ -321,13 +330,20 @@ def _by_labels(judge_calls: Mapping[str, NDArray[np.int8]], label: NDArray[np.in
     return weigh
 
 
-def _by_latent(judgments: Table, dimension: str | None) -> _WeighFn:
+def _by_latent(judgments: Table, dimension: str | None, notes: list[str]) -> _WeighFn:
+    """Latent weights per fold; a fold's fit that warns or fails says so in ``notes``."""
     seen = observed(judgments, dimension)  # once; each fold picks its training rows
+    fold = 0
 
     def weigh(
         _train_units: NDArray[np.bool_], train_items: NDArray[np.intp]
     ) -> dict[str, float] | None:
-        return latent_weights(judgments, items=train_items.tolist(), seen=seen).weights
+        nonlocal fold
+        fold += 1  # _fit weighs the folds in order
+        fit = latent_weights(judgments, items=train_items.tolist(), seen=seen)
+        said = [*fit.notes, *([fit.note + ": equal weights instead"] if fit.note else [])]
+        notes.extend(f"latent weights, fold {fold}: {n}" for n in said)
+        return fit.weights
 
     return weigh
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from debate.exceptions import ConfigurationError
-from debate.panel._earned import latent_weights
+from debate.panel._earned import describe, latent_weights
 from debate.quality._crossfit import Rules, alphas, cross_fit, decide
 from debate.quality._metrics import frame_dataframe, validity_report
 from debate.quality._track import TrackRecords
@@ -64,16 +64,7 @@ def resolve_weights(
         return None, "equal", []
     if weights == "latent":
         fit = latent_weights(table, dimension=dimension)
-        notes = [
-            f"latent weights ({fit.model}, {fit.iterations} iterations"
-            + ("" if fit.converged else ", NOT converged")
-            + ")"
-        ]
-        if fit.note is not None:
-            notes.append(fit.note + ": equal weights instead")
-        elif fit.weights is None:
-            notes.append("no judge is more reliable than chance: equal weights instead")
-        return fit.weights, "latent", notes
+        return fit.weights, "latent", describe(fit)
     if isinstance(weights, str):
         raise ConfigurationError(
             f"weights: {weights!r} is not a weighting; use equal, latent, a mapping of judge "
@@ -251,4 +242,6 @@ def validate_judgments(
         source=table.source,
         folds=folds,
     )
+    if frame.notes:
+        report = report.model_copy(update={"notes": [*report.notes, *frame.notes]})
     return Validity(report=report, frame=frame)

@@ -254,3 +254,6 @@ class DecisionFrame:
     options: tuple[tuple[str, str], ...] = ()
     """Each unit's pair of option names (first, second), for the tidy table; empty when the
     builder does not name them."""
+    notes: list[str] = field(default_factory=list)
+    """What the report must say about how the frame was made (a fold's latent fit that did
+    not converge, was read flipped or was refused)."""

@@ -36,6 +36,7 @@ from debate.stats._latent import (
     one_factor,
     reliability_weights,
 )
+from debate.stats._onecoin import OneCoinFit, one_coin
 from debate.stats._reading import (
     ALPHA_BANDS,
     BAND_BOUNDS,
@@ -92,4 +93,6 @@ __all__ = [
     "dawid_skene",
     "one_factor",
     "reliability_weights",
+    "OneCoinFit",
+    "one_coin",
 ]
