@@ -250,7 +250,21 @@ def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
     weakest = min(defined, key=lambda d: defined[d])
     if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
         return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]
+    tied = _within(defined, defined[weakest])
+    if len(tied) > 1:
+        return [
+            f"the weakest rubric dimensions are {', '.join(tied)} (alpha {fmt(defined[weakest])})"
+        ]
     return [f"the weakest rubric dimension is {weakest} (alpha {fmt(defined[weakest])})"]
+
+
+def _within(values: dict[str, float], target: float) -> list[str]:
+    """The keys whose value equals ``target`` but for rounding (1e-9), in order.
+
+    Naming only the first of equal values would make the reason depend on the order in
+    which the table lists its options, not on the judgments.
+    """
+    return [k for k, v in values.items() if abs(v - target) < 1e-9]
 
 
 def _contested(case: Case) -> list[str]:
@@ -260,8 +274,10 @@ def _contested(case: Case) -> list[str]:
     if alpha is None or alpha >= HIGH_AGREEMENT or not variances:
         return []
     top = max(variances, key=lambda a: variances[a])
+    tied = _within(variances, variances[top])
+    what = f"argument is {top}" if len(tied) == 1 else f"arguments are {', '.join(tied)}"
     return [
-        f"alpha {_alpha_text(alpha)} is not high: the most contested argument is {top} "
+        f"alpha {_alpha_text(alpha)} is not high: the most contested {what} "
         f"(variance {variances[top]:.2f}, below {case.thresholds.variance})"
     ]
 

@@ -371,7 +371,9 @@ def _close_reasons(
 ) -> list[str]:
     a, b, tie = weighted
     if tie >= max(a, b):
-        lead = "A" if a >= b else "B"
+        if a == b:  # neither leads: naming one would break the A<->B mirror
+            return [f"tie holds at least as much weight as A and as B ({share_text})"]
+        lead = "A" if a > b else "B"
         return [f"tie holds at least as much weight as {lead}, the leading side ({share_text})"]
     if abs(margin) < thresholds.gap:
         return [f"the A-B margin {margin:+.3f} is within {thresholds.gap} ({share_text})"]
