@@ -19,6 +19,7 @@ import numpy as np
 
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import describe, latent_weights
+from debate.panel._orders import ba_as_read
 from debate.quality._crossfit import Rules, alphas, cross_fit, decide
 from debate.quality._metrics import frame_dataframe, validity_report
 from debate.quality._track import TrackRecords
@@ -30,6 +31,7 @@ from debate.records._judgments import (
     Scale,
     ScoreTable,
     Table,
+    VerdictTable,
 )
 from debate.records._transcript import Frozen
 from debate.records._validity import ValidityReport
@@ -109,6 +111,7 @@ def decide_judgments(
     with _bad_input():
         chosen, weights_source, notes = resolve_weights(table, weights, dimension)
         decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
+    notes += table_warnings(table)
     outcomes = {o: 0 for o in ("winner", "too_close", "irreconcilable", "insufficient")}
     for d in decisions:
         outcomes[d.outcome] += 1
@@ -129,6 +132,12 @@ def decide_judgments(
         notes=notes,
     )
     return Decided(summary=summary, decisions=decisions)
+
+
+def table_warnings(table: Table) -> list[str]:
+    """What the table itself suggests is wrong with it (BA rows written as read)."""
+    warning = ba_as_read(table) if isinstance(table, VerdictTable) else None
+    return [] if warning is None else [warning]
 
 
 def _check_dimension(table: Table, dimension: str | None, flag: str = "--dimension") -> None:
@@ -242,6 +251,7 @@ def validate_judgments(
         source=table.source,
         folds=folds,
     )
-    if frame.notes:
-        report = report.model_copy(update={"notes": [*report.notes, *frame.notes]})
+    extra = [*frame.notes, *table_warnings(table)]
+    if extra:
+        report = report.model_copy(update={"notes": [*report.notes, *extra]})
     return Validity(report=report, frame=frame)
