@@ -461,18 +461,21 @@ def alphas(
 ) -> tuple[float | None, float | None, str]:
     """Krippendorff's alpha among the judges and among the people, on their own units."""
     level = "nominal" if isinstance(judgments, VerdictTable) else "interval"
+    return table_alpha(judgments, dimension), table_alpha(labels, dimension), level
 
-    def one(table: Table) -> float | None:
-        if isinstance(table, VerdictTable):
-            matrix = np.full((len(table.judges), len(table.items)), np.nan)
-            first = table.order != 2
-            matrix[table.judge[first], table.item[first]] = table.verdict[first]
-        else:
-            _, _, rows = option_points(table, dimension=dimension)
-            matrix = rows.T
-        value = krippendorff_alpha(
-            matrix, "nominal" if isinstance(table, VerdictTable) else "interval"
-        )
-        return float(value) if np.isfinite(value) else None
 
-    return one(judgments), one(labels), level
+def table_alpha(table: Table, dimension: str | None = None) -> float | None:
+    """Krippendorff's alpha among a table's judges over its items (None when undefined).
+
+    Nominal on verdicts (each judge's first reading of each item), interval on scores (each
+    judge's points per item and option).
+    """
+    if isinstance(table, VerdictTable):
+        matrix = np.full((len(table.judges), len(table.items)), np.nan)
+        first = table.order != 2
+        matrix[table.judge[first], table.item[first]] = table.verdict[first]
+    else:
+        _, _, rows = option_points(table, dimension=dimension)
+        matrix = rows.T
+    value = krippendorff_alpha(matrix, "nominal" if isinstance(table, VerdictTable) else "interval")
+    return float(value) if np.isfinite(value) else None

@@ -18,13 +18,15 @@ from typing import Any
 import numpy as np
 
 from debate.exceptions import ConfigurationError
+from debate.panel._advice import band_advice
 from debate.panel._earned import describe, latent_weights
 from debate.panel._orders import ba_as_read
-from debate.quality._crossfit import Rules, alphas, cross_fit, decide
+from debate.quality._crossfit import Rules, alphas, cross_fit, decide, table_alpha
 from debate.quality._metrics import frame_dataframe, validity_report
 from debate.quality._track import TrackRecords
 from debate.records._config import Thresholds
 from debate.records._judgments import (
+    OUTCOMES,
     DecideSummary,
     DecisionFrame,
     ItemDecision,
@@ -111,10 +113,12 @@ def decide_judgments(
     with _bad_input():
         chosen, weights_source, notes = resolve_weights(table, weights, dimension)
         decisions = decide(table, Rules(thresholds, dimension, seed), weights=chosen)
-    notes += table_warnings(table)
     outcomes = {o: 0 for o in ("winner", "too_close", "irreconcilable", "insufficient")}
     for d in decisions:
         outcomes[d.outcome] += 1
+    alpha = table_alpha(table, dimension)
+    split = [d.item for d in decisions if d.outcome == "irreconcilable"]
+    notes += [band_advice(alpha, list(dict.fromkeys(split))), *table_warnings(table)]
     summary = DecideSummary(
         source=table.source,
         kind=table.kind,
@@ -126,6 +130,7 @@ def decide_judgments(
         dimensions=list(table.dimensions) if isinstance(table, ScoreTable) else [],
         dimension=dimension,
         outcomes=outcomes,
+        alpha=alpha,
         weights=chosen or dict.fromkeys(table.judges, 1.0),
         weights_source=weights_source,
         ignored_columns=list(table.ignored_columns),
@@ -251,7 +256,9 @@ def validate_judgments(
         source=table.source,
         folds=folds,
     )
-    extra = [*frame.notes, *table_warnings(table)]
-    if extra:
-        report = report.model_copy(update={"notes": [*report.notes, *extra]})
+    equal = frame.methods["equal"].outcome
+    split = [] if equal is None else frame.group[equal == OUTCOMES.index("irreconcilable")]
+    advice = band_advice(alpha_judges, list(dict.fromkeys(table.items[g] for g in split)))
+    extra = [advice, *frame.notes, *table_warnings(table)]
+    report = report.model_copy(update={"notes": [*report.notes, *extra]})
     return Validity(report=report, frame=frame)

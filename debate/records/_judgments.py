@@ -183,6 +183,9 @@ class DecideSummary(Frozen):
     dimensions: list[str] = Field(default_factory=list)
     dimension: str | None = None
     outcomes: dict[str, int]
+    alpha: float | None = None
+    """Krippendorff's alpha among the judges over the whole table (nominal on verdicts,
+    interval on scores); None when undefined. Its band sets the advice in ``notes``."""
     weights: dict[str, float]
     weights_source: str
     """``equal``, ``latent`` (fitted from agreement alone), ``track-records:PATH`` or
