@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights, observed
 from debate.panel._recorded import decide_scores, option_points
-from debate.panel._verdicts import decide_verdicts
+from debate.panel._verdicts import decide_verdicts, verdict_matrix
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     NO_CALL,
@@ -467,13 +467,14 @@ def alphas(
 def table_alpha(table: Table, dimension: str | None = None) -> float | None:
     """Krippendorff's alpha among a table's judges over its items (None when undefined).
 
-    Nominal on verdicts (each judge's first reading of each item), interval on scores (each
-    judge's points per item and option).
+    Nominal on verdicts (each judge's call on each item, both orders combined as the panel
+    combines them: two readings that disagree are a tie), interval on scores (each judge's
+    points per item and option). Relabelling A and B (and AB and BA) leaves it unchanged;
+    reading the AB rows alone did not (they are the BA rows of the relabelled table).
     """
     if isinstance(table, VerdictTable):
-        matrix = np.full((len(table.judges), len(table.items)), np.nan)
-        first = table.order != 2
-        matrix[table.judge[first], table.item[first]] = table.verdict[first]
+        calls = verdict_matrix(table).calls.T
+        matrix = np.where(calls == NO_CALL, np.nan, calls.astype(np.float64))
     else:
         _, _, rows = option_points(table, dimension=dimension)
         matrix = rows.T
