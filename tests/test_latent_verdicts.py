@@ -24,7 +24,7 @@ from debate.panel._earned import (
     orient,
 )
 from debate.panel._verdicts import verdict_matrix
-from debate.quality._decide import decide_judgments
+from debate.quality._decide import decide_judgments, validate_judgments
 from debate.records._judgments import NO_CALL, VerdictTable
 from debate.stats import dawid_skene, one_coin, reliability_weights
 from tests.verdict_tables import mirror_verdicts, planted_orders
@@ -201,3 +201,22 @@ def test_decide_with_latent_weights_states_the_fit(planted: Planted) -> None:
     assert "converged (log-likelihood change" in notes[0]
     assert notes[1].startswith("fitted accuracy on A/B calls: j90 0.")
     assert decided.summary.weights["j90"] > decided.summary.weights["j50"]
+
+
+def test_each_folds_latent_fit_is_reported_in_the_validity_notes() -> None:
+    table, truth = planted_orders(90, {"a": (0.9, 0.1), "b": (0.7, 0.1)}, seed=1)
+    people = VerdictTable(
+        source="people",
+        items=table.items,
+        judges=("p1",),
+        item=np.arange(len(truth), dtype=np.int32),
+        judge=np.zeros(len(truth), dtype=np.int32),
+        verdict=truth.astype(np.int8),
+        order=np.zeros(len(truth), dtype=np.int8),
+    )
+    notes = validate_judgments(table, people, folds=3, n_boot=20).report.notes
+    assert (
+        "latent weights, folds 1, 2, 3: one-coin cannot be fitted: 2 judge(s) gave an A or B "
+        "call: the one-coin model needs at least 3 to tell their accuracies apart: equal "
+        "weights instead"
+    ) in notes

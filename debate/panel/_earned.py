@@ -126,7 +126,7 @@ def latent_weights(
             accuracy=dict.fromkeys(table.judges),
             converged=False,
             iterations=0,
-            note=f"{model} cannot be fitted: {exc}",
+            note=f"{model} cannot be fitted: {str(exc).removesuffix('; use equal weights')}",
         )
     return _from_factor(table.judges, fit)
 

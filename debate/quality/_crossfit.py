@@ -274,7 +274,7 @@ def cross_fit(
         j: np.array([call_of(equal[k].judge_margins.get(j)) for k in keys], dtype=np.int8)
         for j in judgments.judges
     }
-    latent_notes: list[str] = []
+    latent_notes: dict[str, list[int]] = {}
     fitted = {
         "labels": _fit(judgments, keys, group, fold, folds, rules, _by_labels(judge_calls, label)),
         "latent": _fit(
@@ -314,7 +314,10 @@ def cross_fit(
         option_scores=_option_scores(judgments, fitted, fold_item, means, dimension),
         weights_by_fold={name: f.weights for name, f in fitted.items()},
         options=tuple((k[1], k[2]) for k in keys),
-        notes=latent_notes,
+        notes=[
+            f"latent weights, fold{'s' if len(k) > 1 else ''} {', '.join(map(str, k))}: {note}"
+            for note, k in latent_notes.items()
+        ],
     )
 
 
@@ -330,8 +333,12 @@ def _by_labels(judge_calls: Mapping[str, NDArray[np.int8]], label: NDArray[np.in
     return weigh
 
 
-def _by_latent(judgments: Table, dimension: str | None, notes: list[str]) -> _WeighFn:
-    """Latent weights per fold; a fold's fit that warns or fails says so in ``notes``."""
+def _by_latent(judgments: Table, dimension: str | None, notes: dict[str, list[int]]) -> _WeighFn:
+    """Latent weights per fold, fitted on the other folds' items.
+
+    What a fold's fit warns of, or why it failed, goes in ``notes``: each text with the
+    folds (1-based) that said it, so that five folds saying the same make one note.
+    """
     seen = observed(judgments, dimension)  # once; each fold picks its training rows
     fold = 0
 
@@ -342,7 +349,8 @@ def _by_latent(judgments: Table, dimension: str | None, notes: list[str]) -> _We
         fold += 1  # _fit weighs the folds in order
         fit = latent_weights(judgments, items=train_items.tolist(), seen=seen)
         said = [*fit.notes, *([fit.note + ": equal weights instead"] if fit.note else [])]
-        notes.extend(f"latent weights, fold {fold}: {n}" for n in said)
+        for note in said:
+            notes.setdefault(note, []).append(fold)
         return fit.weights
 
     return weigh
