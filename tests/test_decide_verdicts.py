@@ -184,7 +184,7 @@ def _reference(
     interval = None
     if len(counted) >= 2:
         m = len(counted)
-        draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT // 2, m))
+        draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
         b_first = sorted(counted, key=lambda cw: ({0: 1, 1: 0, 2: 2}[cw[0]], cw[1]))
         margins = [
             sum(SIGN[order[d][0]] * order[d][1] for d in row) / sum(order[d][1] for d in row)

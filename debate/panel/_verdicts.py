@@ -43,8 +43,8 @@ from debate.records._judgments import (
 from debate.records._transcript import Outcome
 
 N_BOOT = 2000
-"""Bootstrap replicates of each item's margin, as :func:`debate.stats.bootstrap_margin`:
-half the draws resample the judges in the A-first order, half in the B-first order."""
+"""Bootstrap draws of each item's judges, as :func:`debate.stats.bootstrap_margin`; each
+draw resamples both the A-first and the B-first order, so 2 x N_BOOT replicates."""
 OPTIONS: tuple[str, str] = ("A", "B")
 """The options of a verdict table's item: the verdict names them."""
 _SIGN = np.array([1.0, -1.0, 0.0])
@@ -238,7 +238,7 @@ def _intervals(
 
     * Within a row the counted judges are put in two canonical orders, A-first (A, then B,
       then tie, by weight within each) and B-first (B, then A, then tie), and every row with
-      ``m`` counted judges resamples both orders with the same draws
+      ``m`` counted judges resamples both orders with the same :data:`N_BOOT` draws
       (``default_rng([seed, m])``), pooling the replicates. Relabelling A and B swaps the two
       orders and negates every replicate, so the pooled replicates are negated exactly and
       the interval is mirrored exactly (sorting by the verdict's code alone, as before, gave
@@ -271,13 +271,13 @@ def _pattern_bounds(
 ) -> NDArray[np.float64]:
     """Interval of the margin for each row of ``m`` counted judges, in both arrangements.
 
-    ``signed`` and ``w`` hold each arrangement's rows x m contributions and weights;
-    half of :data:`N_BOOT` draws resample each, and the replicates are pooled.
+    ``signed`` and ``w`` hold each arrangement's rows x m contributions and weights; the
+    same :data:`N_BOOT` draws resample each, and the replicates are pooled.
     """
     m = signed[0].shape[1]
-    draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT // 2, m))
-    times = np.zeros((N_BOOT // 2, m))
-    np.add.at(times, (np.arange(N_BOOT // 2)[:, None], draws), 1.0)
+    draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
+    times = np.zeros((N_BOOT, m))
+    np.add.at(times, (np.arange(N_BOOT)[:, None], draws), 1.0)
     margins = np.concatenate(
         [(s @ times.T) / (weights @ times.T) for s, weights in zip(signed, w, strict=True)],
         axis=1,

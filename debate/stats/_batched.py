@@ -369,12 +369,14 @@ def bootstrap_margin_batch(
     """Items x 2: the percentile interval of each item's PRO-CON margin.
 
     The semantics of ``bootstrap_margin``: judges resampled with their weights, units
-    within each side; one set of draws serves every item of the batch. Half the replicates
-    draw the units as the sides stand (PRO's draws first), half as if the sides were
-    swapped (CON's first, the margin negated), so that swapping which option is PRO
-    negates the pooled replicates and mirrors the interval, whatever the sides' sizes
-    (drawing PRO first only gave a swapped table other draws). Items are taken in chunks
-    whose temporaries stay under :data:`CHUNK_BYTES`. NaN where no replicate is defined.
+    within each side; one set of draws serves every item of the batch. When a side has
+    more than one unit, ``n_boot`` replicates draw the units as the sides stand (PRO's
+    draws first) and ``n_boot`` more as if the sides were swapped (CON's first, the margin
+    negated back), pooled, so that swapping which option is PRO negates the pooled
+    replicates and mirrors the interval exactly, whatever the sides' sizes (drawing PRO
+    first only gave a swapped table other draws). With one unit a side the replicates
+    already mirror and are not doubled. Items are taken in chunks whose temporaries stay
+    under :data:`CHUNK_BYTES`. NaN where no replicate is defined.
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
@@ -385,17 +387,23 @@ def bootstrap_margin_batch(
     out = np.full((items, 2), np.nan)
     if judges == 0 or items == 0:
         return out
-    half = max(1, n_boot // 2)
-    both = (draw(judges, mask, half, seed), draw(judges, ~mask, half, seed))
+    # With one unit a side there is nothing to draw among the units: every replicate is
+    # negated exactly when the sides swap, and one orientation is all there is.
+    orientations = [draw(judges, mask, n_boot, seed)]
+    if units > 2:
+        orientations.append(draw(judges, ~mask, n_boot, seed))
+    sign = (1.0, -1.0)  # the swapped orientation's margins are CON - PRO: negated back
     if items <= EXACT_ITEMS:
-        (m1, t1), (m2, t2) = (_exact_margins(x, w, d) for d in both)
-        out[:] = _percentiles(np.concatenate([m1, -m2], 1), np.concatenate([t1, t2], 1), ci)
+        exact = [_exact_margins(x, w, d) for d in orientations]
+        margins = np.concatenate([s * m for s, (m, _) in zip(sign, exact, strict=False)], 1)
+        out[:] = _percentiles(margins, np.concatenate([t for _, t in exact], 1), ci)
         return out
-    counted = [_counts(d, units) for d in both]
-    step = max(1, CHUNK_BYTES // (8 * 2 * half * 4))  # margins, weights, sorted copy, mask
+    counted = [_counts(d, units) for d in orientations]
+    replicates = n_boot * len(orientations)
+    step = max(1, CHUNK_BYTES // (8 * replicates * 4))  # margins, weights, sorted copy, mask
     for start in range(0, items, step):
         part = slice(start, min(start + step, items))
-        (m1, t1), (m2, t2) = (_counted_margins(x[part], w[part], *c) for c in counted)
-        pooled = np.concatenate([m1, -m2], 1), np.concatenate([t1, t2], 1)
-        out[part] = _sorted_percentiles(*pooled, ci)
+        pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
+        margins = np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
+        out[part] = _sorted_percentiles(margins, np.concatenate([t for _, t in pairs], 1), ci)
     return out
