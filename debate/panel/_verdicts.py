@@ -41,6 +41,7 @@ from debate.records._judgments import (
     interval_confidence,
 )
 from debate.records._transcript import Outcome
+from debate.stats._batched import percentile_interval
 
 N_BOOT = 2000
 """Bootstrap draws of each item's judges, as :func:`debate.stats.bootstrap_margin`; each
@@ -243,8 +244,8 @@ def _intervals(
       orders and negates every replicate, so the pooled replicates are negated exactly and
       the interval is mirrored exactly (sorting by the verdict's code alone, as before, gave
       a mirrored table other draws: one weighted decision went from too close to a winner).
-    * The bounds are taken symmetrically, the upper one as the negated lower quantile of
-      the negated replicates, so that mirrored replicates give bit-for-bit mirrored bounds.
+    * The bounds are taken symmetrically (:func:`debate.stats._batched.percentile_interval`),
+      so that mirrored replicates give bit-for-bit mirrored bounds.
     * Items with equal evidence (the same verdicts with the same weights), whichever judges
       gave it, get equal intervals.
     """
@@ -282,11 +283,7 @@ def _pattern_bounds(
         [(s @ times.T) / (weights @ times.T) for s, weights in zip(signed, w, strict=True)],
         axis=1,
     )
-    tail = (1 - confidence) / 2
-    low = np.quantile(margins, tail, axis=1)
-    high = -np.quantile(-margins, tail, axis=1)
-    bounds: NDArray[np.float64] = np.stack([low, high], axis=1)
-    return bounds
+    return percentile_interval(margins, confidence, in_place=True)
 
 
 def _fields(

@@ -326,17 +326,11 @@ def _percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArra
     return out
 
 
-def _lower_quantile(ascending: FloatArray, q: float) -> FloatArray:
-    """Per row of sorted values, ``np.quantile``'s linear method at ``q``.
+def _lerp(below: FloatArray, above: FloatArray, gamma: float) -> FloatArray:
+    """``np.quantile``'s linear interpolation between neighbouring order statistics.
 
-    Virtual index ``(n - 1) q``; the upper neighbour minus the gap when the fraction is at
-    least one half, as numpy interpolates.
+    The upper one minus the gap when the fraction is at least one half, as numpy does.
     """
-    n = ascending.shape[1]
-    index = (n - 1) * q
-    low = min(int(math.floor(index)), n - 1)
-    gamma = index - low
-    below, above = ascending[:, low], ascending[:, min(low + 1, n - 1)]
     gap = above - below
     value: FloatArray = above - gap * (1 - gamma) if gamma >= 0.5 else below + gap * gamma
     return value
@@ -349,12 +343,28 @@ def _sorted_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> Fl
     if not complete.all():
         result[~complete] = _percentiles(margins[~complete], total[~complete], ci)
         margins = margins[complete]
-    margins.sort(axis=1)
-    tail = (1 - ci) / 2
-    low = _lower_quantile(margins, tail)
-    high = -_lower_quantile(-margins[:, ::-1], tail)
-    result[complete] = np.stack([low, high], axis=1)
+    result[complete] = percentile_interval(margins, ci, in_place=True)
     return result
+
+
+def percentile_interval(replicates: FloatArray, ci: float, *, in_place: bool = False) -> FloatArray:
+    """Rows x 2: each row's percentile interval at level ``ci``, as ``np.quantile`` gives it.
+
+    The upper end is computed as the negated lower end of the negated replicates, so that
+    negated replicates give bounds negated and swapped bit for bit (a relabelled table's
+    interval is the exact mirror). One sort per row; ``in_place`` sorts ``replicates``
+    itself.
+    """
+    n = replicates.shape[1]
+    index = (n - 1) * (1 - ci) / 2  # the virtual index of the lower end
+    low = min(int(math.floor(index)), n - 1)
+    high = min(low + 1, n - 1)
+    gamma = index - low
+    ordered = replicates if in_place else replicates.copy()
+    ordered.sort(axis=1)  # numpy's vectorised sort beats a partial sort here (5x, 2,000 wide)
+    lower = _lerp(ordered[:, low], ordered[:, high], gamma)
+    upper = -_lerp(-ordered[:, n - 1 - low], -ordered[:, n - 1 - high], gamma)
+    return np.stack([lower, upper], axis=1)
 
 
 def bootstrap_margin_batch(
