@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
-from debate.panel._verdicts import N_BOOT, SPLIT_SHARE, decide_verdicts, verdict_matrix
+from debate.exceptions import ConfigurationError
+from debate.panel._verdicts import N_BOOT, decide_verdicts, verdict_matrix
 from debate.quality._simulate import planted_verdicts
-from debate.records._config import Thresholds
+from debate.records._config import Thresholds, load_config
 from debate.records._judgments import ORDERS, VERDICTS, ItemDecision, VerdictTable
 
 THRESHOLDS = Thresholds()
+SPLIT_SHARE = THRESHOLDS.split_share
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> VerdictTable:
@@ -54,7 +58,7 @@ def test_two_against_two_is_irreconcilable_and_names_who_said_what() -> None:
     assert decision.margin == 0.0
     (reason,) = decision.reasons
     assert "ann, bob said A" in reason and "cy, dee said B" in reason
-    assert f"at least {SPLIT_SHARE:.0%}" in reason
+    assert "at least the split share of 25%" in reason
 
 
 def test_a_lone_dissenter_below_the_split_share_does_not_split_the_panel() -> None:
@@ -181,8 +185,10 @@ def _reference(
     if len(counted) >= 2:
         m = len(counted)
         draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
+        b_first = sorted(counted, key=lambda cw: ({0: 1, 1: 0, 2: 2}[cw[0]], cw[1]))
         margins = [
-            sum(SIGN[counted[d][0]] * counted[d][1] for d in row) / sum(counted[d][1] for d in row)
+            sum(SIGN[order[d][0]] * order[d][1] for d in row) / sum(order[d][1] for d in row)
+            for order in (counted, b_first)
             for row in draws
         ]
         tail = (1 - thresholds.confidence) / 2
@@ -268,3 +274,68 @@ def test_planted_panel_decides_mostly_right() -> None:
     # Gated: the declared verdicts beat the best judge, on fewer than all items.
     assert declared_accuracy > 0.9
     assert 0.3 < len(winners) / len(decisions) < 1.0
+
+
+# --- the split share: a threshold, and it counts weight, not heads ---------------------
+
+
+def test_the_split_share_is_a_threshold_quoted_in_the_reason() -> None:
+    # One in five against is 20% of the A/B weight: no split at 0.25, a split at 0.2.
+    verdicts = {**{f"j{i}": "A" for i in range(4)}, "odd": "B"}
+    assert _one(verdicts).outcome != "irreconcilable"
+    table = _table([("q", judge, verdict) for judge, verdict in verdicts.items()])
+    (split,) = decide_verdicts(table, thresholds=Thresholds(split_share=0.2))
+    assert split.outcome == "irreconcilable"
+    assert "at least the split share of 20%" in split.reasons[0]
+    assert "odd said B" in split.reasons[0]
+
+
+@pytest.mark.parametrize("share", [0.0, -0.1, 0.51, 1.0])
+def test_a_split_share_outside_its_domain_is_refused(share: float) -> None:
+    with pytest.raises(ValidationError, match="split_share"):
+        Thresholds(split_share=share)
+
+
+def test_the_split_share_is_read_from_the_config_and_refused_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "panel.toml"
+    config.write_text("[thresholds]\nsplit_share = 0.4\n")
+    assert load_config(config).thresholds.split_share == 0.4
+    config.write_text("[thresholds]\nsplit_share = 0.6\n")
+    with pytest.raises(ConfigurationError) as error:
+        load_config(config)
+    message = str(error.value)
+    assert "thresholds.split_share" in message and "0.5" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("light", [0.0, 1e-9, 0.05])
+def test_a_weightless_or_light_dissenter_does_not_split_the_panel(light: float) -> None:
+    verdicts = {"j1": "A", "j2": "A", "j3": "A", "odd": "B"}
+    weights = {"j1": 1.0, "j2": 1.0, "j3": 1.0, "odd": light}
+    decision = _one(verdicts, judge_weights=weights)
+    assert decision.outcome == "winner" and decision.winner == "A"
+    # The same head count with equal weights is a split (one in four).
+    assert _one(verdicts).outcome == "irreconcilable"
+
+
+def test_a_heavy_dissenter_splits_the_panel() -> None:
+    # Four against one by heads, but the one carries 2 of 6 of the A/B weight (33%).
+    verdicts = {**{f"j{i}": "A" for i in range(4)}, "heavy": "B"}
+    assert _one(verdicts).outcome != "irreconcilable"
+    weights = {**{f"j{i}": 1.0 for i in range(4)}, "heavy": 2.0}
+    decision = _one(verdicts, judge_weights=weights)
+    assert decision.outcome == "irreconcilable"
+    assert "the smaller side holds 33%" in decision.reasons[0]
+
+
+def test_the_tie_rule_counts_weight_not_heads() -> None:
+    # Three heads say tie, one says A: tie leads by heads but not by weight.
+    verdicts = {"a": "A", "t1": "tie", "t2": "tie", "t3": "tie", "a2": "A"}
+    assert _one(verdicts).outcome == "too_close"
+    weights = {"a": 5.0, "a2": 5.0, "t1": 0.1, "t2": 0.1, "t3": 0.1}
+    decision = _one(verdicts, judge_weights=weights)
+    assert not any("tie holds" in r for r in decision.reasons)
+    # And heavy ties hold the lead against more heads for A.
+    heavy_ties = {"a": 0.1, "a2": 0.1, "t1": 1.0, "t2": 0.0, "t3": 0.0}
+    decision = _one(verdicts, judge_weights=heavy_ties)
+    assert decision.outcome == "too_close"
+    assert "tie holds at least as much weight as A" in decision.reasons[0]

@@ -195,7 +195,18 @@ def decide_command(args: argparse.Namespace) -> int:
         summary_stream.write(decided.summary.model_dump_json(indent=2) + "\n")
     else:
         summary_stream.write(summary_text(decided) + "\n")
+    if summary_stream is not sys.stderr:  # else the summary on stderr carries them
+        warn(decided.summary.notes)
     return EXIT_OK
+
+
+def warn(notes: list[str]) -> None:
+    """The notes that say the table itself looks wrong, as warnings on stderr."""
+    from debate.panel._orders import BA_AS_READ
+
+    for note in notes:
+        if note.startswith(BA_AS_READ):
+            sys.stderr.write(f"warning: {note}\n")
 
 
 def summary_text(decided: Decided) -> str:

@@ -25,7 +25,7 @@ from debate._cli.common import (
     probability_between,
     user_file,
 )
-from debate._cli.decide import table_flags, thresholds
+from debate._cli.decide import table_flags, thresholds, warn
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -158,6 +158,8 @@ def validity_command(args: argparse.Namespace) -> int:
         )
         suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
         _write(out, suffix, validity)
+        if dimension == dimensions[0]:  # the table's warnings are the same per dimension
+            warn(validity.report.notes)
         reports.append(validity.report)
         texts.append(
             validity.report.model_dump_json(indent=2)

@@ -94,9 +94,20 @@ def score_matrices(
     return ScoreMatrices(judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings)
 
 
+STATISTIC_DECIMALS = 9
+"""Decimals every statistic of a decision is rounded to, far below any real effect. The
+same judgments listed in another order (the options swapped, say) are summed in another
+order, and floating-point noise must not move a statistic across a threshold (an alpha of
+exactly 0.5, a variance of exactly 3.0) or a printed digit; rounding is symmetric, so a
+negated margin stays negated."""
+
+
 def _nums(values: FloatArray) -> Any:
-    """Floats for the records (nested lists of any depth): None where undefined (NaN)."""
-    out = values.astype(object)
+    """Floats for the records (nested lists of any depth), rounded; None where undefined.
+
+    Rounded to :data:`STATISTIC_DECIMALS`; NaN (undefined) becomes None.
+    """
+    out = (np.round(values, STATISTIC_DECIMALS) + 0.0).astype(object)
     out[~np.isfinite(values)] = None
     return out.tolist()
 

@@ -12,6 +12,8 @@ The rules run in a fixed order and the first that applies decides:
    ``Thresholds.confidence`` includes 0 (the lead could be chance).
 5. ``winner``: everything above passed.
 
+The recommendation follows the outcome and the alpha band (:mod:`debate.panel._advice`):
+a winner at low agreement is told to proceed with caution, not that the panel agrees.
 A reason never names something that is not there: no "review the high-variance arguments"
 without such arguments, no "standings diverge" when every standing was the same.
 """
@@ -21,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from debate.panel._advice import flagged_arguments
+from debate.panel._advice import recommendation as advise
 from debate.records._config import Thresholds
 from debate.records._result import Agreement, Decision, Diagnostics, Vote
 from debate.records._transcript import JudgeEvaluation, Outcome, Side
@@ -32,30 +36,6 @@ EFFECT_BANDS: tuple[tuple[float, str], ...] = ((0.5, "slightly"), (1.5, "moderat
 four dimensions, so half a point of weighted mean is half a step on every dimension (within
 one judge's rounding), and a point and a half is more than a step on every dimension, a
 difference anyone reading the rubric would call clear."""
-
-RECOMMENDATIONS = {
-    "winner": (
-        "The panel agrees well enough to act on the verdict; still read the notes on the "
-        "arguments it scored lowest before deciding."
-    ),
-    "too_close": (
-        "The panel agrees, but the two sides are too close to call: treat this as a tie and "
-        "decide on criteria the debate did not cover."
-    ),
-    "no_difference": (
-        "The panel sees no difference between the sides: treat this as a tie and decide on "
-        "criteria the debate did not cover."
-    ),
-    "irreconcilable": (
-        "The judges do not agree, so there is no verdict: read the reasons for where they "
-        "split, review those points yourself, gather the missing information, or ask people "
-        "with domain knowledge."
-    ),
-    "insufficient": (
-        "Too few judges could score the debate to decide anything: fix the failing judges "
-        "(see their reasons) and judge the transcript again."
-    ),
-}
 
 
 def effect_word(points: float) -> str:
@@ -180,13 +160,19 @@ def _decision(
     high: list[str] | None = None,
     recommendation: str | None = None,
 ) -> Decision:
+    flagged = flagged_arguments(case.agreement.argument_variance, case.thresholds.variance)
     return Decision(
         outcome=outcome,
         winner=winner,
         reasons=[*reasons, *case.notes],
         high_variance_arguments=high or [],
         thresholds=case.thresholds,
-        recommendation=RECOMMENDATIONS[recommendation or outcome],
+        recommendation=advise(
+            outcome,
+            case.agreement.alpha,
+            flagged,
+            no_difference=recommendation == "no_difference",
+        ),
         diagnostics=case.diagnostics,
     )
 
@@ -250,7 +236,21 @@ def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
     weakest = min(defined, key=lambda d: defined[d])
     if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
         return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]
+    tied = _within(defined, defined[weakest])
+    if len(tied) > 1:
+        return [
+            f"the weakest rubric dimensions are {', '.join(tied)} (alpha {fmt(defined[weakest])})"
+        ]
     return [f"the weakest rubric dimension is {weakest} (alpha {fmt(defined[weakest])})"]
+
+
+def _within(values: dict[str, float], target: float) -> list[str]:
+    """The keys whose value equals ``target`` but for rounding (1e-9), in order.
+
+    Naming only the first of equal values would make the reason depend on the order in
+    which the table lists its options, not on the judgments.
+    """
+    return [k for k, v in values.items() if abs(v - target) < 1e-9]
 
 
 def _contested(case: Case) -> list[str]:
@@ -260,8 +260,10 @@ def _contested(case: Case) -> list[str]:
     if alpha is None or alpha >= HIGH_AGREEMENT or not variances:
         return []
     top = max(variances, key=lambda a: variances[a])
+    tied = _within(variances, variances[top])
+    what = f"argument is {top}" if len(tied) == 1 else f"arguments are {', '.join(tied)}"
     return [
-        f"alpha {_alpha_text(alpha)} is not high: the most contested argument is {top} "
+        f"alpha {_alpha_text(alpha)} is not high: the most contested {what} "
         f"(variance {variances[top]:.2f}, below {case.thresholds.variance})"
     ]
 

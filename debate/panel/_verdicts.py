@@ -6,7 +6,7 @@ stand; these rules keep their order and their honesty:
 
 1. ``insufficient``: fewer than two judges gave a verdict with a positive weight.
 2. ``irreconcilable``: both A and B have support and the smaller of them holds at least
-   :data:`SPLIT_SHARE` of the A/B weight; the reasons name who said what.
+   ``Thresholds.split_share`` of the A/B weight; the reasons name who said what.
 3. ``too_close``: tie holds at least as much weight as the leading side, or the margin
    ``share(A) - share(B)`` is under ``Thresholds.gap``, or its interval at
    ``Thresholds.confidence`` includes 0.
@@ -42,14 +42,11 @@ from debate.records._judgments import (
     interval_confidence,
 )
 from debate.records._transcript import Outcome
+from debate.stats._batched import percentile_interval
 
-SPLIT_SHARE = 0.25
-"""The panel is split when the side with less support holds at least this share of the
-weight given to A or B: one judge in four (two in eight) saying the opposite of the rest is
-disagreement to report, not noise to outvote. Below it the majority may still win, if its
-lead survives the gap and the interval."""
 N_BOOT = 2000
-"""Bootstrap replicates of each item's margin, as :func:`debate.stats.bootstrap_margin`."""
+"""Bootstrap draws of each item's judges, as :func:`debate.stats.bootstrap_margin`; each
+draw resamples both the A-first and the B-first order, so 2 x N_BOOT replicates."""
 OPTIONS: tuple[str, str] = ("A", "B")
 """The options of a verdict table's item: the verdict names them."""
 _SIGN = np.array([1.0, -1.0, 0.0])
@@ -115,11 +112,12 @@ def decide_verdicts(
 
     Args:
         table: the verdicts, one or two readings per (item, judge).
-        thresholds: ``gap`` and ``confidence`` are read.
+        thresholds: ``split_share``, ``gap`` and ``confidence`` are read.
         judge_weights: a weight of at least 0 for every judge of the table; None for equal
             weights. A judge with weight 0 is shown but not counted.
         seed: the bootstrap's seed; items with the same number of counted judges share
-            their draws, so equal evidence gets an equal interval.
+            their draws, so equal evidence gets an equal interval, and a table with A and B
+            relabelled gets the mirrored one.
         items: indices into ``table.items``; None for all.
 
     Raises:
@@ -237,7 +235,7 @@ def _outcomes(c: _Columns, thresholds: Thresholds) -> NDArray[np.int64]:
     side_total = a + b
     with np.errstate(invalid="ignore", divide="ignore"):
         minority = np.minimum(a, b) / side_total
-    split = (a > 0) & (b > 0) & (minority >= SPLIT_SHARE)
+    split = (a > 0) & (b > 0) & (minority >= thresholds.split_share)
     low, high = c.interval.T
     close = (tie >= np.maximum(a, b)) | (np.abs(c.margin) < thresholds.gap)
     close |= ~((low > 0) | (high < 0))
@@ -255,36 +253,55 @@ def _intervals(
 ) -> NDArray[np.float64]:
     """Percentile bootstrap over the counted judges of each row of calls.
 
-    Within a row the counted judges are put in a canonical order (by verdict, then weight),
-    and every row with ``m`` counted judges resamples the same slots with the same draws
-    (``default_rng([seed, m])``): the interval is a function of the evidence alone, so
-    items with equal evidence get equal intervals, whichever judges gave it.
+    The interval is a function of the evidence alone, up to which option is called A:
+
+    * Within a row the counted judges are put in two canonical orders, A-first (A, then B,
+      then tie, by weight within each) and B-first (B, then A, then tie), and every row with
+      ``m`` counted judges resamples both orders with the same :data:`N_BOOT` draws
+      (``default_rng([seed, m])``), pooling the replicates. Relabelling A and B swaps the two
+      orders and negates every replicate, so the pooled replicates are negated exactly and
+      the interval is mirrored exactly (sorting by the verdict's code alone, as before, gave
+      a mirrored table other draws: one weighted decision went from too close to a winner).
+    * The bounds are taken symmetrically (:func:`debate.stats._batched.percentile_interval`),
+      so that mirrored replicates give bit-for-bit mirrored bounds.
+    * Items with equal evidence (the same verdicts with the same weights), whichever judges
+      gave it, get equal intervals.
     """
     out = np.full((calls.shape[0], 2), np.nan)
-    order = np.lexsort((w, calls, ~counts), axis=1)
-    sorted_calls = np.take_along_axis(calls, order, axis=1)
-    sorted_w = np.take_along_axis(w, order, axis=1)
+    b_first = np.where((calls == 0) | (calls == 1), 1 - calls, calls)
+    arranged = []
+    for key in (calls, b_first):
+        order = np.lexsort((w, key, ~counts), axis=1)
+        arranged.append((np.take_along_axis(calls, order, 1), np.take_along_axis(w, order, 1)))
     m_per_item = counts.sum(axis=1)
     for m in np.unique(m_per_item[m_per_item >= 2]):
         rows = np.flatnonzero(m_per_item == m)
-        picked = sorted_calls[rows, :m].astype(np.int64)
-        out[rows] = _pattern_bounds(picked, sorted_w[rows, :m], confidence, seed)
+        signed = [w_[rows, :m] * _SIGN[c[rows, :m].astype(np.int64)] for c, w_ in arranged]
+        weights = [w_[rows, :m] for _, w_ in arranged]
+        out[rows] = _pattern_bounds(signed, weights, confidence, seed)
     return out
 
 
 def _pattern_bounds(
-    calls: NDArray[np.int64], w: NDArray[np.float64], confidence: float, seed: int
+    signed: list[NDArray[np.float64]],
+    w: list[NDArray[np.float64]],
+    confidence: float,
+    seed: int,
 ) -> NDArray[np.float64]:
-    """Interval of the margin for each row of ``m`` counted judges, with shared draws."""
-    m = calls.shape[1]
+    """Interval of the margin for each row of ``m`` counted judges, in both arrangements.
+
+    ``signed`` and ``w`` hold each arrangement's rows x m contributions and weights; the
+    same :data:`N_BOOT` draws resample each, and the replicates are pooled.
+    """
+    m = signed[0].shape[1]
     draws = np.random.default_rng([seed, m]).integers(0, m, size=(N_BOOT, m))
     times = np.zeros((N_BOOT, m))
     np.add.at(times, (np.arange(N_BOOT)[:, None], draws), 1.0)
-    signed = w * _SIGN[calls]
-    margins = (signed @ times.T) / (w @ times.T)
-    tail = (1 - confidence) / 2
-    bounds: NDArray[np.float64] = np.quantile(margins, [tail, 1 - tail], axis=1).T
-    return bounds
+    margins = np.concatenate(
+        [(s @ times.T) / (weights @ times.T) for s, weights in zip(signed, w, strict=True)],
+        axis=1,
+    )
+    return percentile_interval(margins, confidence, in_place=True)
 
 
 def _fields(
@@ -344,7 +361,8 @@ def _reasons(
             "weight; at least two are needed"
         ]
     if outcome == "irreconcilable":
-        return [_split_reason(c.calls[k], judges, weights, min(a, b) / (a + b))]
+        share = min(a, b) / (a + b)
+        return [_split_reason(c.calls[k], judges, weights, share, thresholds.split_share)]
     shares = c.weighted[k] / c.weighted[k].sum()
     share_text = ", ".join(f"{v} {s:.0%}" for v, s in zip(VERDICTS, shares, strict=True))
     low, high = c.interval[k]
@@ -368,7 +386,9 @@ def _close_reasons(
 ) -> list[str]:
     a, b, tie = weighted
     if tie >= max(a, b):
-        lead = "A" if a >= b else "B"
+        if a == b:  # neither leads: naming one would break the A<->B mirror
+            return [f"tie holds at least as much weight as A and as B ({share_text})"]
+        lead = "A" if a > b else "B"
         return [f"tie holds at least as much weight as {lead}, the leading side ({share_text})"]
     if abs(margin) < thresholds.gap:
         return [f"the A-B margin {margin:+.3f} is within {thresholds.gap} ({share_text})"]
@@ -376,7 +396,11 @@ def _close_reasons(
 
 
 def _split_reason(
-    calls: NDArray[np.int8], judges: tuple[str, ...], weights: dict[str, float], minority: float
+    calls: NDArray[np.int8],
+    judges: tuple[str, ...],
+    weights: dict[str, float],
+    minority: float,
+    split_share: float,
 ) -> str:
     said = []
     for code, verdict in enumerate(VERDICTS):
@@ -385,7 +409,7 @@ def _split_reason(
             said.append(f"{', '.join(who)} said {verdict}")
     return (
         f"the judges split: {'; '.join(said)}; the smaller side holds {minority:.0%} of the "
-        f"weight given to A or B, at least {SPLIT_SHARE:.0%}"
+        f"weight given to A or B, at least the split share of {split_share * 100:.3g}%"
     )
 
 

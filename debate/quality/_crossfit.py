@@ -3,11 +3,12 @@
 Items (never single units: every pair of options of an item goes together) are dealt into
 ``folds`` folds by a seeded permutation. For each fold, the judge weights that learn from
 people (``labels``: each judge's chance-corrected agreement with the people's call) and
-the weights that learn from agreement alone (``latent``: Dawid-Skene on verdicts, a
-one-factor model on scores) are fitted on the other folds only, and the fold's items are
-decided with them. ``equal`` weights and the ungated ``majority`` learn nothing and are
-decided once. The result is a :class:`~debate.records._judgments.DecisionFrame`, which
-:mod:`debate.quality._metrics` turns into the report.
+the weights that learn from agreement alone (``latent``: the one-coin model over A/B calls
+on verdicts, a one-factor model on scores) are fitted on the other folds only, and the
+fold's items are decided with them. ``equal`` weights and the ungated ``majority`` learn
+nothing and are decided once. The result is a
+:class:`~debate.records._judgments.DecisionFrame`, which :mod:`debate.quality._metrics`
+turns into the report.
 
 Thresholds are not tuned: they come from the configuration, so nothing else learns.
 """
@@ -31,7 +32,7 @@ from debate.panel._evidence import (
     weight_vector,
 )
 from debate.panel._recorded import decide_scores, option_points
-from debate.panel._verdicts import decide_verdicts
+from debate.panel._verdicts import decide_verdicts, verdict_matrix
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     NO_CALL,
@@ -290,10 +291,11 @@ def cross_fit(
     }
     evidence = unit_evidence(judgments, [equal[k] for k in keys], group)
     split = Split(keys, group, fold, folds, label, evidence)
+    latent_notes: dict[str, list[int]] = {}
     fitted = {
         "equal": _fit(judgments, split, rules, lambda _u, _i: None, equal=equal),
         "labels": _fit(judgments, split, rules, _by_labels(evidence, judgments.judges, label)),
-        "latent": _fit(judgments, split, rules, _by_latent(judgments, dimension)),
+        "latent": _fit(judgments, split, rules, _by_latent(judgments, dimension, latent_notes)),
     }
     methods = {
         "majority": _ungated([equal[k] for k in keys]),
@@ -322,6 +324,10 @@ def cross_fit(
         weights_by_fold={n: f.weights for n, f in fitted.items() if n != "equal"},
         options=tuple((k[1], k[2]) for k in keys),
         evidence=evidence,
+        notes=[
+            f"latent weights, fold{'s' if len(k) > 1 else ''} {', '.join(map(str, k))}: {note}"
+            for note, k in latent_notes.items()
+        ],
     )
 
 
@@ -366,13 +372,25 @@ def _by_labels(
     return weigh
 
 
-def _by_latent(judgments: Table, dimension: str | None) -> _WeighFn:
+def _by_latent(judgments: Table, dimension: str | None, notes: dict[str, list[int]]) -> _WeighFn:
+    """Latent weights per fold, fitted on the other folds' items.
+
+    What a fold's fit warns of, or why it failed, goes in ``notes``: each text with the
+    folds (1-based) that said it, so that five folds saying the same make one note.
+    """
     seen = observed(judgments, dimension)  # once; each fold picks its training rows
+    fold = 0
 
     def weigh(
         _train_units: NDArray[np.bool_], train_items: NDArray[np.intp]
     ) -> dict[str, float] | None:
-        return latent_weights(judgments, items=train_items.tolist(), seen=seen).weights
+        nonlocal fold
+        fold += 1  # _fit weighs the folds in order
+        fit = latent_weights(judgments, items=train_items.tolist(), seen=seen)
+        said = [*fit.notes, *([fit.note + ": equal weights instead"] if fit.note else [])]
+        for note in said:
+            notes.setdefault(note, []).append(fold)
+        return fit.weights
 
     return weigh
 
@@ -532,18 +550,22 @@ def alphas(
 ) -> tuple[float | None, float | None, str]:
     """Krippendorff's alpha among the judges and among the people, on their own units."""
     level = "nominal" if isinstance(judgments, VerdictTable) else "interval"
+    return table_alpha(judgments, dimension), table_alpha(labels, dimension), level
 
-    def one(table: Table) -> float | None:
-        if isinstance(table, VerdictTable):
-            matrix = np.full((len(table.judges), len(table.items)), np.nan)
-            first = table.order != 2
-            matrix[table.judge[first], table.item[first]] = table.verdict[first]
-        else:
-            _, _, rows = option_points(table, dimension=dimension)
-            matrix = rows.T
-        value = krippendorff_alpha(
-            matrix, "nominal" if isinstance(table, VerdictTable) else "interval"
-        )
-        return float(value) if np.isfinite(value) else None
 
-    return one(judgments), one(labels), level
+def table_alpha(table: Table, dimension: str | None = None) -> float | None:
+    """Krippendorff's alpha among a table's judges over its items (None when undefined).
+
+    Nominal on verdicts (each judge's call on each item, both orders combined as the panel
+    combines them: two readings that disagree are a tie), interval on scores (each judge's
+    points per item and option). Relabelling A and B (and AB and BA) leaves it unchanged;
+    reading the AB rows alone did not (they are the BA rows of the relabelled table).
+    """
+    if isinstance(table, VerdictTable):
+        calls = verdict_matrix(table).calls.T
+        matrix = np.where(calls == NO_CALL, np.nan, calls.astype(np.float64))
+    else:
+        _, _, rows = option_points(table, dimension=dimension)
+        matrix = rows.T
+    value = krippendorff_alpha(matrix, "nominal" if isinstance(table, VerdictTable) else "interval")
+    return float(value) if np.isfinite(value) else None

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from debate.exceptions import ConfigurationError
-from debate.panel._earned import latent_weights
-from debate.quality._crossfit import Rules, alphas, cross_fit, decide
+from debate.panel._advice import band_advice
+from debate.panel._earned import describe, latent_weights
+from debate.panel._orders import ba_as_read
+from debate.quality._crossfit import Rules, alphas, cross_fit, decide, table_alpha
 from debate.quality._metrics import frame_dataframe, validity_report
 from debate.quality._policy import apply_policy, check_policy, choose_policy, tier_weights
 from debate.quality._track import TrackRecords
@@ -33,6 +35,7 @@ from debate.records._judgments import (
     Scale,
     ScoreTable,
     Table,
+    VerdictTable,
 )
 from debate.records._policy import Policy
 from debate.records._transcript import Frozen
@@ -68,16 +71,7 @@ def resolve_weights(
         return None, "equal", []
     if weights == "latent":
         fit = latent_weights(table, dimension=dimension)
-        notes = [
-            f"latent weights ({fit.model}, {fit.iterations} iterations"
-            + ("" if fit.converged else ", NOT converged")
-            + ")"
-        ]
-        if fit.note is not None:
-            notes.append(fit.note + ": equal weights instead")
-        elif fit.weights is None:
-            notes.append("no judge is more reliable than chance: equal weights instead")
-        return fit.weights, "latent", notes
+        return fit.weights, "latent", describe(fit)
     if isinstance(weights, str):
         raise ConfigurationError(
             f"weights: {weights!r} is not a weighting; use equal, latent, a mapping of judge "
@@ -141,6 +135,9 @@ def decide_judgments(
     outcomes = dict.fromkeys(OUTCOMES, 0)
     for d in decisions:
         outcomes[d.outcome] += 1
+    alpha = table_alpha(table, dimension)
+    split = [d.item for d in decisions if d.outcome == "irreconcilable"]
+    notes += [band_advice(alpha, list(dict.fromkeys(split))), *table_warnings(table)]
     summary = DecideSummary(
         source=table.source,
         kind=table.kind,
@@ -152,6 +149,7 @@ def decide_judgments(
         dimensions=list(table.dimensions) if isinstance(table, ScoreTable) else [],
         dimension=dimension,
         outcomes=outcomes,
+        alpha=alpha,
         weights=chosen or dict.fromkeys(table.judges, 1.0),
         weights_source=weights_source,
         ignored_columns=list(table.ignored_columns),
@@ -178,6 +176,12 @@ def _cascade_cost(
         judgments_used=used,
         judgments_all_tiers=len(decisions) * sizes[-1],
     )
+
+
+def table_warnings(table: Table) -> list[str]:
+    """What the table itself suggests is wrong with it (BA rows written as read)."""
+    warning = ba_as_read(table) if isinstance(table, VerdictTable) else None
+    return [] if warning is None else [warning]
 
 
 def _check_dimension(table: Table, dimension: str | None, flag: str = "--dimension") -> None:
@@ -307,4 +311,9 @@ def validate_judgments(
         folds=folds,
         policy=policy,
     )
+    equal = frame.methods["equal"].outcome
+    split = [] if equal is None else frame.group[equal == OUTCOMES.index("irreconcilable")]
+    advice = band_advice(alpha_judges, list(dict.fromkeys(table.items[g] for g in split)))
+    extra = [advice, *frame.notes, *table_warnings(table)]
+    report = report.model_copy(update={"notes": [*report.notes, *extra]})
     return Validity(report=report, frame=frame, policy=policy)

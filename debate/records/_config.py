@@ -236,6 +236,12 @@ class Thresholds(Finite):
     which the panel is irreconcilable on that argument."""
     gap: float = 0.05
     """A weighted PRO-CON margin smaller than this is too close to call."""
+    split_share: float = Field(default=0.25, gt=0, le=0.5)
+    """Pairwise verdicts: the panel is split (irreconcilable) when the side with less
+    support holds at least this share of the weight given to A or B. At 0.25 one judge in
+    four (two in eight) saying the opposite of the rest is disagreement to report, not noise
+    to outvote; 0.5 splits only an exact tie of weight, a small share splits at any dissent.
+    Above 0.5 the smaller side could never reach it, so the range is (0, 0.5]."""
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     """Level of the margin's interval; a winner needs the interval to exclude 0."""
     min_spread: float | None = Field(default=3.0, ge=0)

@@ -217,6 +217,9 @@ class DecideSummary(Frozen):
     dimensions: list[str] = Field(default_factory=list)
     dimension: str | None = None
     outcomes: dict[str, int]
+    alpha: float | None = None
+    """Krippendorff's alpha among the judges over the whole table (nominal on verdicts,
+    interval on scores); None when undefined. Its band sets the advice in ``notes``."""
     weights: dict[str, float]
     weights_source: str
     """``equal``, ``latent`` (fitted from agreement alone), ``track-records:PATH`` or
@@ -301,3 +304,6 @@ class DecisionFrame:
     evidence: NDArray[np.float64] | None = None
     """``units x judges``: each judge's evidence (see :mod:`debate.panel._evidence`), from
     which a policy's weights and calibration are fitted."""
+    notes: list[str] = field(default_factory=list)
+    """What the report must say about how the frame was made (a fold's latent fit that did
+    not converge, was read flipped or was refused)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from debate.panel._advice import too_close_explanation, winner_explanation
 from debate.panel._decision import score_matrices
 from debate.panel._rules import effect_word
 from debate.records._result import DebateResult, Vote
@@ -55,10 +56,6 @@ HEADLINES = {
 }
 
 EXPLANATIONS = {
-    "too_close": (
-        "The judges agree with one another, but they scored the two sides almost the same. "
-        "Treat the debate as a tie."
-    ),
     "irreconcilable": (
         "The judges' scores disagree too much to name a winner: the verdict would depend on "
         "which judge you asked."
@@ -90,8 +87,12 @@ def explanation(result: DebateResult) -> str:
         points = result.vote.margin_points
         size = "" if points is None else f"{effect_word(points)} "
         return (
-            "The judges agree with one another well enough to trust their verdict, and they "
-            f"scored the case {case} the proposition {size}higher."
+            f"{winner_explanation(result.agreement.alpha)}, and they scored the case {case} "
+            f"the proposition {size}higher."
+        )
+    if decision.outcome == "too_close":
+        return too_close_explanation(
+            result.agreement.alpha, no_difference=decision.diagnostics.no_difference
         )
     if decision.outcome == "irreconcilable" and result.agreement.alpha is None:
         return (

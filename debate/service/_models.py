@@ -32,7 +32,8 @@ class PanelOverrides(Frozen):
     rounds: int | None = Field(default=None, ge=0, le=5)
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
     thresholds: dict[str, float] | None = None
-    """Keys of ``Thresholds`` (alpha, kappa, variance, gap, confidence, min_spread)."""
+    """Keys of ``Thresholds`` (alpha, kappa, variance, gap, split_share, confidence,
+    min_spread)."""
 
 
 class DebateRequest(Frozen):

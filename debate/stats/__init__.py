@@ -36,6 +36,7 @@ from debate.stats._latent import (
     one_factor,
     reliability_weights,
 )
+from debate.stats._onecoin import OneCoinFit, one_coin
 from debate.stats._platt import Platt, platt_fit
 from debate.stats._reading import (
     ALPHA_BANDS,
@@ -115,4 +116,6 @@ __all__ = [
     "min_labelled",
     "platt_fit",
     "reliability_bins",
+    "OneCoinFit",
+    "one_coin",
 ]

@@ -99,7 +99,10 @@ def bootstrap_margin(
 
     Each replicate draws judges (rows, with their weights) with replacement, and arguments
     with replacement within each side, then recomputes :func:`side_vote`'s margin;
-    replicates are vectorised. ``ci`` is the level of the interval, strictly between 0 and 1.
+    replicates are vectorised. When a side has more than one argument, ``n_boot`` replicates
+    draw PRO's arguments first and ``n_boot`` more CON's, pooled, so that swapping the sides
+    gives exactly the mirrored interval. ``ci`` is the level of the interval, strictly
+    between 0 and 1.
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")

@@ -4,8 +4,10 @@ A user with no labelled items still deserves weights a judge has earned. When se
 judges label the same items, the items' true answers are a hidden variable and each judge's
 reliability is read off how it agrees with the others, weighted by how reliable they are:
 
-* :func:`dawid_skene` for categorical calls (verdicts A, B, tie): Dawid and Skene (1979),
-  each judge a confusion matrix ``P(judge says l | truth k)``, fitted by EM.
+* :func:`dawid_skene` for categorical calls of K classes: Dawid and Skene (1979), each
+  judge a confusion matrix ``P(judge says l | truth k)``, fitted by EM. Pairwise verdicts
+  are not fitted with it (a tie is no third truth: it is mostly an order-inconsistent
+  reading); their weights come from :func:`debate.stats.one_coin` over A/B calls.
 * :func:`one_factor` for scores: ``x_ij = mu_j + lambda_j f_i + e_ij`` with a latent
   quality ``f_i ~ N(0, 1)`` and ``e_ij ~ N(0, psi_j)``, fitted by maximum likelihood (EM
   with missing data).
