@@ -225,3 +225,20 @@ def test_a_policy_for_verdicts_is_refused_on_scores(tmp_path: Path) -> None:
     scores, _ = planted_scores(20, ("x", "y"), {"a": 1.0, "b": 1.0}, seed=1)
     with pytest.raises(ConfigurationError, match="--policy was chosen on verdicts"):
         decide_judgments(scores, policy=v.policy)
+
+
+def test_a_smaller_risk_buys_less_coverage(tmp_path: Path) -> None:
+    judges, people, _ = planted_pairs(
+        800, {"a": 0.7, "b": 0.65, "c": 0.6}, probabilities=True, seed=9
+    )
+    jpath = write_judgments(tmp_path / "judgments.csv", table_rows(judges), scale=None)
+    lpath = write_judgments(tmp_path / "labels.csv", table_rows(people), scale=None)
+    coverage = {}
+    for risk in ("0.3", "0.01"):
+        out = tmp_path / risk
+        argv = ["validity", str(jpath), "--labels", str(lpath), "--target-agreement", "0.85"]
+        assert main([*argv, "--risk", risk, "--bootstrap", "20", "--out", str(out)]) == 0
+        policy = read_policy(out / "policy.json")
+        assert policy.risk == float(risk)
+        coverage[risk] = policy.coverage
+    assert coverage["0.01"] < coverage["0.3"]

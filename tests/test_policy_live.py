@@ -135,3 +135,29 @@ def test_a_policy_file_that_is_not_one_is_refused_in_one_line(
     )
     _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+ONE_TIER = POLICY.model_copy(
+    update={
+        "tiers": [tier(1, ["technical", "business", "risk", "general"], 80, 100)],
+        "coverage": 0.8,
+    }
+)
+
+
+def test_run_with_a_policy_rules_on_the_decision(tmp_path: Path) -> None:
+    """`debate run --policy` on the offline scripted model: the decision is the policy's."""
+    policy = write_policy(tmp_path / "policy.json", ONE_TIER)
+    outcomes = {}
+    for name, extra in (("plain", []), ("policy", ["--policy", str(policy)])):
+        out = tmp_path / name
+        argv = ["run", "Adopt it?", "--model", "scripted", "--seed", "7", "--arguments", "1"]
+        assert main([*argv, *extra, "--out", str(out), "--no-store", "--quiet"]) == 0
+        outcomes[name] = json.loads((out / "result.json").read_text())["decision"]
+    assert outcomes["plain"]["p_agree_calibrated"] is False and outcomes["plain"]["gate"] is None
+    ruled = outcomes["policy"]
+    assert ruled["gate"] == outcomes["plain"]["outcome"]  # the rules' outcome is kept
+    assert ruled["outcome"] in ("winner", "escalate")
+    if ruled["lead"] is not None:
+        assert ruled["p_agree_calibrated"] is True
+        assert (ruled["outcome"] == "winner") == (ruled["p_agree"] >= 0.8)
