@@ -150,7 +150,7 @@ class Council:
             raise ConfigurationError("reviewers: reviewer names must be unique")
         self.reviewers = list(reviewers)
         self.config = config or RunConfig()
-        self.renderer = renderer or PromptRenderer(self.config.templates)
+        self.renderer = renderer or PromptRenderer.for_run(self.config)
         self.on_event = on_event
         self.cache = cache
 
