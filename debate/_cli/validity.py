@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import EXIT_OK, Commands, at_least, out_folder, user_file
+from debate._cli.common import EXIT_OK, Commands, at_least, out_folder, path_text, user_file
 from debate._cli.decide import table_flags, thresholds
 from debate.exceptions import ConfigurationError
 
@@ -58,7 +58,9 @@ def add_parser(commands: Commands) -> None:
         metavar="N",
         help="bootstrap replicates of every interval (default 1000)",
     )
-    parser.add_argument("--out", default="validity-out", metavar="DIR", help="report folder")
+    parser.add_argument(
+        "--out", type=path_text, default="validity-out", metavar="DIR", help="report folder"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=validity_command)
 
