@@ -224,7 +224,13 @@ def test_an_include_outside_the_template_folders_is_refused_when_the_renderer_is
     (tmp_path / "debater_opening.md.jinja").write_text('{% include "../secret.txt" %}\n')
     with pytest.raises(ConfigurationError, match=r"includes '\.\./secret\.txt', which is in no"):
         PromptRenderer(tmp_path)
-    (tmp_path / "debater_opening.md.jinja").write_text('{% include "judge_system.md.jinja" %}\n')
+    (tmp_path / "debater_opening.md.jinja").write_text('{% from "nope" import m %}\n')
+    with pytest.raises(ConfigurationError, match="includes 'nope', which is in no"):
+        PromptRenderer(tmp_path)
+    # as Jinja reads them: an include that may be missing, a list of which one exists
+    (tmp_path / "debater_opening.md.jinja").write_text(
+        '{% include "nope" ignore missing %}{% include ["nope", "judge_system.md.jinja"] %}\n'
+    )
     assert "one judge on a panel" in PromptRenderer(tmp_path).render("debater_opening.md.jinja")
 
 

@@ -382,15 +382,23 @@ class PromptRenderer:
                 ) from exc
 
     def _check_references(self, name: str) -> None:
-        """Every template ``name`` includes, imports or extends by a constant name exists."""
+        """Every template ``name`` includes, imports or extends by a constant name exists.
+
+        As Jinja reads them: an ``include ... ignore missing`` may name none, and an include
+        of a list needs one of the list.
+        """
         source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
-        for other in find_referenced_templates(self._env.parse(source)):
-            if other is None:
+        kinds = (nodes.Extends, nodes.FromImport, nodes.Import, nodes.Include)
+        for node in self._env.parse(source).find_all(kinds):
+            if isinstance(node, nodes.Include) and node.ignore_missing:
+                continue
+            names = list(find_referenced_templates(nodes.Template([node])))
+            if None in names:  # computed while rendering: checked then
                 continue
             try:
-                self._env.get_template(other)
-            except TemplateNotFound as exc:
-                raise ConfigurationError(self._missing(name, other)) from exc
+                self._env.select_template([n for n in names if n is not None])
+            except TemplateNotFound as exc:  # select_template's TemplatesNotFound too
+                raise ConfigurationError(self._missing(name, str(names[0]))) from exc
 
     def _missing(self, name: str, other: str) -> str:
         where = ", ".join(str(f) for f in self.folders)
