@@ -16,6 +16,7 @@ from debate.panel._cascade import EscalationRule
 from debate.panel._panel import MultiJudgePanel
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
+from debate.records._input import check_unicode, parse_json
 from debate.records._result import DebateResult, PanelResult, draw_seed
 from debate.records._transcript import SIDES, Transcript, check_topic
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
@@ -115,7 +116,7 @@ async def run_debate(
     cfg = _config(config)
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
-    renderer = PromptRenderer(cfg.templates).keyed(seed)
+    renderer = PromptRenderer.for_run(cfg).keyed(seed)
     deadline = Deadline(cfg.deadline)
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         debaters = _debaters(cfg, models, wrap, model, pro, con)
@@ -172,6 +173,7 @@ def _check_topic(topic: str) -> None:
         check_topic(topic)
     except ValueError as exc:
         raise ConfigurationError(f"topic: {exc}") from exc
+    check_unicode(topic, "topic")
 
 
 def _panel(
@@ -241,6 +243,7 @@ async def judge_transcript(
 
     Takes the same arguments as :func:`run_debate` (except the debaters).
     """
+    check_unicode(transcript, "transcript")
     cfg = _config(config)
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
@@ -297,7 +300,7 @@ def load_transcript(path: str | Path) -> Transcript:
             f"transcript {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
         ) from exc
     try:
-        data = json.loads(text)
+        data = parse_json(text, f"transcript {path}")
     except json.JSONDecodeError as exc:
         raise ConfigurationError(
             f"transcript {path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "

@@ -16,6 +16,9 @@ folder) that should be refused. A case is classified as
 - ``wrong-exit``: one line, but an exit code other than 2 (1 says "the run failed" where the
   input was at fault).
 
+A case marked ``untouched`` must also leave its folder as it found it: refused before any
+output folder, cache or database was made (``tests/test_fuzz_cli.py`` checks it).
+
 The harness prints the counts per subcommand and in total. ``tests/test_fuzz_cli.py`` runs
 the same table in process through :func:`debate._cli.main.main`.
 """
@@ -56,6 +59,8 @@ class Case:
     argv: tuple[str, ...]
     files: dict[str, bytes] = field(default_factory=dict, hash=False)
     folders: tuple[str, ...] = ()
+    untouched: bool = False
+    """Refused before anything was written: the folder holds only what :func:`prepare` put."""
 
 
 def _json(data: Any) -> bytes:
@@ -83,6 +88,17 @@ def _argument(side: str, n: int) -> dict[str, str]:
 
 
 NON_UTF8 = b"\xff\xfe\x00 not text \x80\n"
+DEEP_JSON = b"[" * 200_000 + b"]" * 200_000
+"""Nested far past what json parses (it raised RecursionError)."""
+DEEP_OBJECTS = b'{"a":' * 200_000 + b"1" + b"}" * 200_000
+LONG_NUMBER = b"1" * 5_000
+"""More digits than Python turns into an int (it raised ValueError)."""
+NOT_UTF8_ARG = "caf\udce9?"
+"""The bytes ``caf``, 0xE9, ``?`` (not UTF-8) as Python hands such an argument over."""
+RUNAWAY = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+"""Two nested loops of 10^10 steps: this ran 120 s, past --deadline and --timeout."""
+TOPIC_COMMANDS = ("run", "judge", "batch")
+"""The commands that read a topic table (``--topics``)."""
 BLOCKER = "blocker"  # a regular file: nothing can be created under it
 BAD_PATHS = {
     "folder": "folder",
@@ -167,6 +183,33 @@ def _flag_cases(command: str, base: list[str]) -> Iterator[Case]:
         (*base, "--templates", "tpl"),
         files={"tpl/debater_opening.md.jinja": NON_UTF8, "tpl/judge_system.md.jinja": NON_UTF8},
     )
+    for label, include in {"..": "../secret.txt", "absolute": "/etc/hostname"}.items():
+        text = f"{{% include {include!r} %}}"
+        yield Case(
+            command,
+            f"--templates include outside the search path ({label})",
+            (*base, "--templates", "tpl"),
+            files={"tpl/debater_opening.md.jinja": text.encode(), **_judge_tpl(text)},
+            untouched=True,
+        )
+    yield Case(
+        command,
+        "--templates runaway loops",
+        (*base, "--templates", "tpl", "--deadline", "5", "--timeout", "5"),
+        files={"tpl/debater_opening.md.jinja": RUNAWAY.encode(), **_judge_tpl(RUNAWAY)},
+    )
+    yield Case(command, "--out ''", (*base, "--out", ""), untouched=True)
+    yield Case(command, "--out not UTF-8", (*base, "--out", f"o{NOT_UTF8_ARG}"), untouched=True)
+    weights = {"nan": b"nan", "inf": b"inf", "negative": b"-0.5"}
+    for label, weight in weights.items() if command in TOPIC_COMMANDS else ():
+        topics = b"[default.weights]\ntechnical = " + weight + b"\nbusiness = 0.25\n"
+        yield Case(
+            command,
+            f"--topics weight {label}",
+            (*base, "--topics", "t.toml"),
+            {"t.toml": topics},
+            untouched=True,
+        )
     for name, path in {
         "missing": "nope",
         "folder": "folder",
@@ -214,12 +257,19 @@ CONFIG_VALUES = {
         b'[[judges]]\nrole = "technical"\nweights = { logic = inf, evidence = 0.0, '
         b'responsiveness = 0.0, honesty = 0.0 }\n[[judges]]\nrole = "risk"\n'
     ),
+    "nested 5,000 deep": b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+    "a 5,000-digit number": b"arguments = " + LONG_NUMBER + b"\n",
+    "thresholds.gap = -1.0": b"[thresholds]\ngap = -1.0\n",
+    "thresholds.alpha = 2": b"[thresholds]\nalpha = 2.0\n",
+    "thresholds.kappa = -3": b"[thresholds]\nkappa = -3.0\n",
+    "thresholds.variance = 0": b"[thresholds]\nvariance = 0.0\n",
 }
 
 
 def _config_cases(command: str, base: list[str]) -> Iterator[Case]:
     for label, text in CONFIG_VALUES.items():
-        yield Case(command, f"config {label}", (*base, "--config", "c.toml"), {"c.toml": text})
+        argv = (*base, "--config", "c.toml")
+        yield Case(command, f"config {label}", argv, {"c.toml": text}, untouched=True)
 
 
 def run_cases() -> Iterator[Case]:
@@ -234,6 +284,9 @@ def run_cases() -> Iterator[Case]:
     for label, topic in {"empty": "", "blank": "  \n\t", "too long": "x" * 2001}.items():
         yield Case("run", f"topic {label}", ("run", topic, *SCRIPTED))
     yield Case("run", "missing API key", ("run", TOPIC, "--model", "gpt-x", "--no-store"))
+    yield Case(
+        "run", "topic not UTF-8", ("run", NOT_UTF8_ARG, *SCRIPTED, "--out", "o"), untouched=True
+    )
 
 
 def judge_cases() -> Iterator[Case]:
@@ -280,6 +333,18 @@ def judge_cases() -> Iterator[Case]:
     }
     for label, data in bad.items():
         yield Case("judge", label, ("judge", "t.json", *SCRIPTED), {"t.json": _json(data)})
+    for label, raw in {
+        "topic a lone surrogate": _json(transcript(topic="\ud800")),
+        "claim a lone surrogate": _json(
+            transcript(arguments=[{**arguments[0], "claim": "a \udce9 b"}, *arguments[1:]])
+        ),
+        "nested 200,000 arrays deep": DEEP_JSON,
+        "nested 200,000 objects deep": DEEP_OBJECTS,
+        "a 5,000-digit round": _json(transcript()).replace(
+            b'"round": 1', b'"round": ' + LONG_NUMBER
+        ),
+    }.items():
+        yield Case("judge", label, ("judge", "t.json", *SCRIPTED), {"t.json": raw}, untouched=True)
 
 
 def _jsonl_file_cases(command: str, argv: Callable[[str], list[str]]) -> Iterator[Case]:
@@ -291,6 +356,11 @@ def _jsonl_file_cases(command: str, argv: Callable[[str], list[str]]) -> Iterato
         "a line that is a number": _jsonl(7),
     }.items():
         yield Case(command, label, tuple(argv("f.jsonl")), {"f.jsonl": rows})
+    for label, raw in {
+        "a line nested 200,000 deep": DEEP_JSON + b"\n",
+        "a line with a 5,000-digit number": b'{"id": ' + LONG_NUMBER + b"}\n",
+    }.items():
+        yield Case(command, label, tuple(argv("f.jsonl")), {"f.jsonl": raw}, untouched=True)
 
 
 def council_cases() -> Iterator[Case]:
@@ -307,6 +377,7 @@ def council_cases() -> Iterator[Case]:
         "text a number": _jsonl(a, {**b, "text": 5}),
         "unknown key": _jsonl(a, {**b, "score": 1}),
         "10,000 candidates": _jsonl(*({"id": f"c{i}", "text": "t"} for i in range(10_000))),
+        "text a lone surrogate": _jsonl(a, {**b, "text": "no \ud800"}),
     }.items():
         yield Case("council", label, tuple(argv("c.jsonl")), {"c.jsonl": rows})
     yield Case(
@@ -393,6 +464,9 @@ def merge_cases() -> Iterator[Case]:
         ("--out a shard", ("merge", "s1", "s2", "--out", "s1"), {**s1, **s2}),
     ):
         yield Case("merge", label, argv, files)
+    yield Case(
+        "merge", "--out ''", ("merge", "s1", "s2", "--out", ""), {**s1, **s2}, untouched=True
+    )
 
 
 def calibrate_cases() -> Iterator[Case]:
@@ -456,6 +530,8 @@ def report_cases() -> Iterator[Case]:
         "an empty object": {},
     }.items():
         yield Case("report", label, ("report", "r.json"), {"r.json": _json(data)})
+    yield Case("report", "result nested 200,000 deep", ("report", "r.json"), {"r.json": DEEP_JSON})
+    yield Case("report", "--out ''", ("report", "r.json", "--out", ""), {"r.json": b"{}"})
 
 
 def agreement_cases() -> Iterator[Case]:
@@ -514,6 +590,13 @@ BAD_TABLES: dict[str, tuple[str, bytes]] = {
     "a JSON array line": ("t.jsonl", b"[1, 2]\n"),
     "'..' suffix": ("t.txt", b"item,judge,verdict\nq,j,A\n"),
     "scores and verdicts": ("t.csv", b"item,option,judge,dimension,score,verdict\nq,a,j,d,3,A\n"),
+    "a 5,000-digit score": (
+        "t.jsonl",
+        b'{"scale": "1-5"}\n{"item": "q", "option": "a", "judge": "j", "dimension": "d", '
+        b'"score": ' + LONG_NUMBER + b"}\n",
+    ),
+    "a line nested 200,000 deep": ("t.jsonl", DEEP_JSON + b"\n"),
+    "a judge a lone surrogate": ("t.jsonl", b'{"item": "q", "judge": "\\udce9", "verdict": "A"}\n'),
 }
 
 
@@ -521,14 +604,14 @@ def _table_file_cases(command: str, tail: tuple[str, ...]) -> Iterator[Case]:
     for name, path in BAD_PATHS.items():
         yield Case(command, f"file {name}", (command, path, *tail), folders=("folder",))
     for label, (name, data) in BAD_TABLES.items():
-        yield Case(command, label, (command, name, *tail), {name: data})
+        yield Case(command, label, (command, name, *tail), {name: data}, untouched=True)
 
 
 def decide_cases() -> Iterator[Case]:
     files = {"s.csv": GOOD_SCORES, "v.csv": GOOD_VERDICTS}
     yield from _table_file_cases("decide", ())
     for flag, values in {
-        "--scale": ["5", "a-b", "5-1", "nan-3"],
+        "--scale": ["5", "a-b", "5-1", "nan-3", "1-1e308", "1-" + "9" * 400],
         "--dimension": ["nope"],
         "--weights": ["heavy", "missing.json", "folder"],
         "--seed": ["-1", "abc", str(2**64 + 1)],
@@ -553,6 +636,14 @@ def decide_cases() -> Iterator[Case]:
             {**files, "w.json": weights},
         )
     yield Case("decide", "--dimension on verdicts", ("decide", "v.csv", "--dimension", "d"), files)
+    yield Case("decide", "--out ''", ("decide", "s.csv", "--out", ""), files, untouched=True)
+    yield Case(
+        "decide",
+        "--config gap -1.0",
+        ("decide", "s.csv", "--config", "c.toml"),
+        {**files, "c.toml": b"[thresholds]\ngap = -1.0\n"},
+        untouched=True,
+    )
     yield Case(
         "decide",
         "--out a folder",
@@ -584,6 +675,7 @@ def validity_cases() -> Iterator[Case]:
     )
     yield Case("validity", "more folds than items", (*base, "--folds", "5"), files)
     yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
+    yield Case("validity", "--out ''", (*base, "--out", ""), files, untouched=True)
 
 
 def mcp_cases() -> Iterator[Case]:
@@ -623,6 +715,34 @@ def serve_cases() -> Iterator[Case]:
     yield Case("serve", "--model-path missing", ("serve", "--model-path", "missing.gguf"))
     yield Case("serve", "config missing", ("serve", "--config", "missing.toml"))
     yield Case("serve", "a positional", ("serve", "extra"))
+    for flag, values in {
+        "--header-timeout": ["0", "nan", "-1"],
+        "--body-timeout": ["0", "1e9"],
+    }.items():
+        for value in values:
+            yield Case("serve", f"{flag} {value!r}", ("serve", flag, value), untouched=True)
+    for label, value in {
+        "a folder": "folder",
+        "a PostgreSQL URL": "postgresql://user@host:5432/db",
+        "a URL with a password": "postgres://user:secret@host/db",
+        "a sqlite URL": "sqlite:///jobs.sqlite",
+        "not SQLite": "nonutf8",
+        "empty": "",
+    }.items():
+        argv = ("serve", "--database", value)
+        yield Case("serve", f"--database {label}", argv, folders=("folder",), untouched=True)
+    yield Case("serve", "missing API key", ("serve", "--model", "gpt-x"), untouched=True)
+    yield Case(
+        "serve",
+        "missing key of a config endpoint",
+        ("serve", "--config", "c.toml"),
+        {
+            "c.toml": b'[endpoints.e]\nbase_url = "http://127.0.0.1:9/v1"\n'
+            b'api_key_env = "NO_SUCH_KEY_VAR_"\n[[judges]]\nrole = "technical"\n'
+            b'endpoint = "e"\n[[judges]]\nrole = "risk"\n'
+        },
+        untouched=True,
+    )
 
 
 def all_cases() -> list[Case]:
@@ -645,6 +765,12 @@ def all_cases() -> list[Case]:
         serve_cases,
     )
     return [case for make in makers for case in make()]
+
+
+def prepared(case: Case) -> set[str]:
+    """The paths (relative, POSIX) :func:`prepare` puts in a case's folder."""
+    paths = {*_base_files(), *case.files, *case.folders}
+    return paths | {p.as_posix() for name in paths for p in Path(name).parents if p.parts}
 
 
 def prepare(case: Case, folder: Path) -> None:

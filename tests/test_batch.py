@@ -300,3 +300,35 @@ def test_a_batch_whose_every_call_needed_a_re_ask_is_replayed_and_sends_nothing(
         a = json.loads((tmp_path / "a" / item / "result.json").read_text())
         b = json.loads((tmp_path / "b" / item / "result.json").read_text())
         assert a == b, item
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_item_whose_text_is_not_unicode_fails_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    """A lone surrogate in one item's topic or transcript fails that item; the others run."""
+    from tests.helpers import transcript
+
+    bad = transcript().model_dump()
+    bad["arguments"][0]["claim"] = "a claim \udce9 cut from bytes"
+    batch = tmp_path / "b.jsonl"
+    rows = [
+        {"id": "good", "topic": "Should we adopt a four-day week?"},
+        {"id": "topic", "topic": "\ud800"},
+        {"id": "claim", "transcript": bad},
+    ]
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))  # \ud800 escaped
+    out = tmp_path / "out"
+    argv = ["batch", str(batch), "--model", "scripted", "--quiet", "--no-store"]
+    assert main([*argv, "--out", str(out), "--workers", workers, "--concurrency", "2"]) == 1
+    capsys.readouterr()
+    summary = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert [(s["id"], s["status"]) for s in summary] == [
+        ("good", "ok"),
+        ("topic", "failed"),
+        ("claim", "failed"),
+    ]
+    assert (out / "good" / "result.json").is_file()
+    assert summary[1]["error"].startswith("bad input: topic: not Unicode text")
+    assert "arguments.0.claim: not Unicode text" in summary[2]["error"]
+    assert "\\udce9" in summary[2]["error"]

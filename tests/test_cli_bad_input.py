@@ -296,3 +296,110 @@ def test_agreement_bootstrap_is_bounded(capsys: pytest.CaptureFixture[str], tmp_
     ratings.write_text("1,2,3\n1,2,4\n")
     line = fails(capsys, "agreement", str(ratings), "--bootstrap", "1000000000")
     assert line.startswith("error: argument --bootstrap: 1000000000 is above 100000")
+
+
+# --- the reasons the inputs of issue 28 are refused with ----------------------------------
+
+
+def test_an_argument_that_is_not_utf8_is_named_with_its_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    line = fails(capsys, "run", "caf\udce9?", "--model", "scripted", "--out", str(out))
+    assert line == "error: argument 2: 'caf\\xe9?' is not UTF-8 text; give it in UTF-8"
+    line = fails(capsys, *run(f"--out={out}\udcff"))
+    assert line.startswith("error: --out: ") and "\\xff' is not UTF-8 text" in line
+    assert main([*run("--out", f"{out}\udcff"), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["kind"], error["field"]) == ("configuration", "--out")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_text_that_is_not_unicode_names_its_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads(EXAMPLE.read_text())
+    data["closings"][0]["statement"] = "fine, then \udce9"
+    bad = tmp_path / "t.json"
+    bad.write_text(json.dumps(data))  # written escaped: "\udce9"
+    line = fails(capsys, "judge", str(bad), "--model", "scripted", "--out", str(tmp_path / "o"))
+    assert line == (
+        f"error: transcript {bad}: closings.0.statement: not Unicode text (a lone surrogate "
+        "\\udce9 at character 11); send the text as UTF-8"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_nesting_and_long_numbers_name_the_file_and_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path / "c.toml"
+    deep.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    line = fails(capsys, *run("--config", str(deep)))
+    assert line.startswith(f"error: config file {deep}: nested too deeply to read (TOML is read")
+    rows = tmp_path / "s.jsonl"
+    rows.write_text('{"item": "q", "option": "a", "judge": "j", "dimension": "d", "score": 3}\n')
+    rows.write_text(rows.read_text().replace("3}", "1" * 5000 + "}"))
+    line = fails(capsys, "decide", str(rows), "--scale", "1-5")
+    assert (
+        line
+        == f"error: {rows} line 1: a number has more than 4300 digits; write it with fewer digits"
+    )
+
+
+def test_a_scale_is_refused_for_its_own_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "s.csv"
+    table.write_text("item,option,judge,dimension,score\nq,a,j,d,3\nq,b,j,d,1\n")
+    for scale, reason in [
+        ("1-1e308", "scale 1-1e+308 spans too far: rescaling a score onto 1-10 would overflow"),
+        ("1-" + "9" * 400, "scale 1-inf has a bound too large for a number"),
+        ("5-1", "scale high 1.0 must exceed low 5.0"),
+        ("a-b", "scale 'a-b' is not LOW-HIGH"),
+    ]:
+        assert fails(capsys, "decide", str(table), "--scale", scale).startswith(
+            f"error: --scale: {reason}"
+        )
+    assert main(["decide", str(table), "--scale", "0-1e3"]) == 0  # an exponent is a number
+    capsys.readouterr()
+
+
+def test_decide_out_a_folder_says_it_cannot_write_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "s.csv"
+    table.write_text("# scale: 1-5\nitem,option,judge,dimension,score\nq,a,j,d,3\nq,b,j,d,1\n")
+    line = fails(capsys, "decide", str(table), "--out", str(tmp_path))
+    assert line == (
+        f"error: decisions file {tmp_path}: cannot write it (it is a folder); give the path of "
+        "a file"
+    )
+
+
+def test_thresholds_and_topic_weights_out_of_their_domain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[thresholds]\ngap = -1.0\n")
+    line = fails(capsys, *run("--config", str(config)))
+    assert line == f"error: {config}.thresholds.gap: Input should be greater than or equal to 0"
+    topics = tmp_path / "t.toml"
+    topics.write_text("[default.weights]\ntechnical = nan\n")
+    line = fails(capsys, *run("--topics", str(topics)))
+    assert line == (
+        f"error: {topics}: default.weights.technical is nan; give a finite non-negative "
+        "number (a role's domain weight, e.g. 0.25)"
+    )
+
+
+def test_serve_refuses_a_database_url_without_repeating_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = fails(capsys, "serve", "--database", "postgresql://ann:hunter2@db:5432/jobs")
+    assert line == (
+        "error: --database: a postgresql:// URL; this build serves SQLite paths only "
+        "(PostgreSQL is not built yet); give the path of a SQLite file, e.g. "
+        "debate-service.sqlite"
+    )
+    assert "hunter2" not in line

@@ -2,8 +2,9 @@
 
 Each case goes through :func:`debate._cli.main.main` in this process (with a time limit),
 and must end with exit 2 and exactly one line on stderr: no traceback, no hang, no
-multi-line message and no bad input accepted. ``python tests/fuzz_cli.py`` runs the same
-table in subprocesses and prints the counts.
+multi-line message and no bad input accepted; a case marked ``untouched`` must also leave
+nothing behind (no output folder, cache or database). ``python tests/fuzz_cli.py`` runs the
+same table in subprocesses and prints the counts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz_cli import KINDS, Case, all_cases, classify, run_in_process
+from tests.fuzz_cli import KINDS, Case, all_cases, classify, prepared, run_in_process
 
 CASES = all_cases()
 LIMIT = 20.0  # seconds per case; a refused input takes milliseconds
@@ -52,3 +53,25 @@ def test_bad_input_is_refused_in_one_line(case: Case, tmp_path: Path) -> None:
     kind, err = run_in_process(case, tmp_path, LIMIT)
     assert kind == "clean", err
     assert err.startswith("error: "), err
+    if case.untouched:
+        left = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")}
+        assert left == prepared(case), sorted(left - prepared(case))
+
+
+def test_the_untouched_cases_cover_every_input_that_once_left_files_or_a_traceback() -> None:
+    labels = {case.label for case in CASES if case.untouched}
+    for label in (
+        "topic not UTF-8",
+        "--out ''",
+        "config nested 5,000 deep",
+        "nested 200,000 arrays deep",
+        "topic a lone surrogate",
+        "a 5,000-digit score",
+        "--topics weight nan",
+        "--database a folder",
+        "--database a PostgreSQL URL",
+        "missing API key",
+        "config thresholds.gap = -1.0",
+        "--templates include outside the search path (..)",
+    ):
+        assert label in labels, label

@@ -2,14 +2,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from debate.exceptions import ConfigurationError
+from debate.records._config import RunConfig
 from debate.records._transcript import Argument, Closing, CrossExamination, transcript_view
-from debate.runtime._prompts import PromptRenderer, data_block
+from debate.runtime._prompts import (
+    DEFAULT_RENDER_SECONDS,
+    MAX_RENDER_STEPS,
+    MAX_TEMPLATE_RANGE,
+    PromptRenderer,
+    data_block,
+    render_seconds,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,3 +155,108 @@ def test_the_sandbox_still_refuses_internal_attributes_once_it_remembers_verdict
             renderer.render("probe.jinja", a=hostile_argument("ok"), t=Argument)
     (tmp_path / "fine.jinja").write_text("{{ a.claim }}\n")
     assert "ok" in renderer.render("fine.jinja", a=hostile_argument("ok"))
+
+
+# --- the render budget --------------------------------------------------------------------
+
+
+def runaway(tmp_path: Path, source: str, seconds: float = 2.0) -> str:
+    """Render a one-template folder's ``t.jinja``; the one-line error it is refused with."""
+    (tmp_path / "t.jinja").write_text(source)
+    renderer = PromptRenderer(tmp_path, seconds=seconds)
+    start = time.perf_counter()
+    with pytest.raises(ConfigurationError) as refused:
+        renderer.render("t.jinja", words=["w"] * 500, text="x" * 100_000)
+    assert time.perf_counter() - start < seconds + 1.5  # refused fast, not after the loops
+    message = str(refused.value)
+    assert message.startswith("template t.jinja: ") and "\n" not in message
+    return message
+
+
+def test_nested_ranges_past_the_range_cap_are_refused(tmp_path: Path) -> None:
+    nested = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+    assert f"at most {MAX_TEMPLATE_RANGE}" in runaway(tmp_path, nested)
+
+
+def test_loops_over_variables_are_counted_against_the_step_budget(tmp_path: Path) -> None:
+    # 500^3 iterations, no range at all: only the loops' own count stops them
+    loops = "{% for a in words %}{% for b in words %}{% for c in words %}{% endfor %}"
+    message = runaway(tmp_path, loops + "{% endfor %}{% endfor %}")
+    assert f"more than {MAX_RENDER_STEPS} loop iterations" in message
+
+
+def test_a_slow_render_is_stopped_by_the_time_limit(tmp_path: Path) -> None:
+    # few steps, each slow (a 100,000-character text upper-cased): only the clock stops it
+    slow = (
+        "{% for a in words %}{% for b in words %}{{ (text|upper)|length }}{% endfor %}{% endfor %}"
+    )
+    assert "a render took over 0.3 s" in runaway(tmp_path, slow, seconds=0.3)
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "calls itself without end"),
+        ("{{ 10 ** 100000 }}", "a power of more than"),
+        ("{{ 'ab' * 10000000 }}", "a text or list of 20000000 items"),
+        ("{{ words * 100000 }}", "a text or list of 50000000 items"),
+        ("{{ 1 / 0 }}", "division by zero"),
+        ("{% set n = 'x' %}{% include n ~ '/../../etc/hostname' %}", "in no template folder"),
+    ],
+)
+def test_other_runaways_are_one_line_configuration_errors(
+    tmp_path: Path, source: str, says: str
+) -> None:
+    assert says in runaway(tmp_path, source)
+
+
+def test_macros_and_calls_count_as_steps(tmp_path: Path) -> None:
+    # a macro calling itself twice, 30 deep: 2^31 calls and not one loop
+    calls = (
+        "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(30) }}"
+    )
+    assert "loop iterations and calls" in runaway(tmp_path, calls)
+
+
+def test_an_include_outside_the_template_folders_is_refused_when_the_renderer_is_made(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "debater_opening.md.jinja").write_text('{% include "../secret.txt" %}\n')
+    with pytest.raises(ConfigurationError, match=r"includes '\.\./secret\.txt', which is in no"):
+        PromptRenderer(tmp_path)
+    (tmp_path / "debater_opening.md.jinja").write_text('{% from "nope" import m %}\n')
+    with pytest.raises(ConfigurationError, match="includes 'nope', which is in no"):
+        PromptRenderer(tmp_path)
+    # as Jinja reads them: an include that may be missing, a list of which one exists
+    (tmp_path / "debater_opening.md.jinja").write_text(
+        '{% include "nope" ignore missing %}{% include ["nope", "judge_system.md.jinja"] %}\n'
+    )
+    assert "one judge on a panel" in PromptRenderer(tmp_path).render("debater_opening.md.jinja")
+
+
+def test_a_render_limit_is_at_most_the_calls_timeout_and_the_deadline() -> None:
+    assert render_seconds() == DEFAULT_RENDER_SECONDS
+    assert render_seconds(120.0, None) == DEFAULT_RENDER_SECONDS
+    assert render_seconds(0.5, 30.0) == 0.5
+    assert render_seconds(120.0, 0.25) == 0.25
+    config = RunConfig(model="scripted", timeout=0.4)
+    assert PromptRenderer.for_run(config).seconds == 0.4
+    assert PromptRenderer.for_run(config).keyed(3).seconds == 0.4
+
+
+def test_the_shipped_prompts_render_well_inside_the_budget() -> None:
+    from debate.runtime import _prompts
+
+    renderer = PromptRenderer()
+    steps: list[int] = []
+    real = _prompts._Budget.step
+
+    def counting(self: _prompts._Budget) -> None:
+        real(self)
+        steps.append(self.steps)
+
+    variables = judge_prompt_variables("plain")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_prompts._Budget, "step", counting)
+        renderer.render("judge_request.md.jinja", **variables)
+    assert 0 < max(steps) < MAX_RENDER_STEPS // 100

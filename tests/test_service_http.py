@@ -259,13 +259,19 @@ class MemoryRunner:
 
 
 class Served:
-    """An app on uvicorn in a thread, on a free port of 127.0.0.1."""
+    """An app on uvicorn in a thread, on a free port of 127.0.0.1.
 
-    def __init__(self, app: FastAPI) -> None:
+    ``http``: the protocol class (``debate serve``'s, with its read timeouts), else uvicorn's.
+    """
+
+    def __init__(self, app: FastAPI, http: type[asyncio.Protocol] | None = None) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            app, log_config=None, access_log=False, lifespan="on", http=http or "auto"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
 
@@ -784,6 +790,7 @@ def test_serve_flags_reach_the_app_and_uvicorn(
         argv = ["serve", "--host", "::1", "--port", "9123", "--database", "jobs.sqlite"]
         argv += ["--workers", "3", "--queue-bound", "7", "--per-token", "2"]
         argv += ["--max-body", "4096", "--webhook-secret-env", "HOOK_SECRET"]
+        argv += ["--header-timeout", "3", "--body-timeout", "4.5"]
         argv += ["--allow-private-webhooks", "--log-format", "json"]
         argv += ["--config", str(tmp_path / "panel.toml"), "--model", "m"]
         argv += ["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", ""]
@@ -799,6 +806,9 @@ def test_serve_flags_reach_the_app_and_uvicorn(
     assert settings_.database == "jobs.sqlite"
     assert (limits.workers, limits.queue_bound, limits.per_token_concurrency) == (3, 7, 2)
     assert (limits.max_body_bytes, settings_.webhook_secret_env) == (4096, "HOOK_SECRET")
+    assert (limits.header_timeout_s, limits.body_timeout_s) == (3.0, 4.5)
+    assert (ran[0]["http"].header_timeout, ran[0]["http"].body_timeout) == (3.0, 4.5)
+    assert (ran[1]["http"].header_timeout, ran[1]["http"].body_timeout) == (10.0, 60.0)
     assert made[0]["allow_private_webhooks"] is True and made[1]["allow_private_webhooks"] is False
     assert (config.arguments, config.model, config.base_url, config.api_key_env) == (
         2,
@@ -865,3 +875,127 @@ def test_real_store_keeps_no_token_and_a_restart_finishes_every_job(tmp_path: Pa
         assert [j["status"] for j in jobs] == ["done"] * 3
         report = client.get(f"/v1/jobs/{ids[0]}/report")
         assert report.status_code == 200 and report.text.startswith("<!DOCTYPE html>")
+
+
+# --- slow clients: read timeouts, and the token before the body ----------------------------
+
+
+@dataclass
+class SlowClient:
+    """A raw socket: sends ``head`` at once, then ``trickle`` a byte every ``gap`` seconds.
+
+    Runs until the server hangs up or ``limit`` seconds pass: ``closed`` is when the server
+    closed the connection, counted from the connect (None: it never did), ``answer`` every
+    byte it sent back.
+    """
+
+    port: int
+    head: bytes = b""
+    trickle: bytes = b""
+    gap: float = 0.2
+    limit: float = 10.0
+    closed: float | None = None
+    answer: bytes = b""
+
+    def run(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.port)) as sock:
+            start, sent = time.monotonic(), 0
+            sock.settimeout(self.gap)
+            sock.sendall(self.head)
+            while time.monotonic() - start < self.limit:
+                try:
+                    if sent < len(self.trickle):
+                        sock.sendall(self.trickle[sent : sent + 1])
+                        sent += 1
+                    chunk = sock.recv(65536)
+                except TimeoutError:
+                    continue
+                except OSError:  # reset or broken pipe: the server closed it
+                    chunk = b""
+                if not chunk:
+                    self.closed = time.monotonic() - start
+                    return
+                self.answer += chunk
+
+
+def post_head(token: str = TOKEN_A, length: int = 64) -> bytes:
+    return (
+        f"POST /v1/debates HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def timed(header: float, body: float) -> tuple[Served, MemoryStore]:
+    """The app with tokens, on ``debate serve``'s protocol with these read timeouts."""
+    from debate.service._timeouts import http_protocol
+
+    limits = ServiceLimits(header_timeout_s=header, body_timeout_s=body)
+    store = MemoryStore()
+    environ = {"DEBATE_SERVICE_TOKENS": token_digest(TOKEN_A)}
+    chosen = ServiceSettings(limits=limits)
+    app = create_app(chosen, CONFIG, store=store, runner=MemoryRunner(store), environ=environ)
+    return Served(app, http=http_protocol(limits)), store
+
+
+def test_slow_headers_and_slow_bodies_are_cut_off_with_408() -> None:
+    served, store = timed(header=1.0, body=1.0)
+    body = json.dumps({"topic": TOPIC}).encode()
+    head = post_head(length=len(body))
+    with served:
+        slow_headers = [SlowClient(served.port, trickle=head) for _ in range(20)]
+        silent = [SlowClient(served.port) for _ in range(5)]
+        slow_bodies = [SlowClient(served.port, head=head, trickle=body) for _ in range(20)]
+        clients = slow_headers + silent + slow_bodies
+        threads = [threading.Thread(target=c.run) for c in clients]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        with httpx.Client(base_url=served.url) as healthy:  # others are served meanwhile
+            assert healthy.get("/healthz").status_code == 200
+        for thread in threads:
+            thread.join(15)
+        took = time.monotonic() - started
+    assert took < 6.0  # every client was let go after about a second, not held open
+    for client in clients:
+        assert client.closed is not None and client.closed < 3.0, client
+        part = "body" if client in slow_bodies else "headers"
+        status, _, rest = client.answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 408 Request Timeout", client.answer
+        error = json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
+        assert (error["kind"], error["field"]) == ("timeout", part)
+        assert error["message"].startswith(f"{part}: not received within 1 s")
+    assert store.rows == {}  # no half body reached a route
+
+
+def test_a_whole_request_in_time_is_not_cut_and_a_stream_outlives_the_timeouts() -> None:
+    served, store = timed(header=0.5, body=0.5)
+    with served, httpx.Client(base_url=served.url, headers=bearer(TOKEN_A)) as client:
+        accepted = client.post("/v1/debates", json={"topic": TOPIC})
+        assert accepted.status_code == 202
+        job = accepted.json()["id"]
+        time.sleep(1.0)  # the kept-alive connection idles past both timeouts
+        assert client.get(f"/v1/jobs/{job}").status_code == 200
+        with client.stream("GET", f"/v1/jobs/{job}/events") as events:
+            assert events.status_code == 200
+            assert "done" in "".join(events.iter_text())  # read to its end, past 0.5 s
+    assert len(store.rows) == 1
+
+
+def test_the_token_is_checked_before_a_byte_of_the_body_is_read() -> None:
+    served, store = timed(header=5.0, body=5.0)
+    answers = {}
+    with served:
+        for name, token in (("stranger", "not-a-token"), ("member", TOKEN_A)):
+            with socket.create_connection(("127.0.0.1", served.port)) as sock:
+                sock.sendall(post_head(token, length=1_000_000))  # headers only, no body
+                sock.settimeout(1.0)
+                try:
+                    answers[name] = sock.recv(65536)
+                except TimeoutError:
+                    answers[name] = b""  # still waiting for the body it was promised
+    assert answers["stranger"].startswith(b"HTTP/1.1 401 ")
+    assert b'"field":"Authorization"' in answers["stranger"].replace(b" ", b"")
+    assert b"connection: close" in answers["stranger"].lower()
+    assert answers["member"] == b""  # a caller it accepts: its body is awaited, then read
+    assert store.rows == {}

@@ -219,6 +219,39 @@ def test_a_bad_argument_is_a_tool_error_that_names_the_field(tmp_path: Path) -> 
         assert "\n" not in error["message"]
 
 
+def test_a_number_sent_as_text_and_an_argument_no_tool_takes_are_refused(tmp_path: Path) -> None:
+    async def work(client: ClientSession) -> list[CallToolResult]:
+        calls = [
+            ("run_debate", {"topic": TOPIC, "arguments": "3"}),
+            ("run_debate", {"topic": TOPIC, "seed": True}),
+            ("run_debate", {"topic": TOPIC, "base_url": "http://127.0.0.1:9/v1"}),
+            ("judge_transcript", {"transcript": transcript().model_dump(), "model": "gpt-x"}),
+            ("decide", {"rows": verdict_rows(), "seed": "1"}),
+            # a list sent as JSON text (as some assistants do) is still a list
+            ("run_debate", {"topic": TOPIC, "arguments": 1, "rounds": 0,
+                            "judges": '["risk", "general"]'}),
+        ]  # fmt: skip
+        return [await client.call_tool(name, args) for name, args in calls]
+
+    *refused, accepted = talk(cli("--model", "scripted"), work, tmp_path)
+    errors = [r.structured_content["error"] for r in refused if r.structured_content]
+    assert all(r.is_error for r in refused) and len(errors) == len(refused)
+    assert [e["field"] for e in errors] == [
+        "arguments",
+        "seed",
+        "base_url",
+        "model",
+        "seed",
+    ]
+    for result, error in zip(refused, errors, strict=True):
+        assert error["kind"] == "configuration" and "\n" not in error["message"]
+        assert result.content[0].text == error["message"]
+    assert errors[0]["message"].startswith("arguments: Input should be a valid integer")
+    assert errors[2]["message"].startswith("base_url: not an argument of run_debate; it takes ")
+    assert "endpoints and keys are the server's" in errors[2]["message"]
+    assert structured(accepted)["result"]["config"]["arguments"] == 1
+
+
 # --- decide ------------------------------------------------------------------------------
 
 

@@ -130,6 +130,20 @@ def seed(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("seed: ")) from exc
 
 
+def path_text(text: str) -> str:
+    """An argparse type for an output path: an empty one is refused, not read as ``.``.
+
+    ``Path("")`` is the current folder, so ``--out ""`` (an unset shell variable, say)
+    would write into wherever the command happens to run.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the folder or file to write")
+    return text
+
+
+path_text.__name__ = "path"  # argparse names the type in "invalid path value"
+
+
 def finite(text: str) -> float:
     """An argparse type for a number of seconds or days: ``inf`` and ``nan`` are refused."""
     value = float(text)
@@ -258,7 +272,9 @@ def model_flags(parser: argparse.ArgumentParser, *, debate_panel: bool = True) -
     calls.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     cost_flags(parser)
     out = parser.add_argument_group("output")
-    out.add_argument("--out", default="debate-out", metavar="DIR", help="where result.json goes")
+    out.add_argument(
+        "--out", type=path_text, default="debate-out", metavar="DIR", help="where result.json goes"
+    )
     out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
     out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     store_flags(out)
@@ -542,13 +558,26 @@ def open_cache(args: argparse.Namespace, out: Path) -> ResponseCache | None:
 
 
 @contextmanager
-def user_file(path: str | Path, what: str) -> Iterator[None]:
-    """Around the read of a file the user named: failing to read it is bad input (exit 2)."""
+def user_file(path: str | Path, what: str, *, writing: bool = False) -> Iterator[None]:
+    """Around the read (or ``writing``, the write) of a file the user named: bad input (exit 2).
+
+    The message says which of the two failed: a write refused as "cannot read it" sent the
+    user looking at the wrong file.
+    """
     try:
         yield
-    except OSError as exc:
+    except IsADirectoryError as exc:
+        if not writing:
+            raise ConfigurationError(
+                f"{what} {path}: cannot read it ({exc.strerror or exc}); check the path"
+            ) from exc
         raise ConfigurationError(
-            f"{what} {path}: cannot read it ({exc.strerror or exc}); check the path"
+            f"{what} {path}: cannot write it (it is a folder); give the path of a file"
+        ) from exc
+    except OSError as exc:
+        action = "write" if writing else "read"
+        raise ConfigurationError(
+            f"{what} {path}: cannot {action} it ({exc.strerror or exc}); check the path"
         ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigurationError(

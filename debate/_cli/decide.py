@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate._cli.common import EXIT_OK, Commands, seed, user_file
+from debate._cli.common import EXIT_OK, Commands, path_text, seed, user_file
 from debate.exceptions import ConfigurationError
+from debate.records._input import parse_json
 
 if TYPE_CHECKING:
     from debate.quality._decide import Decided, Weights
@@ -60,7 +61,10 @@ def add_parser(commands: Commands) -> None:
         "to_label.html) for people, whose rulings come back through --labels",
     )
     parser.add_argument(
-        "--out", metavar="FILE.jsonl", help="write the decisions here (default: stdout)"
+        "--out",
+        type=path_text,
+        metavar="FILE.jsonl",
+        help="write the decisions here (default: stdout)",
     )
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
     parser.set_defaults(func=decide_command)
@@ -109,7 +113,7 @@ def _weights(args: argparse.Namespace) -> Weights:
         )
     with user_file(path, "weights file"):
         try:
-            weights = json.loads(path.read_text(encoding="utf-8"))
+            weights = parse_json(path.read_text(encoding="utf-8"), f"--weights {path}")
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
                 f"--weights {path}: not JSON ({exc.msg} at line {exc.lineno}); write an "
@@ -185,7 +189,7 @@ def decide_command(args: argparse.Namespace) -> int:
         )
     lines = "".join(d.model_dump_json() + "\n" for d in decided.decisions)
     if args.out:
-        with user_file(args.out, "decisions file"):
+        with user_file(args.out, "decisions file", writing=True):
             Path(args.out).write_text(lines, encoding="utf-8")
         summary_stream = sys.stdout
     else:

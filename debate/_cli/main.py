@@ -53,6 +53,7 @@ from debate.exceptions import (
 from debate.records._errors import ERROR_KINDS as SHARED_KINDS
 from debate.records._errors import error_field as shared_error_field
 from debate.records._errors import error_kind as shared_error_kind
+from debate.records._input import lone_surrogate
 
 COMMANDS = (
     run,
@@ -230,6 +231,9 @@ def _command(arguments: list[str]) -> str | None:
 
 
 def _main(arguments: list[str]) -> int:
+    refused = not_utf8(arguments)
+    if refused is not None:  # before anything is parsed, created or recorded
+        return _fail(EXIT_USAGE, "error", refused, argparse.Namespace(json="--json" in arguments))
     try:
         # argv rides along for the commands that record it in run.json
         args = build_parser().parse_args(arguments, argparse.Namespace(argv=arguments))
@@ -249,6 +253,32 @@ def _main(arguments: list[str]) -> int:
         handlers=[handler],
     )
     return dispatch(args)
+
+
+def not_utf8(arguments: list[str]) -> ConfigurationError | None:
+    """The error for the first argument that is not UTF-8 text, if one is not.
+
+    Python hands a byte that is not UTF-8 over as a lone surrogate (``surrogateescape``),
+    which nothing can write: it would fail the first file or record written with it (a
+    result, run.json), after the output folder was made. The message shows the bytes.
+    """
+    for index, argument in enumerate(arguments):
+        found = lone_surrogate(argument)
+        if found is None:
+            continue
+        flag, _, value = argument.partition("=")
+        if not (argument.startswith("--") and value):
+            previous = arguments[index - 1] if index else ""
+            flag = previous if previous.startswith("--") else f"argument {index + 1}"
+            value = argument
+        try:
+            shown = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            shown = value.encode("utf-8", "backslashreplace")
+        return ConfigurationError(
+            f"{flag}: {str(shown)[1:]} is not UTF-8 text; give it in UTF-8", field=flag
+        )
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m debate._cli.main`

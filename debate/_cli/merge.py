@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from debate._cli.batch import summarise
-from debate._cli.common import Commands
+from debate._cli.common import Commands, path_text
 from debate.batch._shards import merge_shards
 
 
@@ -18,7 +18,11 @@ def add_parser(commands: Commands) -> None:
     )
     merge.add_argument("folders", nargs="+", metavar="OUT", help="every shard's --out folder")
     merge.add_argument(
-        "--out", required=True, metavar="DIR", help="new folder for the merged results"
+        "--out",
+        type=path_text,
+        required=True,
+        metavar="DIR",
+        help="new folder for the merged results",
     )
     merge.add_argument("--json", action="store_true", help="print the summary as JSON")
     merge.set_defaults(func=merge_command)

@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import EXIT_OK, Commands, path_text
 from debate.exceptions import ConfigurationError
 from debate.report._dispatch import write_report
 from debate.storage._files import load_result
@@ -24,7 +24,10 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("result", metavar="RESULT.json", help="OUT/result.json of a run")
     parser.add_argument(
-        "--out", metavar="DIR", help="where the reports go (default: the result's folder)"
+        "--out",
+        type=path_text,
+        metavar="DIR",
+        help="where the reports go (default: the result's folder)",
     )
     parser.set_defaults(func=report_command)
 

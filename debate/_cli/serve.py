@@ -15,12 +15,18 @@ import argparse
 import ipaddress
 import logging
 import os
+import sqlite3
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from debate._cli.common import CONFIG_FLAGS, Commands, _check_model_path, at_least
+from pydantic import ValidationError
+
+from debate._cli.common import CONFIG_FLAGS, Commands, _check_model_path, at_least, finite
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig, load_config
+from debate.records._config import RunConfig, load_config, validation_message
+from debate.runtime._pool import ModelPool
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DRAIN_S = 5
@@ -92,6 +98,21 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
         help="largest request body; a larger one gets 413 (2000000)",
     )
     jobs.add_argument(
+        "--header-timeout",
+        type=finite,
+        default=10.0,
+        metavar="S",
+        help="seconds a request's headers may take to arrive; then 408 and the connection "
+        "is closed (10)",
+    )
+    jobs.add_argument(
+        "--body-timeout",
+        type=finite,
+        default=60.0,
+        metavar="S",
+        help="seconds a request's body may take to arrive after its headers; then 408 (60)",
+    )
+    jobs.add_argument(
         "--webhook-secret-env",
         metavar="NAME",
         help="variable holding the HMAC-SHA256 key webhooks are signed with (without it, "
@@ -115,6 +136,8 @@ def serve_command(args: argparse.Namespace) -> int:
     app, handler = build(args)
     try:
         import uvicorn
+
+        from debate.service._timeouts import http_protocol
     except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
         raise ConfigurationError(_EXTRA) from exc
     logging.getLogger().handlers[:] = [handler]
@@ -126,6 +149,7 @@ def serve_command(args: argparse.Namespace) -> int:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=DRAIN_S,
+        http=http_protocol(settings(args).limits),
     )
     return 0
 
@@ -137,12 +161,21 @@ def settings(args: argparse.Namespace) -> Any:
     """The service's settings from the flags."""
     from debate.service._models import ServiceLimits, ServiceSettings
 
-    limits = ServiceLimits(
-        max_body_bytes=args.max_body,
-        per_token_concurrency=args.per_token,
-        queue_bound=args.queue_bound,
-        workers=args.workers,
-    )
+    try:
+        limits = ServiceLimits(
+            max_body_bytes=args.max_body,
+            per_token_concurrency=args.per_token,
+            queue_bound=args.queue_bound,
+            workers=args.workers,
+            header_timeout_s=args.header_timeout,
+            body_timeout_s=args.body_timeout,
+        )
+    except ValidationError as exc:  # the two timeouts: the other flags are bounded by argparse
+        loc = str(exc.errors()[0]["loc"][0])
+        flag = "--" + loc.removesuffix("_s").replace("_", "-")
+        raise ConfigurationError(
+            validation_message(exc, "", {loc: flag}, bounds=ServiceLimits), field=flag
+        ) from exc
     return ServiceSettings(
         database=args.database, webhook_secret_env=args.webhook_secret_env, limits=limits
     )
@@ -153,6 +186,7 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     try:
         from debate.service._app import create_app
         from debate.service._auth import accepted_digests
+        from debate.service._database import sqlite_path
         from debate.service._http import log_handler
         from debate.service._process import RunnerProcess, RunnerSpec
         from debate.service._store import JobStore
@@ -167,7 +201,11 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
             field="--host",
         )
     config = _config(args)
-    store = JobStore(chosen.database)
+    database = sqlite_path(chosen.database)
+    # A missing key is refused here, before the database is made: the runner process that
+    # builds the models would find it only after the server had started.
+    ModelPool(config, model_path=args.model_path).check_keys(config)
+    store = _open_store(JobStore, database)
     spec = RunnerSpec(
         settings=chosen,
         config=config,
@@ -186,6 +224,19 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
         freeze_heap=True,
     )
     return app, log_handler(args.log_format, sys.stderr)
+
+
+def _open_store(store: Callable[[Path], Any], database: Path) -> Any:
+    """The job store at ``database``; a file SQLite cannot open is bad input."""
+    try:
+        return store(database)
+    except (OSError, sqlite3.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigurationError(
+            f"--database {database}: cannot open it as a SQLite database ({reason}); give "
+            "the path of a SQLite file this server may write",
+            field="--database",
+        ) from exc
 
 
 def _loopback(host: str) -> bool:

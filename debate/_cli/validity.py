@@ -22,6 +22,7 @@ from debate._cli.common import (
     Commands,
     at_least,
     out_folder,
+    path_text,
     probability_between,
     user_file,
 )
@@ -84,7 +85,9 @@ def add_parser(commands: Commands) -> None:
         metavar="JUDGE=TIER,...",
         help="with --target-agreement: a cascade; each judge's tier (1 cheapest, default 1)",
     )
-    parser.add_argument("--out", default="validity-out", metavar="DIR", help="report folder")
+    parser.add_argument(
+        "--out", type=path_text, default="validity-out", metavar="DIR", help="report folder"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=validity_command)
 

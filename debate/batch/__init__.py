@@ -18,12 +18,13 @@ from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from debate._checks import repeated
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
+from debate.records._input import NotUnicodeError, check_unicode, without_surrogates
 from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
 from debate.report import write_report
@@ -34,7 +35,7 @@ from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool, owned_pool, run_prices
 from debate.runtime._pricing import PriceTable
 from debate.storage._cache import ResponseCache
-from debate.storage._files import read_jsonl_records, write_json_atomic
+from debate.storage._files import read_jsonl, validated, write_json_atomic
 from debate.storage._runs import RunStore
 
 SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
@@ -50,6 +51,9 @@ class BatchItem(Frozen):
     transcript: Transcript | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     """Overrides of the batch's run config for this item (e.g. judges, arguments)."""
+    _not_unicode: str | None = PrivateAttr(default=None)
+    """Why the item cannot run: its text holds a lone surrogate (see :func:`load_batch`).
+    Not a field: only the reader sets it, never a line of the file."""
 
     @field_validator("topic")
     @classmethod
@@ -109,11 +113,24 @@ class BatchLine(Frozen):
 
 
 def load_batch(path: str | Path) -> list[tuple[str, BatchItem]]:
-    """Read and validate every line first, so a typo on line 900 fails before any work."""
-    items = [
-        (item.id or f"item-{number}", item)
-        for number, item in read_jsonl_records(path, "batch file", BatchItem)
-    ]
+    """Read and validate every line first, so a typo on line 900 fails before any work.
+
+    Text that is not Unicode (a lone surrogate) is the one thing left to the item: it is
+    in that item's own text, so that item fails when it runs and the others run. The rest
+    of such a line is checked as any other (with the text's surrogates replaced, for the
+    check only).
+    """
+    items = []
+    for number, data in read_jsonl(path, "batch file", unicode=False):
+        where = f"batch file {path} line {number}"
+        try:
+            check_unicode(data, "")
+        except NotUnicodeError as exc:
+            item = validated(BatchItem, without_surrogates(data), where)
+            item._not_unicode = str(exc)
+        else:
+            item = validated(BatchItem, data, where)
+        items.append((item.id or f"item-{number}", item))
     ids = [i for i, _ in items]
     dupes = repeated(ids)
     if dupes:
@@ -337,7 +354,8 @@ async def _kept(
 
     Bad input found while an item runs (a template with an undefined variable, a missing
     API key) is not the item's failure but the batch's: it stops the batch with the one
-    line that names it, since every other item would fail the same way.
+    line that names it, since every other item would fail the same way. Text of the item's
+    own that is not Unicode (:class:`~debate.records._input.NotUnicodeError`) fails only it.
     """
     try:
         result = await run
@@ -346,6 +364,8 @@ async def _kept(
         if store is not None:
             store.record(result)
         return BatchLine.of(item_id, result)
+    except NotUnicodeError as exc:
+        return BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
     except ConfigurationError:
         raise
     except (DebateError, ValidationError, OSError) as exc:
@@ -390,6 +410,8 @@ async def _run_item(
     money: Mapping[str, Any],
 ) -> DebateResult:
     """One item's run; ``money`` is the batch's ``prices`` and ``budget``, shared by all."""
+    if item._not_unicode is not None:
+        raise NotUnicodeError(item._not_unicode)
     common: dict[str, Any] = {
         "config": config,
         "seed": seed,

@@ -176,7 +176,7 @@ class Council:
             raise ConfigurationError(f"reviewers: {problem}")
         self.reviewers = list(reviewers)
         self.config = config or RunConfig()
-        self.renderer = renderer or PromptRenderer(self.config.templates)
+        self.renderer = renderer or PromptRenderer.for_run(self.config)
         self.on_event = on_event
         self.cache = cache
         self.escalation: EscalationRule[CouncilResult] = escalation or escalate_on_tied_top

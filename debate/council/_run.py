@@ -90,7 +90,7 @@ async def run_council(
     cfg = config or RunConfig()
     seed = draw_seed(seed)
     wrap = _Wrapper(cache, limiter)
-    renderer = PromptRenderer(cfg.templates).keyed(seed)
+    renderer = PromptRenderer.for_run(cfg).keyed(seed)
     deadline = Deadline(cfg.deadline)  # one budget for the answers and the reviews
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)

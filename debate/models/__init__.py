@@ -19,6 +19,7 @@ __all__ = [
     "ScriptedModel",
     "TestModel",
     "TokenUsage",
+    "in_process",
     "resolve_model",
 ]
 
@@ -44,15 +45,29 @@ def resolve_model(
     the key of ``api_key_env`` and no other (``""``: no key; ``None``: ``OPENAI_API_KEY``,
     for OpenAI's API only).
     """
-    if endpoint in (None, DEFAULT_ENDPOINT) and base_url is None:
-        if model_path is not None:
-            name = LOCAL
-        if name.startswith(SCRIPTED):
+    if in_process(name, base_url=base_url, endpoint=endpoint, model_path=model_path):
+        if name.startswith(SCRIPTED) and model_path is None:
             return TestModel(seed=seed, name=name)
-        if name == LOCAL:
-            from debate.models.local import LocalModel
+        from debate.models.local import LocalModel
 
-            return LocalModel(model_path, seed=seed)
+        return LocalModel(model_path, seed=seed)
     from debate.models.openai import OpenAIModel
 
     return OpenAIModel(name, base_url=base_url, api_key_env=api_key_env, endpoint=endpoint)
+
+
+def in_process(
+    name: str,
+    *,
+    base_url: str | None = None,
+    endpoint: str | None = None,
+    model_path: str | None = None,
+) -> bool:
+    """Whether :func:`resolve_model` runs this model in this process (no server, no key).
+
+    The embedded model (``local``, or any name with ``model_path``) and the test doubles
+    (``scripted...``), on the ``default`` endpoint without a ``base_url``.
+    """
+    if endpoint not in (None, DEFAULT_ENDPOINT) or base_url is not None:
+        return False
+    return model_path is not None or name.startswith(SCRIPTED) or name == LOCAL

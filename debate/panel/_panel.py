@@ -83,7 +83,7 @@ class MultiJudgePanel:
             RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
         self.config = base
         self.judges = list(base.judges)
-        self.renderer = renderer or PromptRenderer(base.templates)
+        self.renderer = renderer or PromptRenderer.for_run(base)
         self.topics = topics or TopicProfiles.load(base.topics)
         self.on_event = on_event
         self.cache = cache

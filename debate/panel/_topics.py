@@ -7,6 +7,7 @@ Keywords match on word boundaries, case-insensitively, with an optional plural e
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +51,11 @@ class TopicProfiles:
                 raise ConfigurationError(f"{source}: {name}.keywords must be a list of strings")
             weights = entry["weights"]
             for role, weight in weights.items():
-                if not isinstance(weight, int | float) or weight < 0:
+                number = isinstance(weight, int | float) and not isinstance(weight, bool)
+                if not number or not math.isfinite(weight) or weight < 0:
                     raise ConfigurationError(
-                        f"{source}: {name}.weights.{role} must be a non-negative number"
+                        f"{source}: {name}.weights.{role} is {weight!r}; give a finite "
+                        "non-negative number (a role's domain weight, e.g. 0.25)"
                     )
             kws = tuple(keywords)
             profiles[name] = TopicProfile(

@@ -25,6 +25,7 @@ from pydantic import (
 
 from debate._checks import repeated
 from debate.exceptions import ConfigurationError
+from debate.records._input import parse_toml
 from debate.records._transcript import DIMENSIONS, Frozen
 from debate.stats import RUBRIC_WEIGHTS, check_weights
 
@@ -77,7 +78,7 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
             f"{what} {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
         ) from exc
     try:
-        return tomllib.loads(text)
+        return parse_toml(text, f"{what} {path}")
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{what} {path}: not valid TOML ({exc}); fix the syntax") from exc
 
@@ -228,14 +229,18 @@ def tier_problem(tiers: Sequence[int], member: str = "judge") -> str | None:
 class Thresholds(Finite):
     """Decision thresholds; echoed in every decision so that a result can be reproduced."""
 
-    alpha: float = 0.50
-    """Below this Krippendorff's alpha (and below ``kappa``), the panel is irreconcilable."""
-    kappa: float = 0.40
-    variance: float = 3.0
+    alpha: float = Field(default=0.50, ge=-1.0, le=1.0)
+    """Below this Krippendorff's alpha (and below ``kappa``), the panel is irreconcilable.
+    An agreement statistic is at most 1, so a threshold above 1 could never be met; -1 or
+    below turns the gate off, so -1 is the lowest."""
+    kappa: float = Field(default=0.40, ge=-1.0, le=1.0)
+    variance: float = Field(default=3.0, gt=0)
     """Per-argument variance across judges (offset-corrected scores, 1-10 scale) at or above
-    which the panel is irreconcilable on that argument."""
-    gap: float = 0.05
-    """A weighted PRO-CON margin smaller than this is too close to call."""
+    which the panel is irreconcilable on that argument. Positive: at 0 every argument, even
+    one the judges scored alike, would be irreconcilable."""
+    gap: float = Field(default=0.05, ge=0)
+    """A weighted PRO-CON margin smaller than this is too close to call (0: none is). A
+    negative gap would be no gap at all, so it is refused as the typo it is."""
     split_share: float = Field(default=0.25, gt=0, le=0.5)
     """Pairwise verdicts: the panel is split (irreconcilable) when the side with less
     support holds at least this share of the weight given to A or B. At 0.25 one judge in

@@ -17,6 +17,8 @@ crosses a boundary outward (one decision per item, the summary) is pydantic.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,6 +30,9 @@ from debate.records._result import Agreement, Diagnostics
 from debate.records._transcript import Frozen, Outcome
 
 RUBRIC_LOW, RUBRIC_HIGH = 1.0, 10.0
+MAX_SCALE_SPAN = sys.float_info.max / (RUBRIC_HIGH - RUBRIC_LOW)
+"""The widest scale a table may declare: a score is rescaled onto 1-10 by multiplying its
+distance from LOW by 9 first, which must not overflow."""
 VERDICTS: tuple[str, str, str] = ("A", "B", "tie")
 """Verdict codes 0, 1, 2: the first option is better, the second is, neither."""
 ORDERS: tuple[str, str, str] = ("", "AB", "BA")
@@ -45,8 +50,19 @@ class Scale(Frozen):
 
     @model_validator(mode="after")
     def _ordered(self) -> Scale:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise ValueError(
+                f"scale: {self.low:g}-{self.high:g} has a bound too large for a number; "
+                "write two ordinary numbers, e.g. 1-5"
+            )
         if not self.high > self.low:
             raise ValueError(f"scale: high {self.high} must exceed low {self.low}; write e.g. 1-5")
+        if not math.isfinite((self.high - self.low) * (RUBRIC_HIGH - RUBRIC_LOW)):
+            raise ValueError(
+                f"scale: {self.low:g}-{self.high:g} spans too far: rescaling a score onto "
+                f"{RUBRIC_LOW:g}-{RUBRIC_HIGH:g} would overflow (the span must stay below "
+                f"{MAX_SCALE_SPAN:.3g}); use a smaller scale, e.g. 1-5"
+            )
         return self
 
     def to_rubric(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -11,7 +11,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.models import resolve_model
+from debate.models import in_process, resolve_model
 from debate.models._base import Model
 from debate.records._config import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
 from debate.runtime._limiter import LimitedModel, RateLimiter
@@ -90,15 +90,7 @@ class ModelPool:
                 endpoint on another host than OpenAI's, no key variable is named).
         """
         cfg = config or self.config
-        label = endpoint or DEFAULT_ENDPOINT
-        spec = cfg.endpoints.get(label)
-        if label != DEFAULT_ENDPOINT and spec is None:
-            raise ConfigurationError(
-                f"endpoint: unknown endpoint {label!r}; declare [endpoints.{label}]"
-            )
-        base_url, key_env = (
-            (spec.base_url, spec.api_key_env) if spec else (cfg.base_url, cfg.api_key_env)
-        )
+        label, spec, base_url, key_env = _endpoint(cfg, endpoint)
         key = (name or cfg.model, label, base_url, key_env)
         if key not in self._built:
             model = resolve_model(
@@ -121,11 +113,25 @@ class ModelPool:
         (the endpoints' price tables are checked by :func:`run_prices`).
         Returns the models, for checks over all of them (a cost cap's prices).
         """
-        models = [self.get(spec.model, spec.endpoint, config=config) for spec in config.judges]
-        if debaters:
-            models.append(self.get(config.pro_model, config.pro_endpoint, config=config))
-            models.append(self.get(config.con_model, config.con_endpoint, config=config))
-        return models
+        return [self.get(name, where, config=config) for name, where in _uses(config, debaters)]
+
+    def check_keys(self, config: RunConfig, *, debaters: bool = True) -> None:
+        """Refuse a missing key of any model ``config`` names, without building a model.
+
+        For a process that only checks (``debate serve`` before it binds and opens its
+        database): building the models (the embedded one loads its weights) is its
+        runner's, in another process.
+
+        Raises:
+            ConfigurationError: as :meth:`get` for a missing key or an unknown endpoint.
+        """
+        from debate.models.openai import resolve_api_key
+
+        for name, where in _uses(config, debaters):
+            label, _, base_url, key_env = _endpoint(config, where)
+            model = name or config.model
+            if not in_process(model, base_url=base_url, endpoint=label, model_path=self.model_path):
+                resolve_api_key(base_url, key_env, label)
 
     def _limiter(self, label: str, spec: Endpoint | None) -> RateLimiter | None:
         """The one limiter of an endpoint with ``rpm``/``tpm`` (None without limits)."""
@@ -135,6 +141,33 @@ class ModelPool:
         if key not in self._limiters:
             self._limiters[key] = self.limiter_factory(key, spec.rpm, spec.tpm)
         return self._limiters[key]
+
+
+def _uses(config: RunConfig, debaters: bool) -> list[tuple[str | None, str | None]]:
+    """The (model, endpoint) of every judge and, for a debate, of both sides."""
+    uses = [(spec.model, spec.endpoint) for spec in config.judges]
+    if debaters:
+        uses += [(config.pro_model, config.pro_endpoint), (config.con_model, config.con_endpoint)]
+    return uses
+
+
+def _endpoint(
+    config: RunConfig, endpoint: str | None
+) -> tuple[str, Endpoint | None, str | None, str | None]:
+    """An endpoint's name, declaration, ``base_url`` and key variable, as ``config`` has it.
+
+    Raises:
+        ConfigurationError: ``endpoint`` is not declared.
+    """
+    label = endpoint or DEFAULT_ENDPOINT
+    spec = config.endpoints.get(label)
+    if label != DEFAULT_ENDPOINT and spec is None:
+        raise ConfigurationError(
+            f"endpoint: unknown endpoint {label!r}; declare [endpoints.{label}]"
+        )
+    if spec is not None:
+        return label, spec, spec.base_url, spec.api_key_env
+    return label, None, config.base_url, config.api_key_env
 
 
 def run_prices(config: RunConfig, prices: PriceTable | None = None) -> PriceTable | None:

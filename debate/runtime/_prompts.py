@@ -5,6 +5,14 @@ a folder the user names, whose files take precedence. Debater and candidate text
 enters a template as a *variable*, passed through the ``data`` filter, which wraps it in
 delimiters the text cannot forge; it is never template source, so ``{{ 7*7 }}`` written by
 a debater reaches the model literally.
+
+A user's template is code, so each render runs under a budget: at most
+:data:`MAX_RENDER_STEPS` loop iterations and calls, ``range`` of at most
+:data:`MAX_TEMPLATE_RANGE` numbers, text or lists multiplied to at most
+:data:`MAX_RENDER_CHARS`, and :data:`DEFAULT_RENDER_SECONDS` (less when a call's timeout
+or the run's deadline is shorter). A shipped prompt takes a few hundred steps and a
+millisecond; a template past its budget is refused in one line, fast, rather than holding
+the event loop (and every call with it) for as long as it runs.
 """
 
 from __future__ import annotations
@@ -13,8 +21,12 @@ import copy
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
+import time
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,16 +35,18 @@ from jinja2 import (
     FileSystemLoader,
     StrictUndefined,
     Template,
+    TemplateError,
     TemplateNotFound,
     TemplateSyntaxError,
-    UndefinedError,
+    nodes,
     pass_context,
 )
-from jinja2.exceptions import SecurityError
+from jinja2.meta import find_referenced_templates
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
+from debate.records._config import RunConfig
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 NONCE_VARIABLE = "_delimiter_key"
@@ -41,6 +55,83 @@ COLLECT_VARIABLE = "_delimited_texts"
 """The render-context variable in which a render collects the texts to delimit."""
 PLACEHOLDER_VARIABLE = "_placeholder_key"
 """The render-context variable that carries the key of a render's placeholders."""
+
+MAX_RENDER_STEPS = 100_000
+"""Loop iterations and calls one render may make (a shipped prompt makes a few hundred)."""
+MAX_TEMPLATE_RANGE = 10_000
+"""The most numbers a template's ``range`` may count (Jinja's sandbox allows 100,000)."""
+MAX_RENDER_CHARS = 1_000_000
+"""The longest text (or list) a template may make by multiplying one (``"x" * n``)."""
+MAX_POWER_DIGITS = 10_000
+"""The most digits ``a ** b`` may have in a template."""
+DEFAULT_RENDER_SECONDS = 2.0
+"""Wall-clock seconds one render may take; a shipped prompt renders in about a millisecond."""
+STEP_FILTER = "_render_step"
+"""The filter every ``for`` loop's iterable passes through, counting its iterations."""
+
+
+class RenderBudgetExceeded(Exception):
+    """A render went past its budget (steps, seconds, a range or a product too large)."""
+
+
+class _Budget:
+    """The steps and seconds left to one render (held in :data:`_BUDGET` while it runs)."""
+
+    __slots__ = ("end", "seconds", "steps")
+
+    def __init__(self, seconds: float) -> None:
+        self.steps = 0
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def step(self) -> None:
+        """Count one loop iteration or call; raise once the render is over its budget."""
+        self.steps += 1
+        if self.steps > MAX_RENDER_STEPS:
+            raise RenderBudgetExceeded(
+                f"more than {MAX_RENDER_STEPS} loop iterations and calls in one render"
+            )
+        if not self.steps & 63 and time.monotonic() > self.end:
+            raise RenderBudgetExceeded(f"a render took over {self.seconds:g} s")
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("debate_render_budget", default=None)
+"""The budget of the render running in this context (None outside a render)."""
+
+
+def render_seconds(*limits: float | None) -> float:
+    """Seconds one render may take: :data:`DEFAULT_RENDER_SECONDS`, or a shorter limit.
+
+    Given a call's timeout and the run's deadline, a render never outlasts either.
+    """
+    return min([DEFAULT_RENDER_SECONDS, *(x for x in limits if x is not None and x > 0)])
+
+
+def _render_step(iterable: Iterable[Any]) -> Iterable[Any]:
+    """The ``for`` loops' filter: each iteration counts against the render's budget."""
+    budget = _BUDGET.get()
+    return iterable if budget is None else _counted(iterable, budget)
+
+
+def _counted(iterable: Iterable[Any], budget: _Budget) -> Iterator[Any]:
+    for item in iterable:
+        budget.step()
+        yield item
+
+
+def _range(*args: int) -> range:
+    """``range`` in a template: at most :data:`MAX_TEMPLATE_RANGE` numbers."""
+    numbers = range(*args)
+    try:
+        size = len(numbers)
+    except OverflowError:
+        size = MAX_TEMPLATE_RANGE + 1
+    if size > MAX_TEMPLATE_RANGE:
+        raise RenderBudgetExceeded(
+            f"range of {size if size <= 10**18 else 'too many'} numbers; at most "
+            f"{MAX_TEMPLATE_RANGE} in a template"
+        )
+    return numbers
 
 
 def shipped_template_dir() -> Path:
@@ -138,9 +229,53 @@ class _Sandbox(SandboxedEnvironment):
     type: each (type, name) is asked once and the answer kept.
     """
 
+    intercepted_binops = frozenset({"*", "**"})
+    """Checked for size (:meth:`call_binop`): the two operators that can make a huge value
+    from small ones in one step."""
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._safe: dict[tuple[type, str], bool] = {}
+        self.globals["range"] = _range
+        self.filters[STEP_FILTER] = _render_step
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        """Parse a template, with every ``for`` loop's iterable counted (:data:`STEP_FILTER`).
+
+        A loop runs as plain Python in the compiled template, out of the sandbox's sight;
+        wrapping its iterable in a filter is the one hook every iteration passes through.
+        """
+        tree = super()._parse(source, name, filename)
+        for loop in tree.find_all(nodes.For):
+            loop.iter = nodes.Filter(loop.iter, STEP_FILTER, [], [], None, None, lineno=loop.lineno)
+        return tree
+
+    def call(
+        __self,  # noqa: B902 - Jinja's own signature: the names cannot clash with kwargs
+        __context: Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """Call ``__obj`` for a template; each call (a macro, a recursive loop) is a step."""
+        budget = _BUDGET.get()
+        if budget is not None:
+            budget.step()
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        """``*`` and ``**``, refused when their result would be too large to make."""
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                sized = isinstance(seq, str | list | tuple) and isinstance(n, int)
+                if sized and len(seq) * n > MAX_RENDER_CHARS:
+                    raise RenderBudgetExceeded(
+                        f"a text or list of {len(seq) * n} items; at most {MAX_RENDER_CHARS}"
+                    )
+        elif isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
+            if right * math.log10(abs(left)) > MAX_POWER_DIGITS:
+                raise RenderBudgetExceeded(f"a power of more than {MAX_POWER_DIGITS} digits")
+        return super().call_binop(context, operator, left, right)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """Jinja's own verdict, asked once per type of object and attribute name."""
@@ -170,10 +305,21 @@ def _environment(folders: tuple[str, ...]) -> SandboxedEnvironment:
 
 
 class PromptRenderer:
-    """Renders the named templates with StrictUndefined (a missing variable is an error)."""
+    """Renders the named templates with StrictUndefined (a missing variable is an error).
+
+    Args:
+        template_dir: A folder whose templates override the shipped ones.
+        secret: Keys every render's delimiters (default: random, or the seed's; see
+            :meth:`keyed`).
+        seconds: Wall-clock limit of one render (see :func:`render_seconds`).
+    """
 
     def __init__(
-        self, template_dir: str | Path | None = None, *, secret: bytes | None = None
+        self,
+        template_dir: str | Path | None = None,
+        *,
+        secret: bytes | None = None,
+        seconds: float = DEFAULT_RENDER_SECONDS,
     ) -> None:
         folders = [shipped_template_dir()]
         if template_dir is not None:
@@ -191,8 +337,15 @@ class PromptRenderer:
         self._given = secret
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         """Keys every render's delimiters (see :func:`render_nonce`)."""
+        self.seconds = seconds
+        """Wall-clock limit of one render."""
         if template_dir is not None:
             self._compile_all(Path(template_dir))
+
+    @classmethod
+    def for_run(cls, config: RunConfig) -> PromptRenderer:
+        """The renderer of a run: its templates, each render within its calls' time limits."""
+        return cls(config.templates, seconds=render_seconds(config.timeout, config.deadline))
 
     def keyed(self, seed: int) -> PromptRenderer:
         """This renderer with delimiter keys derived from a run's seed (unless given one).
@@ -210,12 +363,15 @@ class PromptRenderer:
     def _compile_all(self, folder: Path) -> None:
         """Compile every template of a user's folder now, before any model is called.
 
-        A syntax error or a file that is not UTF-8 is bad input: one line naming the file
-        and the line, rather than a traceback after the first calls were paid for.
+        A syntax error, a file that is not UTF-8 or an ``include`` (``import``,
+        ``extends``) of a template that is in no template folder is bad input: one line
+        naming the file, rather than a failure after the first calls were paid for (and
+        the output folder made). A name computed at render time is checked when used.
         """
         for path in sorted(folder.glob("*.jinja")):
             try:
                 self._env.get_template(path.name)
+                self._check_references(path.name)
             except TemplateSyntaxError as exc:
                 raise ConfigurationError(
                     f"template {path} line {exc.lineno}: {exc.message}; fix the template"
@@ -224,6 +380,32 @@ class PromptRenderer:
                 raise ConfigurationError(
                     f"template {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
                 ) from exc
+
+    def _check_references(self, name: str) -> None:
+        """Every template ``name`` includes, imports or extends by a constant name exists.
+
+        As Jinja reads them: an ``include ... ignore missing`` may name none, and an include
+        of a list needs one of the list.
+        """
+        source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
+        kinds = (nodes.Extends, nodes.FromImport, nodes.Import, nodes.Include)
+        for node in self._env.parse(source).find_all(kinds):
+            if isinstance(node, nodes.Include) and node.ignore_missing:
+                continue
+            names = list(find_referenced_templates(nodes.Template([node])))
+            if None in names:  # computed while rendering: checked then
+                continue
+            try:
+                self._env.select_template([n for n in names if n is not None])
+            except TemplateNotFound as exc:  # select_template's TemplatesNotFound too
+                raise ConfigurationError(self._missing(name, str(names[0]))) from exc
+
+    def _missing(self, name: str, other: str) -> str:
+        where = ", ".join(str(f) for f in self.folders)
+        return (
+            f"template {name}: includes {other!r}, which is in no template folder ({where}); "
+            "a template includes only templates of those folders, by a name inside one"
+        )
 
     def has(self, name: str) -> bool:
         """Whether a template of that name exists in any folder."""
@@ -265,10 +447,27 @@ class PromptRenderer:
             raise ConfigurationError(
                 f"template {name} not found in {where}; add it or fix the template folder"
             ) from exc
+        budget = _BUDGET.set(_Budget(self.seconds))
         try:
             return self._render_once(template, variables)
-        except (UndefinedError, SecurityError) as exc:  # a user's template read what it may not
+        except TemplateNotFound as exc:  # an include whose name was computed while rendering
+            raise ConfigurationError(self._missing(name, str(exc.name))) from exc
+        except TemplateError as exc:  # a user's template read what it may not, or is broken
             raise ConfigurationError(f"template {name}: {exc.message}; fix the template") from exc
+        except RenderBudgetExceeded as exc:
+            raise ConfigurationError(
+                f"template {name}: runs away ({exc}); a prompt renders in milliseconds, so "
+                "bound its loops"
+            ) from exc
+        except RecursionError as exc:
+            raise ConfigurationError(
+                f"template {name}: calls itself without end (a macro or recursive loop); "
+                "bound the recursion"
+            ) from exc
+        except (ArithmeticError, TypeError) as exc:  # 1/0, "a" + 1: the template's own
+            raise ConfigurationError(f"template {name}: {exc}; fix the template") from exc
+        finally:
+            _BUDGET.reset(budget)
 
     def _render_once(self, template: Template, variables: dict[str, Any]) -> str:
         """One pass that leaves placeholders for the delimited texts, then fills them in.

@@ -142,7 +142,9 @@ def _assemble(service: Service, freeze_heap: bool = False) -> FastAPI:
     add_health_routes(app, service)
     add_page_routes(app, service)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    app.add_middleware(RequestMiddleware, max_body=service.settings.limits.max_body_bytes)
+    app.add_middleware(
+        RequestMiddleware, max_body=service.settings.limits.max_body_bytes, auth=service.auth
+    )
     return app
 
 

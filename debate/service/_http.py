@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from starlette.responses import JSONResponse
 
+from debate.service._auth import Authenticator, AuthError
 from debate.service._models import JobError
 
 logger = logging.getLogger("debate.service.access")
@@ -40,6 +41,13 @@ _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 CONTEXT: ContextVar[dict[str, str] | None] = ContextVar("debate_service_request", default=None)
 """The request being handled: ``request_id``, and ``job`` and ``token`` once known."""
+
+CLIENT_GONE = 499
+"""The access line's status of a request whose client went before its body was whole
+(nginx's code for it): no response was sent."""
+
+_GONE = JSONResponse(None)
+""":meth:`RequestMiddleware._read_body`'s marker of a client gone mid-body (never sent)."""
 
 FIELDS = ("request_id", "method", "path", "status", "ms", "job", "token")
 """The fields of a log line (JSON) besides time, level, logger and message."""
@@ -107,17 +115,26 @@ def log_handler(log_format: str, stream: IO[str]) -> logging.Handler:
     return handler
 
 
-class RequestMiddleware:
-    """Request ids, the access log line and the body size limit, around the whole app.
+BODY_METHODS = ("POST", "PUT", "PATCH")
+"""The methods whose body this middleware reads (and so checks the caller of first)."""
 
-    A body is refused with 413 when its ``Content-Length`` is over ``max_body`` and, for a
-    body sent without one (chunked), as soon as the bytes read pass it: the body is read
-    here, up to the limit, and handed to the app only when whole.
+
+class RequestMiddleware:
+    """Request ids, the access log line, the token and the body size limit, around the app.
+
+    A request with a body is refused with 401 when ``auth`` does not accept its token,
+    before a byte of the body is read: a stranger cannot make the server read (and hold)
+    ``max_body`` bytes. A body is refused with 413 when its ``Content-Length`` is over
+    ``max_body`` and, for a body sent without one (chunked), as soon as the bytes read pass
+    it: the body is read here, up to the limit, and handed to the app only when whole. A
+    client gone before its body was whole (or cut off by ``debate serve``'s body timeout)
+    gets nothing: the app never sees half a body.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body: int, auth: Authenticator | None = None) -> None:
         self.app = app
         self.max_body = max_body
+        self.auth = auth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one HTTP request (other scopes pass through)."""
@@ -142,8 +159,13 @@ class RequestMiddleware:
             await send(message)
 
         try:
-            refused, body = await self._read_body(scope, receive, headers)
-            if refused is not None:
+            refused = self._unauthorised(scope, headers)
+            body: Receive | None = None
+            if refused is None:
+                refused, body = await self._read_body(scope, receive, headers)
+            if refused is _GONE:
+                status[0] = CLIENT_GONE
+            elif refused is not None:
                 await refused(scope, receive, send_with_id)
             else:
                 await self.app(scope, body or receive, send_with_id)
@@ -151,11 +173,31 @@ class RequestMiddleware:
             self._access_line(context, status[0], time.perf_counter() - start)
             CONTEXT.reset(token)
 
+    def _unauthorised(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
+        """A 401 for a request with a body whose token is not accepted (None: go on).
+
+        The routes check the caller again (and whose job it is); this check is only so that
+        no body is read for a caller who could not submit it.
+        """
+        if self.auth is None or scope["method"] not in BODY_METHODS:
+            return None
+        try:
+            self.auth.caller(headers.get("authorization"))
+        except AuthError as exc:
+            headers_out = {"WWW-Authenticate": "Bearer", "Connection": "close"}
+            return error_response(exc.status, exc.error, headers_out)
+        return None
+
     async def _read_body(
         self, scope: Scope, receive: Receive, headers: dict[str, str]
     ) -> tuple[JSONResponse | None, Receive | None]:
-        """(a 413 response, None) or (None, a receive that replays the whole body)."""
-        if scope["method"] not in ("POST", "PUT", "PATCH"):
+        """The body, read whole, or why not.
+
+        Returns:
+            (a 413 response, None); (:data:`_GONE`, None) if the client went before the
+            body was whole; or (None, a receive that replays the whole body).
+        """
+        if scope["method"] not in BODY_METHODS:
             return None, None
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_body:
@@ -165,7 +207,7 @@ class RequestMiddleware:
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                return _GONE, None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:

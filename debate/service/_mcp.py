@@ -16,6 +16,7 @@ environment by the model backends and appear in no reply and no log line.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 
 from debate._version import __version__
 from debate.api import judge_transcript, run_debate
@@ -174,9 +175,13 @@ class DebateTools:
         judges: Annotated[
             list[str] | None, Field(description="Judge roles, e.g. ['technical', 'risk']")
         ] = None,
-        arguments: Annotated[int | None, Field(description="Arguments per side, 1-10")] = None,
-        rounds: Annotated[int | None, Field(description="Cross-examination rounds, 0-5")] = None,
-        seed: Annotated[int | None, Field(description="Sampling seed, 0 to 2**32-1")] = None,
+        arguments: Annotated[
+            StrictInt | None, Field(description="Arguments per side, 1-10")
+        ] = None,
+        rounds: Annotated[
+            StrictInt | None, Field(description="Cross-examination rounds, 0-5")
+        ] = None,
+        seed: Annotated[StrictInt | None, Field(description="Sampling seed, 0 to 2**32-1")] = None,
     ) -> VerdictResult:
         """Debate a proposition (PRO against CON) and judge it with the calibrated panel.
 
@@ -210,7 +215,7 @@ class DebateTools:
         ],
         ctx: Context,
         judges: Annotated[list[str] | None, Field(description="Judge roles")] = None,
-        seed: Annotated[int | None, Field(description="Sampling seed")] = None,
+        seed: Annotated[StrictInt | None, Field(description="Sampling seed")] = None,
     ) -> VerdictResult:
         """Judge a transcript written anywhere (our debaters, a meeting, another tool)."""
         changes = panel_overrides(judges=judges, seed=seed)
@@ -241,7 +246,7 @@ class DebateTools:
         ],
         ctx: Context,
         judges: Annotated[list[str] | None, Field(description="Reviewer roles")] = None,
-        seed: Annotated[int | None, Field(description="Sampling seed")] = None,
+        seed: Annotated[StrictInt | None, Field(description="Sampling seed")] = None,
     ) -> VerdictResult:
         """Rank candidate answers with a council of reviewers; ties are reported as ties."""
         changes = panel_overrides(judges=judges, seed=seed)
@@ -281,7 +286,7 @@ class DebateTools:
             Field(description="equal, latent, or judge -> weight"),
         ] = "equal",
         dimension: Annotated[str | None, Field(description="Decide on this dimension")] = None,
-        seed: Annotated[int, Field(description="Seed of the bootstrap intervals")] = 0,
+        seed: Annotated[StrictInt, Field(description="Seed of the bootstrap intervals")] = 0,
     ) -> DecisionsResult:
         """Decide from judgments made elsewhere with the panel's rules (no model is called).
 
@@ -342,13 +347,38 @@ class DebateServer(MCPServer[Any]):
 
     The SDK checks a call's arguments against the tool's signature before the tool runs and
     reports pydantic's multi-line text; here that becomes one line naming the argument, and
-    every package error a tool raises becomes a tool error with its kind and field.
+    every package error a tool raises becomes a tool error with its kind and field. An
+    argument the tool does not take is refused too: the SDK would drop it silently, so a
+    client sending ``base_url`` (which only the server sets) would believe it was used.
+    A count or a seed is taken as a number only (``"arguments": "3"`` is refused, not read
+    as 3): those arguments are strict.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters: dict[str, tuple[str, ...]] = {}
+        """Each tool's argument names, for refusing the ones it does not take."""
+
+    def add_debate_tool(self, tool: Callable[..., Any]) -> None:
+        """Add a tool and note the arguments it takes (all but its MCP context)."""
+        self.add_tool(tool)
+        names = inspect.signature(tool).parameters
+        self.parameters[tool.__name__] = tuple(n for n in names if n != "ctx")
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
         """Call the tool; a bad argument or a package error is a tool error (``is_error``)."""
+        known = self.parameters.get(name)
+        unknown = sorted(set(arguments) - set(known)) if known is not None else []
+        if known is not None and unknown:
+            return tool_error(
+                ConfigurationError(
+                    f"{unknown[0]}: not an argument of {name}; it takes {', '.join(known)} "
+                    "(models, endpoints and keys are the server's)",
+                    field=unknown[0],
+                )
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -390,7 +420,7 @@ def build_server(
         lifespan=lifespan,
     )
     for tool in (tools.run_debate, tools.judge_transcript, tools.rank_candidates, tools.decide):
-        server.add_tool(tool)
+        server.add_debate_tool(tool)
     return server
 
 

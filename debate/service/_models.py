@@ -146,6 +146,13 @@ class ServiceLimits(Frozen):
     """Jobs queued or running at once; beyond it a POST gets 429 with Retry-After."""
     workers: int = Field(default=64, ge=1)
     """Jobs run at once across all tokens."""
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """Seconds a request's headers may take to arrive (from the connection, or the
+    request's first byte); then 408 and the connection is closed."""
+    body_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """Seconds a request's body may take to arrive after its headers (a body of
+    ``max_body_bytes`` at the default limits needs 33 kB/s); then 408 and the connection is
+    closed."""
 
 
 class ServiceSettings(Frozen):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from debate.exceptions import ConfigurationError
 from debate.records._config import validation_message
 from debate.records._council import CouncilResult
+from debate.records._input import parse_json
 from debate.records._result import DebateResult
 
 
@@ -60,7 +61,7 @@ def current_umask() -> int:
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
+def read_jsonl(path: str | Path, what: str, *, unicode: bool = True) -> Iterator[tuple[int, Any]]:
     """Each non-blank line of a JSON Lines file, parsed, with its 1-based line number.
 
     The one JSONL reader: batches, candidates, benchmark items and datasets all fail the
@@ -69,9 +70,12 @@ def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
     Args:
         path: The file.
         what: What the file is, for the message (``batch file``, ``candidates``...).
+        unicode: Refuse a line whose text holds a lone surrogate (see
+            :func:`~debate.records._input.parse_json`); a batch leaves that to the item.
 
     Raises:
-        ConfigurationError: the file cannot be read, is not UTF-8, or a line is not JSON.
+        ConfigurationError: the file cannot be read, is not UTF-8, or a line is not JSON
+            (or nested too deeply, or holds a number too long or text not Unicode).
     """
     source = Path(path)
     try:
@@ -85,7 +89,7 @@ def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, parse_json(line, f"{what} {source} line {number}", unicode=unicode)
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
                 f"{what} {source} line {number}: not valid JSON ({exc.msg}); "
@@ -100,15 +104,22 @@ def read_jsonl_records(path: str | Path, what: str, model: type[M]) -> list[tupl
         ConfigurationError: as :func:`read_jsonl`, or a line that is not a valid ``model``
             (the message names the line and the field).
     """
-    records = []
-    for number, data in read_jsonl(path, what):
-        try:
-            records.append((number, model.model_validate(data)))
-        except ValidationError as exc:
-            raise ConfigurationError(
-                validation_message(exc, f"{what} {path} line {number}"), field=field_of(exc)
-            ) from exc
-    return records
+    return [
+        (number, validated(model, data, f"{what} {path} line {number}"))
+        for number, data in read_jsonl(path, what)
+    ]
+
+
+def validated(model: type[M], data: Any, where: str) -> M:
+    """``data`` validated as ``model``; a ValidationError is one line naming ``where``.
+
+    Raises:
+        ConfigurationError: ``data`` is not a valid ``model`` (the message names the field).
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(validation_message(exc, where), field=field_of(exc)) from exc
 
 
 def field_of(exc: ValidationError) -> str | None:
@@ -136,7 +147,7 @@ def _read(path: Path) -> Any:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise ConfigurationError(f"{path}: cannot read it ({reason}); check the path") from exc
     try:
-        return json.loads(text)
+        return parse_json(text, str(path))
     except json.JSONDecodeError as exc:
         raise ConfigurationError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); give "

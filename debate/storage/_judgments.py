@@ -29,8 +29,10 @@ from typing import Any, NoReturn, TextIO
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
+from debate.records._input import parse_json
 from debate.records._judgments import (
     NO_CALL,
     ORDERS,
@@ -75,7 +77,8 @@ _FROM_PROBABILITY = 3
 """A blank verdict in a table with a ``probability`` column: the verdict follows it."""
 ORDER_CODES = {"": 0, "AB": 1, "BA": 2}
 SCALE_HINT = "declare the score scale: --scale 1-5, or a first line '# scale: 1-5'"
-_SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*$")
+_NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
+_SCALE = re.compile(rf"^\s*{_NUMBER}\s*-\s*{_NUMBER}\s*$")
 _CHUNK = 65_536
 
 
@@ -90,14 +93,23 @@ def _shown(value: object) -> str:
 
 
 def parse_scale(text: str, *, where: str = "--scale") -> Scale:
-    """``1-5`` -> Scale(1, 5); anything else is a one-line error naming ``where``."""
+    """``1-5`` -> Scale(1, 5); anything else is a one-line error naming ``where``.
+
+    The message gives the scale's own fault: not two numbers, HIGH not above LOW, or a
+    span too wide to rescale (:class:`Scale` checks the last two).
+    """
     match = _SCALE.match(text)
-    if match is None or not float(match[2]) > float(match[1]):
+    if match is None:
         raise ConfigurationError(
-            f"{where}: scale {text.strip()!r}; write LOW-HIGH with HIGH above LOW, e.g. 1-5",
+            f"{where}: scale {text.strip()!r} is not LOW-HIGH; write two numbers with HIGH "
+            "above LOW, e.g. 1-5",
             field="scale",
         )
-    return Scale(low=float(match[1]), high=float(match[2]))
+    try:
+        return Scale(low=float(match[1]), high=float(match[2]))
+    except ValidationError as exc:
+        reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ").removeprefix("scale: ")
+        raise ConfigurationError(f"{where}: scale {reason}", field="scale") from exc
 
 
 def _format_of(source: Path) -> str:
@@ -643,8 +655,9 @@ def _csv_rows(reader: Iterator[list[str]], builder: _Builder, shape: _Csv) -> No
 def _jsonl_objects(source: Path, lines: list[tuple[int, str]]) -> list[dict[str, object]]:
     """Every line parsed in one call (per line only to find a bad one), each an object."""
     try:
-        objects = json.loads("[" + ",".join(text for _, text in lines) + "]")
-    except json.JSONDecodeError:
+        joined = "[" + ",".join(text for _, text in lines) + "]"
+        objects = parse_json(joined, str(source))
+    except (json.JSONDecodeError, ConfigurationError):  # found and named line by line below
         objects = None
     if not isinstance(objects, list) or len(objects) != len(lines):
         objects = [_json_line(source, number, text) for number, text in lines]
@@ -660,7 +673,7 @@ def _jsonl_objects(source: Path, lines: list[tuple[int, str]]) -> list[dict[str,
 
 def _json_line(source: Path, number: int, text: str) -> object:
     try:
-        return json.loads(text)
+        return parse_json(text, f"{source} line {number}")
     except json.JSONDecodeError as exc:
         hint = " (a JSON array: write one object per line)" if text.lstrip()[:1] == "[" else ""
         raise ConfigurationError(
