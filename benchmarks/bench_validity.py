@@ -5,6 +5,8 @@ Run (embedded model):
 Any OpenAI-compatible model:
     python benchmarks/bench_validity.py --data ../shared/datasets --limit 64 \\
         --model gpt-4o-mini [--base-url URL --api-key-env NAME]
+The time of `debate validity --target-agreement` on planted panels (no model, no data):
+    python benchmarks/bench_validity.py --timing [--items 10000]
 
 Prints, per dataset, each judge's and the panel's accuracy against the people's majority
 with a Wilson interval, Cohen's kappa, how often it says "tie" when people split vs when
@@ -12,12 +14,19 @@ they agree, and alpha among judges beside alpha among people; for PandaLM the pu
 GPT-3.5 judge on the same items is shown beside. Track records go to a throwaway store
 unless --store is given; --cache PATH keeps every completed call, so an interrupted run
 resumes where it stopped.
+
+With --timing it instead runs `debate validity FILE --labels L --target-agreement 0.85
+--risk 0.10` as a user would (its own process: start, read, cross-fit, report, policy, files
+written) on 10,000 planted items (debate.quality._simulate.planted_pairs) with 4 and 8
+judges giving verdicts with their probabilities, against the bound of 10 s on 2 cores, and
+the same command without --target-agreement in the same run as the anchor.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +41,56 @@ from debate.quality._track import TrackRecords  # noqa: E402
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
 
 
+TIMING_BOUND_S = 10.0
+"""Issue 27: `validity --target-agreement` on 10,000 items under 10 s on 2 cores."""
+TIMING_TARGET = 0.85
+
+
+def planted_files(folder: Path, items: int, judges: int) -> tuple[Path, Path]:
+    """A planted panel of ``judges`` (accuracy 0.85 down to 0.60, with probabilities) as CSV."""
+    import numpy as np
+
+    from debate.quality._simulate import planted_pairs
+    from debate.storage import table_rows, write_judgments
+
+    accuracies = {f"judge-{i + 1}": float(a) for i, a in enumerate(np.linspace(0.85, 0.6, judges))}
+    table, people, _ = planted_pairs(items, accuracies, probabilities=True, seed=judges)
+    return (
+        write_judgments(folder / "judgments.csv", table_rows(table), scale=None),
+        write_judgments(folder / "labels.csv", table_rows(people), scale=None),
+    )
+
+
+def timed_validity(judgments: Path, labels: Path, out: Path, *extra: str) -> float:
+    """Wall time of `debate validity` in its own process, as a user runs it."""
+    command = [sys.executable, "-m", "debate", "validity", str(judgments), "--labels", str(labels)]
+    start = time.perf_counter()
+    subprocess.run(
+        [*command, "--out", str(out), *extra], check=True, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
+    return time.perf_counter() - start
+
+
+def timing(items: int) -> None:
+    """`validity --target-agreement` against its bound and against plain `validity`."""
+    print(f"debate validity on {items:,} planted items, default --bootstrap (1000), 5 folds")
+    print("| judges | with --target-agreement | bound | without (anchor) | ratio |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for judges in (4, 8):
+            folder = Path(tmp) / str(judges)
+            judgments, labels = planted_files(folder, items, judges)
+            target = ("--target-agreement", str(TIMING_TARGET), "--risk", "0.10")
+            policy = timed_validity(judgments, labels, folder / "policy", *target)
+            plain = timed_validity(judgments, labels, folder / "plain")
+            verdict = "within" if policy < TIMING_BOUND_S else "OVER"
+            print(
+                f"| {judges} | {policy:.2f} s | < {TIMING_BOUND_S:g} s on 2 cores ({verdict}) | "
+                f"{plain:.2f} s | {policy / plain:.2f} x |",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "datasets"))
@@ -43,7 +102,14 @@ def main() -> None:
     parser.add_argument("--cache", help="response cache (SQLite): a re-run resumes from it")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--only", choices=["ukpconvarg", "pandalm"])
+    parser.add_argument(
+        "--timing", action="store_true", help="time validity --target-agreement on planted items"
+    )
+    parser.add_argument("--items", type=int, default=10_000, help="with --timing (default 10,000)")
     args = parser.parse_args()
+    if args.timing:
+        timing(args.items)
+        return
     data = Path(args.data)
     config = RunConfig(
         model=args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=400

@@ -1,0 +1,122 @@
+"""The shipped PandaLM panel: `debate example` writes it, and `validity --brief` reads it.
+
+The wheel that ships the tables is tested in tests/test_prompts.py (one wheel build for
+both), which runs `debate example` from the unpacked wheel.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from debate._cli.main import main
+from debate.records._judgments import VerdictTable
+from debate.storage import read_judgments
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "debate" / "data" / "examples" / "pandalm"
+PANDALM = ROOT.parent / "shared" / "datasets" / "pandalm"
+
+
+def test_example_writes_readable_tables_and_says_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "pandalm"
+    assert main(["example", "pandalm", "--out", str(out)]) == 0
+    judgments = read_judgments(out / "judgments.csv")
+    labels = read_judgments(out / "labels.csv")
+    assert isinstance(judgments, VerdictTable) and isinstance(labels, VerdictTable)
+    assert judgments.judges == ("gpt-3.5-turbo", "pandalm-7b")
+    assert len(judgments.items) == 999 and judgments.rows == 1973  # 25 'garbage' left out
+    assert labels.judges == ("annotator1", "annotator2", "annotator3")
+    assert len(labels.items) == 999 and labels.rows == 2997
+    assert "Apache License" in (out / "LICENSE").read_text()
+    assert "3871806e72b4832f815ecafd24d3503c73403f48" in (out / "NOTICE").read_text()
+    printed = capsys.readouterr().out
+    assert f"{out / 'judgments.csv'}: 1,973 verdicts of 2 judges on 999 items" in printed
+    assert f"debate validity {out / 'judgments.csv'} --labels {out / 'labels.csv'}" in printed
+
+
+def test_example_again_is_harmless_but_never_overwrites_other_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "here"
+    assert main(["example", "pandalm", "--out", str(out)]) == 0
+    assert main(["example", "pandalm", "--out", str(out)]) == 0  # same files: fine
+    mine = out / "labels.csv"
+    mine.write_text("item,judge,verdict\nmine,me,A\n")
+    capsys.readouterr()
+    assert main(["example", "pandalm", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--out" in err and "labels.csv" in err
+    assert mine.read_text() == "item,judge,verdict\nmine,me,A\n"
+
+
+def test_example_refuses_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["example", "nope"]) == 2
+    assert "pandalm" in capsys.readouterr().err
+
+
+def test_example_is_listed_in_debate_help() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "debate", "--help"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "example" in shown and "real recorded panel" in shown
+
+
+def test_shipped_tables_are_small() -> None:
+    size = sum(p.stat().st_size for p in SHIPPED.iterdir())
+    assert size < 200_000, size  # well under the 1 MB the package allows itself
+
+
+@pytest.mark.skipif(not PANDALM.is_dir(), reason=f"the PandaLM data set is not at {PANDALM}")
+def test_shipped_tables_are_the_converters_output(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "datasets" / "pandalm.py"), str(PANDALM), str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    for name in ("judgments.csv", "labels.csv"):
+        assert (tmp_path / name).read_bytes() == (SHIPPED / name).read_bytes(), name
+
+
+def test_validity_brief_on_the_shipped_panel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `make demo` ends with: the best judge, the panel beside it, the guarantee."""
+    data = tmp_path / "pandalm"
+    assert main(["example", "pandalm", "--out", str(data)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "v"
+    code = main(
+        [
+            "validity", str(data / "judgments.csv"), "--labels", str(data / "labels.csv"),
+            "--target-agreement", "0.8", "--risk", "0.1", "--bootstrap", "50", "--brief",
+            "--out", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    lines = printed.strip().splitlines()
+    assert len(lines) <= 10, printed
+    assert "best single judge, gpt-3.5-turbo" in printed
+    assert "against gpt-3.5-turbo" in printed and "on every item (100 %)" in printed
+    assert "--target-agreement 0.8 --risk 0.1: the policy declares" in printed
+    assert "guarantee: " in printed and "at least 0.8 with probability at least 0.9" in printed
+    assert f"--policy {out / 'policy.json'}" in printed
+    assert "| method |" not in printed  # no tables
+    for name in ("validity.html", "validity.md", "validity.json", "policy.json"):
+        assert (out / name).is_file(), name
+
+
+def test_validity_brief_and_json_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["validity", "x.csv", "--labels", "y.csv", "--brief", "--json"])
+    assert code == 2
+    assert "--brief" in capsys.readouterr().err
