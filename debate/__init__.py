@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         write_result,
     )
     from debate.batch import BatchItem, load_batch, run_batch
+    from debate.council._review import escalate_on_tied_top
     from debate.council._run import load_candidates, run_council, run_council_sync
     from debate.models import (
         FunctionModel,
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
     )
     from debate.models.local import LocalModel
     from debate.models.openai import OpenAIModel
+    from debate.panel._cascade import (
+        Escalation,
+        EscalationRule,
+        ask_every_tier,
+        escalate_unless_winner,
+    )
     from debate.panel._panel import MultiJudgePanel
     from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
     from debate.quality._track import TrackRecords
@@ -63,12 +70,15 @@ if TYPE_CHECKING:
         ScoreTable,
         VerdictTable,
     )
+    from debate.records._policy import Policy, TierPolicy
     from debate.records._result import (
         Agreement,
+        Cascade,
         DebateResult,
         Decision,
         Diagnostics,
         PanelResult,
+        TierStep,
         Usage,
         Vote,
     )
@@ -89,6 +99,7 @@ if TYPE_CHECKING:
     from debate.storage._cache import ResponseCache
     from debate.storage._files import load_result
     from debate.storage._judgments import read_judgments, write_judgments
+    from debate.storage._policy import read_policy, write_policy
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "debate.api": (
@@ -100,6 +111,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "write_result",
     ),
     "debate.batch": ("BatchItem", "load_batch", "run_batch"),
+    "debate.council._review": ("escalate_on_tied_top",),
     "debate.council._run": ("load_candidates", "run_council", "run_council_sync"),
     "debate.models": (
         "FunctionModel",
@@ -113,6 +125,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "debate.models.local": ("LocalModel",),
     "debate.models.openai": ("OpenAIModel",),
+    "debate.panel._cascade": (
+        "Escalation",
+        "EscalationRule",
+        "ask_every_tier",
+        "escalate_unless_winner",
+    ),
     "debate.panel._panel": ("MultiJudgePanel",),
     "debate.quality._decide": ("Decided", "Validity", "decide_judgments", "validate_judgments"),
     "debate.quality._track": ("TrackRecords",),
@@ -131,12 +149,15 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ScoreTable",
         "VerdictTable",
     ),
+    "debate.records._policy": ("Policy", "TierPolicy"),
     "debate.records._result": (
         "Agreement",
+        "Cascade",
         "DebateResult",
         "Decision",
         "Diagnostics",
         "PanelResult",
+        "TierStep",
         "Usage",
         "Vote",
     ),
@@ -157,6 +178,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.storage._cache": ("ResponseCache",),
     "debate.storage._files": ("load_result",),
     "debate.storage._judgments": ("read_judgments", "write_judgments"),
+    "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each public name lives; the TYPE_CHECKING imports above say the same to mypy."""
 
@@ -196,6 +218,7 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Candidate",
+    "Cascade",
     "Closing",
     "ConfigurationError",
     "CouncilResult",
@@ -208,6 +231,8 @@ __all__ = [
     "Decided",
     "Decision",
     "Diagnostics",
+    "Escalation",
+    "EscalationRule",
     "Event",
     "EventHandler",
     "FunctionModel",
@@ -222,6 +247,7 @@ __all__ = [
     "MultiJudgePanel",
     "OpenAIModel",
     "PanelResult",
+    "Policy",
     "PriceTable",
     "ProviderError",
     "RateLimiter",
@@ -236,6 +262,8 @@ __all__ = [
     "StepStarted",
     "TestModel",
     "Thresholds",
+    "TierPolicy",
+    "TierStep",
     "TokenUsage",
     "TrackRecords",
     "Transcript",
@@ -245,9 +273,12 @@ __all__ = [
     "VerdictTable",
     "Vote",
     "__version__",
+    "ask_every_tier",
     "charts",
     "decide_judgments",
     "default_judges",
+    "escalate_on_tied_top",
+    "escalate_unless_winner",
     "judge_transcript",
     "judge_transcript_sync",
     "load_batch",
@@ -256,6 +287,7 @@ __all__ = [
     "load_result",
     "load_transcript",
     "read_judgments",
+    "read_policy",
     "render_html",
     "render_markdown",
     "run_batch",
@@ -265,6 +297,7 @@ __all__ = [
     "run_debate_sync",
     "validate_judgments",
     "write_judgments",
+    "write_policy",
     "write_report",
     "write_result",
 ]

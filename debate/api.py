@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from debate._version import __version__
 from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Model, ModelSettings
+from debate.panel._cascade import EscalationRule
 from debate.panel._panel import MultiJudgePanel
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
@@ -77,6 +78,7 @@ async def run_debate(
     budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
+    escalation: EscalationRule[PanelResult] | None = None,
 ) -> DebateResult:
     """Run a whole debate and judge it.
 
@@ -101,9 +103,13 @@ async def run_debate(
             refuses leaves the judge unscored, a debater's raises BudgetExceeded.
         history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
         on_event: Progress callback.
+        escalation: When the judges of the next tier (``JudgeSpec.tier``) are asked:
+            default when the tiers asked so far declared no winner; ``ask_every_tier``
+            asks them all (see :mod:`debate.panel._cascade`).
 
     Returns:
-        The result, with the transcript, each judge's evaluation, agreement, vote and decision.
+        The result, with the transcript, each judge's evaluation, agreement, vote and
+        decision (``decision.tier``: the tier that decided), and the ``cascade``.
     """
     _check_topic(topic)
     cfg = _config(config)
@@ -117,7 +123,7 @@ async def run_debate(
         meter = UsageMeter.for_run(
             run_prices(cfg, prices), budget, _names(debaters.pro, debaters.con, judged)
         )
-        panel = _panel(cfg, judged, wrap, on_event, history, renderer)
+        panel = _panel(cfg, judged, wrap, on_event, history, renderer, escalation)
         protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
         transcript = await _debated(protocol, topic, deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
@@ -175,6 +181,7 @@ def _panel(
     on_event: EventHandler | None,
     history: Mapping[str, float] | None,
     renderer: PromptRenderer | None = None,
+    escalation: EscalationRule[PanelResult] | None = None,
 ) -> MultiJudgePanel:
     """The run's panel: judges rate-limited like the debaters, replies in the run's cache.
 
@@ -187,6 +194,7 @@ def _panel(
         on_event=on_event,
         history=history,
         cache=wrap.cache,
+        escalation=escalation,
     )
 
 
@@ -227,6 +235,7 @@ async def judge_transcript(
     budget: Budget | None = None,
     history: Mapping[str, float] | None = None,
     on_event: EventHandler | None = None,
+    escalation: EscalationRule[PanelResult] | None = None,
 ) -> DebateResult:
     """Judge a transcript written by anyone: our debaters, people in a meeting, another tool.
 
@@ -238,7 +247,7 @@ async def judge_transcript(
     async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
         judged = _judge_models(cfg, models, model, judges)
         meter = UsageMeter.for_run(run_prices(cfg, prices), budget, _names(judged))
-        panel = _panel(cfg, judged, wrap, on_event, history)
+        panel = _panel(cfg, judged, wrap, on_event, history, escalation=escalation)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)
 

@@ -438,14 +438,14 @@ def test_the_shipped_schema_is_the_one_the_records_generate(kind: str) -> None:
 def test_debate_schema_prints_a_versioned_schema(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "schema", "result")
     schema = json.loads(out)
-    assert code == 0 and schema["$id"] == "urn:debate:schema:result:v2" and schema["version"] == 2
+    assert code == 0 and schema["$id"] == "urn:debate:schema:result:v3" and schema["version"] == 3
     assert schema["$schema"].startswith("https://json-schema.org/draft/2020-12")
     assert {"topic", "transcript", "decision", "usage", "config", "version"} <= set(
         schema["required"]
     )
     assert schema["additionalProperties"] is False  # records forbid extra fields
     code, out, _ = cli(capsys, "schema", "council")
-    assert code == 0 and json.loads(out)["$id"] == "urn:debate:schema:council:v2"
+    assert code == 0 and json.loads(out)["$id"] == "urn:debate:schema:council:v3"
 
 
 def test_a_real_result_validates_against_the_schema_and_a_broken_one_does_not(

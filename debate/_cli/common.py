@@ -17,7 +17,7 @@ from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, check_seed, default_judges, load_config
-from debate.records._result import Usage
+from debate.records._result import Cascade, Usage
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter
@@ -325,6 +325,19 @@ def budget_lines(usage: Usage) -> list[str]:
     return [head] + [
         f"  - not made: {s.phase} {s.actor} ({s.model}): {s.reason}" for s in usage.skipped
     ]
+
+
+def cascade_lines(cascade: Cascade | None, tier: int) -> list[str]:
+    """Which tier decided and why each tier stopped or went on (none without tiers)."""
+    if cascade is None or len(cascade.steps) < 2:
+        return []
+    cost = "" if cascade.cost_usd is None else f", ${cascade.cost_usd:.4f}"
+    head = (
+        f"Cascade: decided by tier {tier} of {len(cascade.steps)}; {cascade.calls} judge calls"
+        f"{cost} (asking every tier: {cascade.calls_all_tiers} calls)"
+    )
+    steps = [f"  - tier {s.tier} ({', '.join(s.judges)}): {s.reason}" for s in cascade.steps]
+    return [head, *steps]
 
 
 def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:

@@ -87,6 +87,7 @@ def council_summary(result: CouncilResult, path: str) -> str:
             )
         if review.status == "unscored":
             lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
+    lines += common.cascade_lines(result.cascade, result.tier)
     lines += common.budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)

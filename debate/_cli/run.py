@@ -126,6 +126,7 @@ def summary(result: DebateResult, path: str) -> str:
     )
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
+    lines += common.cascade_lines(result.cascade, d.tier)
     u = result.usage
     cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     lines.append(

@@ -24,7 +24,9 @@ from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 
 # v2: config.max_tokens may be null (each call's bound derived from its reply schema).
-SCHEMA_VERSION = 2
+# v3: results record the cascade of judge tiers (judges' tier, decision.tier, cascade); every
+# record forbids unknown keys, so a v2 validator would refuse a v3 result.
+SCHEMA_VERSION = 3
 """The version of the result formats; it is in each schema's ``$id``."""
 
 SCHEMAS: dict[str, type[BaseModel]] = {"result": DebateResult, "council": CouncilResult}

@@ -31,8 +31,9 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models._base import Message, Model, ModelSettings
+from debate.panel._cascade import Escalation, EscalationRule, Tier, run_cascade, tiers_of, upto
 from debate.panel._positions import labelled_order
-from debate.records._config import RunConfig
+from debate.records._config import RunConfig, tier_problem
 from debate.records._council import (
     Candidate,
     CouncilDimensions,
@@ -56,6 +57,23 @@ class Reviewer:
     name: str
     model: Model
     perspective: str | None = None
+    tier: int = 1
+    """Cascade tier (``JudgeSpec.tier`` of the judge it reviews as): tier 2 reviews only
+    when tier 1's ranking is not confident (see :func:`escalate_on_tied_top`)."""
+
+
+def escalate_on_tied_top(decided: CouncilResult, tier: int) -> Escalation:
+    """The default rule of a council: ask the next tier when the top is tied or missing.
+
+    Tied is the council's own flag (``tied_with_next`` on the first place: the ``tie_z``
+    intervals of the first two overlap).
+    """
+    if not decided.rankings:
+        return Escalation(True, f"{upto(tier)}: no candidate could be ranked")
+    top = decided.rankings[0]
+    if top.tied_with_next:
+        return Escalation(True, f"{upto(tier)}: {top.candidate} is tied for first place")
+    return Escalation(False, f"{upto(tier)}: {top.candidate} ranks first, not tied")
 
 
 class Answer(Frozen):
@@ -132,7 +150,11 @@ class _Sitting:
 
 
 class Council:
-    """Reviewers plus settings; :meth:`rank` runs one question."""
+    """Reviewers plus settings; :meth:`rank` runs one question.
+
+    ``escalation`` says when the reviewers of the next tier are asked (default
+    :func:`escalate_on_tied_top`); without tiers it is consulted once and its reason kept.
+    """
 
     def __init__(
         self,
@@ -142,17 +164,22 @@ class Council:
         renderer: PromptRenderer | None = None,
         on_event: EventHandler | None = None,
         cache: ResponseCache | None = None,
+        escalation: EscalationRule[CouncilResult] | None = None,
     ) -> None:
         if not reviewers:
             raise ConfigurationError("reviewers: the council needs at least one reviewer")
         names = [r.name for r in reviewers]
         if len(set(names)) != len(names):
             raise ConfigurationError("reviewers: reviewer names must be unique")
+        problem = tier_problem([r.tier for r in reviewers], "reviewer")
+        if problem is not None:
+            raise ConfigurationError(f"reviewers: {problem}")
         self.reviewers = list(reviewers)
         self.config = config or RunConfig()
         self.renderer = renderer or PromptRenderer(self.config.templates)
         self.on_event = on_event
         self.cache = cache
+        self.escalation: EscalationRule[CouncilResult] = escalation or escalate_on_tied_top
 
     async def rank(
         self,
@@ -163,7 +190,11 @@ class Council:
         meter: UsageMeter | None = None,
         deadline: Deadline | None = None,
     ) -> CouncilResult:
-        """Review every candidate with every reviewer, concurrently, and aggregate.
+        """Review every candidate with the reviewers, concurrently, tier by tier; aggregate.
+
+        Without tiers every reviewer is asked at once; with tiers, the next tier only when
+        the escalation rule says the ranking so far is not confident (the result's
+        ``cascade`` says which tiers were asked and why).
 
         Reviewers still running when ``deadline`` (default: ``config.deadline`` from now)
         passes are recorded as unscored (timeout), as a panel's judges are.
@@ -180,16 +211,32 @@ class Council:
             ),
             deadline=deadline or Deadline(self.config.deadline),
         )
-        reviews = await asyncio.gather(*(self._review(r, sitting) for r in self.reviewers))
-        return aggregate(
-            question,
-            list(candidates),
-            list(reviews),
-            self.config,
-            usage=sitting.call.meter.snapshot(),
-            seed=seed,
-            version=__version__,
+        by_name = {r.name: r for r in self.reviewers}
+        done: dict[str, Review] = {}
+
+        async def ask(tier: Tier) -> None:
+            asked = [by_name[name] for name in tier.members]
+            reviews = await asyncio.gather(*(self._review(r, sitting) for r in asked))
+            done.update(zip(tier.members, reviews, strict=True))
+
+        def conclude(tier: int) -> CouncilResult:
+            reviews = [done[r.name] for r in self.reviewers if r.tier <= tier]
+            ranked = aggregate(
+                question,
+                list(candidates),
+                reviews,
+                self.config,
+                usage=sitting.call.meter.snapshot(),
+                seed=seed,
+                version=__version__,
+            )
+            return ranked.model_copy(update={"tier": tier})
+
+        tiers = tiers_of([(r.name, r.tier) for r in self.reviewers], 1)
+        result, cascade = await run_cascade(
+            tiers, ask, conclude, self.escalation, sitting.call.meter
         )
+        return result.model_copy(update={"cascade": cascade})
 
     def _messages(
         self, reviewer: Reviewer, sitting: _Sitting, shown: list[tuple[str, Candidate]]

@@ -9,6 +9,7 @@ from pathlib import Path
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
 from debate.exceptions import ConfigurationError
 from debate.models._base import Model
+from debate.panel._cascade import EscalationRule
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
 from debate.records._result import draw_seed
@@ -56,6 +57,7 @@ async def run_council(
     prices: PriceTable | None = None,
     budget: Budget | None = None,
     on_event: EventHandler | None = None,
+    escalation: EscalationRule[CouncilResult] | None = None,
 ) -> CouncilResult:
     """Rank candidate answers to ``question``.
 
@@ -79,6 +81,11 @@ async def run_council(
         budget: Caps on cost and tokens; a reviewer's call it refuses leaves the reviewer
             unscored, a generator's stops the council.
         on_event: Progress callback.
+        escalation: When the reviewers of the next tier (``JudgeSpec.tier``; a reviewer in
+            ``reviewers`` takes the tier of the config's judge of its name, else 1) are
+            asked; default: when the top of the ranking so far is tied
+            (:func:`~debate.council._review.escalate_on_tied_top`). Generators review in
+            tier 1.
     """
     cfg = config or RunConfig()
     seed = draw_seed(seed)
@@ -105,7 +112,12 @@ async def run_council(
             raise ConfigurationError("candidates: give candidates or models to --generate them")
         check_candidates(question, candidates)
         council = Council(
-            council_reviewers, config=cfg, renderer=renderer, on_event=on_event, cache=wrap.cache
+            council_reviewers,
+            config=cfg,
+            renderer=renderer,
+            on_event=on_event,
+            cache=wrap.cache,
+            escalation=escalation,
         )
         return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
 
@@ -119,8 +131,9 @@ def _reviewers(
     model: Model | None,
     generate: Sequence[Model] | None,
 ) -> list[Reviewer]:
-    if reviewers is not None:
-        return [Reviewer(name, wrap(m)) for name, m in reviewers.items()]
+    if reviewers is not None:  # a reviewer named like a judge of the config takes its tier
+        tiers = {spec.name: spec.tier for spec in cfg.judges}
+        return [Reviewer(name, wrap(m), tier=tiers.get(name, 1)) for name, m in reviewers.items()]
     if generate:
         return [Reviewer(m.name, wrap(m)) for m in generate]
     result = []
@@ -135,7 +148,7 @@ def _reviewers(
             f"You review as the {spec.role} judge. "
             + renderer.render(f"judge_role_{spec.role}.md.jinja").strip()
         )
-        result.append(Reviewer(spec.name, wrap(chosen), perspective))
+        result.append(Reviewer(spec.name, wrap(chosen), perspective, tier=spec.tier))
     return result
 
 

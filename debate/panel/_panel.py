@@ -14,6 +14,13 @@ from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message, Model, ModelSettings
+from debate.panel._cascade import (
+    EscalationRule,
+    Tier,
+    escalate_unless_winner,
+    run_cascade,
+    tiers_of,
+)
 from debate.panel._decision import Context, Setting, batch_of, conclude_batch, score_matrices
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
@@ -50,6 +57,9 @@ class MultiJudgePanel:
         history: Track-record accuracy by judge identity (:meth:`identity`);
             judges without history count as 1.0.
         cache: Response cache: a judge's valid reply is replayed from it, and stored in it.
+        escalation: When to ask the judges of the next tier (:mod:`debate.panel._cascade`);
+            default: when the judges asked so far declared no winner. Without tiers (every
+            judge in tier 1) it is consulted once and its reason recorded.
     """
 
     def __init__(
@@ -63,6 +73,7 @@ class MultiJudgePanel:
         on_event: EventHandler | None = None,
         history: Mapping[str, float] | None = None,
         cache: ResponseCache | None = None,
+        escalation: EscalationRule[PanelResult] | None = None,
     ) -> None:
         base = config or RunConfig()
         self.history = dict(history or {})
@@ -75,6 +86,7 @@ class MultiJudgePanel:
         self.topics = topics or TopicProfiles.load(base.topics)
         self.on_event = on_event
         self.cache = cache
+        self.escalation: EscalationRule[PanelResult] = escalation or escalate_unless_winner
         self.models = self._bind_models(models)
         for spec in self.judges:
             template = f"judge_role_{spec.role}.md.jinja"
@@ -105,7 +117,7 @@ class MultiJudgePanel:
         return await classify_topic(
             topic,
             self.topics,
-            self.models[self.judges[0].name],
+            self.models[self._first().name],
             renderer=renderer,
             settings=settings,
             call=call,
@@ -115,24 +127,50 @@ class MultiJudgePanel:
         """The key of this judge's track record: role x model x template version."""
         return identity(spec.role, self.models[spec.name].name, self.renderer)
 
-    def judge_weights(self, topic_type: str) -> dict[str, float]:
-        """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history)."""
+    def _first(self) -> JudgeSpec:
+        """The first judge of the lowest tier: the cheapest, so it classifies the topic."""
+        return min(self.judges, key=lambda j: j.tier)
+
+    def judge_weights(
+        self, topic_type: str, judges: Sequence[JudgeSpec] | None = None
+    ) -> dict[str, float]:
+        """0.7 x domain weight + 0.3 x historical accuracy (1.0 without history).
+
+        ``judges``: the judges a decision rests on (default all; the tiers asked so far in
+        a cascade), whose number is the panel size a custom role's equal share divides by.
+        """
+        chosen = self.judges if judges is None else list(judges)
         return {
-            j.name: DOMAIN_WEIGHT * self.topics.domain_weight(topic_type, j.role, len(self.judges))
+            j.name: DOMAIN_WEIGHT * self.topics.domain_weight(topic_type, j.role, len(chosen))
             + HISTORY_WEIGHT * self.history.get(self.identity(j), 1.0)
-            for j in self.judges
+            for j in chosen
         }
 
     def presentations(self, transcript: Transcript, seed: int) -> list[Presentation]:
-        """Each judge's reading order, drawn from the run's seed."""
-        rng = random.Random(f"{seed}:presentation")
-        return presentations(
-            len(self.judges),
-            [a.id for a in transcript.side_arguments("PRO")],
-            [a.id for a in transcript.side_arguments("CON")],
-            rng=rng,
-            mode=self.config.presentation,
-        )
+        """Each judge's reading order, drawn from the run's seed.
+
+        Counterbalanced within each tier (tier 1 from the draw a panel without tiers makes),
+        so the judges asked so far are balanced whichever tier the cascade stops at.
+        """
+        pro = [a.id for a in transcript.side_arguments("PRO")]
+        con = [a.id for a in transcript.side_arguments("CON")]
+        orders: dict[str, Presentation] = {}
+        for tier in self._tiers():
+            key = f"{seed}:presentation" + ("" if tier.number == 1 else f":tier{tier.number}")
+            drawn = presentations(
+                len(tier.members),
+                pro,
+                con,
+                rng=random.Random(key),
+                mode=self.config.presentation,
+            )
+            orders.update(zip(tier.members, drawn, strict=True))
+        return [orders[j.name] for j in self.judges]
+
+    def _tiers(self) -> list[Tier]:
+        """The panel's tiers, lowest first (one without tiers)."""
+        readings = 2 if self.config.swap else 1
+        return tiers_of([(j.name, j.tier) for j in self.judges], readings)
 
     async def evaluate(
         self,
@@ -142,10 +180,14 @@ class MultiJudgePanel:
         meter: UsageMeter | None = None,
         deadline: Deadline | None = None,
     ) -> PanelResult:
-        """Run every judge concurrently on ``transcript`` and decide.
+        """Run the judges concurrently on ``transcript``, tier by tier, and decide.
 
-        Judges still running when ``deadline`` passes are recorded as unscored (timeout).
-        Without a seed one is drawn; it is returned in the result so the run can be replayed.
+        Without tiers every judge is asked at once. With tiers, the judges of one tier are
+        asked together, and the next tier only when the escalation rule says the decision
+        on the tiers so far is not confident enough (:mod:`debate.panel._cascade`); the
+        result's ``cascade`` says which tiers were asked and why. Judges still running
+        when ``deadline`` passes are recorded as unscored (timeout). Without a seed one is
+        drawn; it is returned in the result so the run can be replayed.
         """
         seed = draw_seed(seed)
         renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
@@ -168,14 +210,31 @@ class MultiJudgePanel:
         topic_type, topic_source = await self._topic(
             transcript.topic, sitting.settings, sitting.call, renderer
         )
-        orders = self.presentations(transcript, seed)
-        evaluations = await asyncio.gather(
-            *(
-                evaluate_judge(sitting, spec, self.models[spec.name], order)
-                for spec, order in zip(self.judges, orders, strict=True)
+        shown = self.presentations(transcript, seed)
+        orders = {j.name: order for j, order in zip(self.judges, shown, strict=True)}
+        specs = {j.name: j for j in self.judges}
+        done: dict[str, JudgeEvaluation] = {}
+
+        async def ask(tier: Tier) -> None:
+            evaluations = await asyncio.gather(
+                *(
+                    evaluate_judge(sitting, specs[name], self.models[name], orders[name])
+                    for name in tier.members
+                )
             )
+            done.update(zip(tier.members, evaluations, strict=True))
+
+        def conclude(tier: int) -> PanelResult:
+            asked = [j for j in self.judges if j.tier <= tier]
+            evaluations = [done[j.name] for j in asked]
+            return self._conclude(
+                sitting, evaluations, asked, (topic_type, topic_source), seed, tier
+            )
+
+        result, cascade = await run_cascade(
+            self._tiers(), ask, conclude, self.escalation, sitting.call.meter
         )
-        return self._conclude(sitting, list(evaluations), topic_type, topic_source, seed)
+        return result.model_copy(update={"cascade": cascade})
 
     def calibration(self, transcript: Transcript) -> CalibrationMethod:
         """The configured calibration, or the one ``auto`` picks for this many arguments."""
@@ -187,34 +246,35 @@ class MultiJudgePanel:
         self,
         sitting: Sitting,
         evaluations: list[JudgeEvaluation],
-        topic_type: str,
-        topic_source: TopicSource,
+        judges: list[JudgeSpec],
+        topic: tuple[str, TopicSource],
         seed: int,
+        tier: int,
     ) -> PanelResult:
-        """From the evaluations to agreement, the weighted vote and the decision."""
+        """From the evaluations of ``judges`` (tiers 1 to ``tier``) to the decision."""
         transcript = sitting.transcript
         scored = [e for e in evaluations if e.status == "scored"]
-        matrices = score_matrices(transcript, scored, {j.name: j.weights for j in self.judges})
+        matrices = score_matrices(transcript, scored, {j.name: j.weights for j in judges})
         setting = Setting(
             thresholds=self.config.thresholds,
             calibration=self.calibration(transcript),
             seed=seed,
-            topic_type=topic_type,
-            topic_source=topic_source,
+            topic_type=topic[0],
+            topic_source=topic[1],
         )
         context = Context(
-            panel_size=len(self.judges),
+            panel_size=len(judges),
             unscored=len(evaluations) - len(scored),
             evaluations=evaluations,
         )
         [(agreement, vote_, _, decision)] = conclude_batch(
-            batch_of(matrices), self.judge_weights(topic_type), setting, [context]
+            batch_of(matrices), self.judge_weights(topic[0], judges), setting, [context]
         )
         return PanelResult(
             evaluations=evaluations,
             agreement=agreement,
             vote=vote_,
-            decision=decision,
+            decision=decision.model_copy(update={"tier": tier}),
             usage=sitting.call.meter.snapshot(),
             seed=seed,
         )

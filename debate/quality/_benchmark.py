@@ -15,6 +15,7 @@ from debate.council._review import check_candidates
 from debate.council._run import run_council
 from debate.exceptions import ConfigurationError
 from debate.models._base import Model
+from debate.panel._cascade import ask_every_tier
 from debate.panel._decision import score_matrices
 from debate.panel._identity import identity
 from debate.quality._track import (
@@ -235,6 +236,7 @@ async def calibrate_debates(
             prices=prices,
             budget=budget,
             on_event=on_event,
+            escalation=ask_every_tier,  # a track record needs every judge on every item
         )
 
     results = await closing_pool(pool, _run_items(items, judge, concurrency))
@@ -362,6 +364,7 @@ async def calibrate_pairwise(
             prices=prices,
             budget=budget,
             on_event=on_event,
+            escalation=ask_every_tier,  # every reviewer on every pair, as for debates
         )
 
     results = await closing_pool(pool, _run_items(items, rank, concurrency))

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 
 from debate.records._validity import Estimate
+from debate.stats._units import draw_counts
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -64,19 +65,6 @@ def ratio(num: float, den: float, rep_num: FloatArray, rep_den: FloatArray, of: 
     with np.errstate(divide="ignore", invalid="ignore"):
         replicates = np.where(rep_den > 0, rep_num / rep_den, np.nan)
     return estimate(num / den, replicates, int(round(den)))
-
-
-def draw_counts(rng: np.random.Generator, n_items: int, draws: int, replicates: int) -> FloatArray:
-    """``replicates`` rows of how often each of ``n_items`` is drawn in ``draws`` draws."""
-    counts = np.zeros((replicates, n_items))
-    step = max(1, CHUNK_CELLS // max(1, draws))
-    for start in range(0, replicates, step):  # blocks of replicates, to bound memory
-        size = min(step, replicates - start)
-        picks = rng.integers(0, n_items, size=(size, draws))
-        picks += (np.arange(size) * n_items)[:, None]
-        block = np.bincount(picks.ravel(), minlength=size * n_items)
-        counts[start : start + size] = block.reshape(size, n_items)
-    return counts
 
 
 class ItemBootstrap:

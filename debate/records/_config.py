@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,10 @@ SEED_MAX = 2**32 - 1
 MAX_CONCURRENCY = 1024
 """Items or calls at once (``--concurrency``): far beyond any provider's limits already."""
 
+
+MAX_TIER = 9
+"""The highest cascade tier: more tiers than that is a typo, not a plan (each is a round of
+calls one after the other)."""
 
 MAX_PER_MINUTE = 10**9
 """The largest ``rpm`` or ``tpm``: a limit is a positive number; no limit is no setting (a 0
@@ -164,6 +168,11 @@ class JudgeSpec(Finite):
     endpoint: str | None = None
     """Name of the endpoint (``[endpoints.<name>]``) serving this judge; ``None`` is the
     run's ``default`` endpoint (``base_url``/``api_key_env``)."""
+    tier: int = Field(default=1, ge=1, le=MAX_TIER, strict=True)
+    """Cascade tier, 1 the cheapest: tier 1 decides alone, and a judge of tier ``k`` is
+    asked only when tiers 1 to ``k - 1`` together were not confident enough (see
+    :mod:`debate.panel._cascade`). Strict, so ``2.0``, ``"2"`` or ``true`` are refused
+    rather than read as a tier nobody wrote."""
 
     @model_validator(mode="before")
     @classmethod
@@ -187,6 +196,33 @@ class JudgeSpec(Finite):
     @classmethod
     def _weights(cls, value: dict[str, float]) -> dict[str, float]:
         return check_weights(value, DIMENSIONS)
+
+
+def tier_problem(tiers: Sequence[int], member: str = "judge") -> str | None:
+    """What is wrong with a panel's tiers (one per ``member``: judge or reviewer), or None.
+
+    Tiers run 1, 2, 3 ... without a gap: a tier nobody is in (tiers 1 and 3 only) is more
+    likely a typo than a plan, and a per-tier setting (a threshold) would not know which
+    tier it meant, so it is refused rather than renumbered. Tier 1 decides alone, so it
+    needs the two judges any decision needs (only when there are tiers: a panel without
+    them is checked as a whole).
+    """
+    present = sorted(set(tiers))
+    if present == [1] or not present:
+        return None
+    missing = [t for t in range(1, present[-1] + 1) if t not in present]
+    if missing:
+        return (
+            f"tier {missing[0]} has no {member}, yet tier {present[-1]} has; number the tiers "
+            f"1, 2, 3 ... without a gap (here: {', '.join(map(str, present))})"
+        )
+    first = sum(1 for t in tiers if t == 1)
+    if first < 2:
+        return (
+            f"tier 1 has {first} {member}; it decides alone and a decision needs two, so "
+            f"put a second {member} in tier 1"
+        )
+    return None
 
 
 class Thresholds(Finite):
@@ -302,6 +338,9 @@ class RunConfig(Finite):
         dupes = repeated(names)
         if dupes:
             raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
+        problem = tier_problem([j.tier for j in value])
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("api_key_env")

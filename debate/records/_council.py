@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from debate.records._config import RunConfig
-from debate.records._result import Usage
+from debate.records._result import Cascade, Usage
 from debate.records._transcript import Frozen, Score, UnscoredReason
 from debate.stats import RUBRIC_WEIGHTS
 
@@ -127,6 +127,11 @@ class CouncilResult(Frozen):
     config: RunConfig
     seed: int
     version: str
+    tier: int = Field(default=1, ge=1)
+    """The cascade tier that decided: the ranking is on the reviewers of tiers 1 to
+    ``tier`` together (1 without tiers)."""
+    cascade: Cascade | None = None
+    """The tiers asked, why, and what they cost; None in results written before tiers."""
 
     @field_validator("question")
     @classmethod

@@ -106,6 +106,9 @@ class Decision(Frozen):
     gate: Outcome | None = None
     """Under a policy: what the decision rules alone said (``outcome`` is then the policy's
     ``winner`` or ``escalate``). None without a policy."""
+    tier: int = Field(default=1, ge=1)
+    """The cascade tier that decided: this decision is on the judges of tiers 1 to ``tier``
+    together (1 without tiers; see ``cascade`` in the result)."""
 
 
 class TokenCounts(Frozen):
@@ -180,6 +183,47 @@ class Usage(TokenCounts):
     """The budget in force, if any."""
 
 
+class TierStep(Frozen):
+    """One tier of a cascade: its judges, whether they were asked, why it went on or not."""
+
+    tier: int = Field(ge=1)
+    judges: list[str]
+    """The judges (or council reviewers) of this tier, in config order."""
+    asked: bool
+    """Whether this tier's judges were asked (a tier above the one that decided is not)."""
+    escalated: bool = False
+    """Whether the next tier was asked after this one's decision."""
+    reason: str
+    """Why the cascade stopped here or asked the next tier (the escalation rule's words);
+    for a tier not asked, which tier decided instead."""
+    usage: TokenCounts = Field(default_factory=TokenCounts)
+    """Requests and tokens of this tier's calls, re-asks and retries included (all 0 for a
+    tier not asked)."""
+    cost_usd: float | None = None
+    """Cost of those calls (None when a model is not priced, or the tier was not asked)."""
+
+
+class Cascade(Frozen):
+    """What asking the tiers in turn cost, against asking every tier on every item.
+
+    Only calls made are measured: a tier not asked is counted at one call per reading it
+    would have made (its re-asks and retries cannot be known), and its tokens not at all.
+    """
+
+    steps: list[TierStep]
+    """Every configured tier, lowest first (one step without tiers)."""
+    calls: int
+    """Requests the judges made, every tier asked included (``usage.calls`` also counts
+    the debaters and the topic classifier)."""
+    calls_all_tiers: int
+    """``calls`` plus one per reading of every judge not asked: what asking every tier
+    would have made."""
+    tokens: int
+    """Prompt and completion tokens of the judges' calls."""
+    cost_usd: float | None
+    """Cost of the judges' calls; None when a model is not priced."""
+
+
 def draw_seed(seed: int | None = None) -> int:
     """The given seed, or a fresh one when none was given (every result records its seed).
 
@@ -202,6 +246,8 @@ class PanelResult(Frozen):
     usage: Usage
     seed: int
     """The seed of the presentation orders and sampling (drawn when none was given)."""
+    cascade: Cascade | None = None
+    """The tiers asked, why, and what they cost (:mod:`debate.panel._cascade`)."""
 
 
 class DebateResult(Frozen):
@@ -219,3 +265,5 @@ class DebateResult(Frozen):
     config: RunConfig
     seed: int | None
     version: str
+    cascade: Cascade | None = None
+    """The tiers asked, why, and what they cost; None in results written before tiers."""

@@ -113,7 +113,9 @@ def debate_calls(config: RunConfig) -> int:
 def judge_calls(config: RunConfig) -> int:
     """Steps of the panel: a reading per judge (two with ``swap``), and a topic call if any.
 
-    The topic call is made when a model classifies the topic and no type was set by hand.
+    Every tier's judges are counted: the most a cascade of tiers can ask (a higher tier is
+    asked only for items the lower ones could not settle). The topic call is made when a
+    model classifies the topic and no type was set by hand.
     """
     readings = len(config.judges) * (2 if config.swap else 1)
     classifier = config.topic_classifier == "model" and not config.topic_type

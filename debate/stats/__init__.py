@@ -36,6 +36,7 @@ from debate.stats._latent import (
     one_factor,
     reliability_weights,
 )
+from debate.stats._platt import Platt, platt_fit
 from debate.stats._reading import (
     ALPHA_BANDS,
     BAND_BOUNDS,
@@ -48,6 +49,16 @@ from debate.stats._reading import (
     fmt,
     fmt_interval,
     kappa_band,
+)
+from debate.stats._reliability import Bin, expected_calibration_error, reliability_bins
+from debate.stats._selective import (
+    Selection,
+    Step,
+    cascade_thresholds,
+    check_risk,
+    check_target,
+    fixed_sequence_threshold,
+    min_labelled,
 )
 
 __all__ = [
@@ -92,4 +103,16 @@ __all__ = [
     "dawid_skene",
     "one_factor",
     "reliability_weights",
+    "Bin",
+    "Platt",
+    "Selection",
+    "Step",
+    "cascade_thresholds",
+    "check_risk",
+    "check_target",
+    "expected_calibration_error",
+    "fixed_sequence_threshold",
+    "min_labelled",
+    "platt_fit",
+    "reliability_bins",
 ]
