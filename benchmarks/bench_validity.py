@@ -6,7 +6,7 @@ Any OpenAI-compatible model:
     python benchmarks/bench_validity.py --data ../shared/datasets --limit 64 \\
         --model gpt-4o-mini [--base-url URL --api-key-env NAME]
 The time of `debate validity --target-agreement` on planted panels (no model, no data):
-    python benchmarks/bench_validity.py --timing [--items 10000]
+    python benchmarks/bench_validity.py --timing [--items 10000] [--profile]
 
 Prints, per dataset, each judge's and the panel's accuracy against the people's majority
 with a Wilson interval, Cohen's kappa, how often it says "tie" when people split vs when
@@ -26,6 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,7 +43,6 @@ from debate import RunConfig  # noqa: E402
 from debate.quality._benchmark import calibrate_pairwise  # noqa: E402
 from debate.quality._track import TrackRecords  # noqa: E402
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
-
 
 TIMING_BOUND_S = 10.0
 """Issue 27: `validity --target-agreement` on 10,000 items under 10 s on 2 cores."""
@@ -61,34 +64,64 @@ def planted_files(folder: Path, items: int, judges: int) -> tuple[Path, Path]:
     )
 
 
-def timed_validity(judgments: Path, labels: Path, out: Path, *extra: str) -> float:
-    """Wall time of `debate validity` in its own process, as a user runs it."""
-    command = [sys.executable, "-m", "debate", "validity", str(judgments), "--labels", str(labels)]
+def validity_command(judgments: Path, labels: Path, out: Path, *extra: str) -> list[str]:
+    return ["validity", str(judgments), "--labels", str(labels), "--out", str(out), *extra]
+
+
+def timed_validity(judgments: Path, labels: Path, out: Path, *extra: str) -> tuple[float, float]:
+    """Wall and CPU time of `debate validity` in its own process, as a user runs it."""
+    command = [sys.executable, "-m", "debate", *validity_command(judgments, labels, out, *extra)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [*command, "--out", str(out), *extra], check=True, cwd=ROOT, stdout=subprocess.DEVNULL
+        command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
-def timing(items: int) -> None:
+def profile(judgments: Path, labels: Path, out: Path, *extra: str) -> None:
+    """Where the time of one run goes: cProfile, this package's functions by cumulative time."""
+    import cProfile
+    import logging
+    import pstats
+
+    from debate._cli.main import main as debate
+
+    logging.disable(logging.WARNING)  # the latent fit's convergence warnings, once per fold
+    profiler = cProfile.Profile()
+    with contextlib.redirect_stdout(io.StringIO()):
+        profiler.runcall(debate, validity_command(judgments, labels, out, *extra))
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("cumulative").print_stats(r"debate/(quality|panel|stats|_cli)/", 25)
+
+
+def timing(items: int, with_profile: bool) -> None:
     """`validity --target-agreement` against its bound and against plain `validity`."""
     print(f"debate validity on {items:,} planted items, default --bootstrap (1000), 5 folds")
-    print("| judges | with --target-agreement | bound | without (anchor) | ratio |")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| judges | with --target-agreement: wall (CPU) | bound | without (anchor) | ratio |")
     print("|---|---|---|---|---|")
+    target = ("--target-agreement", str(TIMING_TARGET), "--risk", "0.10")
     with tempfile.TemporaryDirectory() as tmp:
         for judges in (4, 8):
             folder = Path(tmp) / str(judges)
             judgments, labels = planted_files(folder, items, judges)
-            target = ("--target-agreement", str(TIMING_TARGET), "--risk", "0.10")
-            policy = timed_validity(judgments, labels, folder / "policy", *target)
-            plain = timed_validity(judgments, labels, folder / "plain")
+            policy, policy_cpu = timed_validity(judgments, labels, folder / "policy", *target)
+            plain, plain_cpu = timed_validity(judgments, labels, folder / "plain")
             verdict = "within" if policy < TIMING_BOUND_S else "OVER"
             print(
-                f"| {judges} | {policy:.2f} s | < {TIMING_BOUND_S:g} s on 2 cores ({verdict}) | "
-                f"{plain:.2f} s | {policy / plain:.2f} x |",
+                f"| {judges} | {policy:.2f} s ({policy_cpu:.2f} s) | < {TIMING_BOUND_S:g} s on "
+                f"2 cores: {verdict} | {plain:.2f} s ({plain_cpu:.2f} s) | "
+                f"{policy / plain:.2f} x |",
                 flush=True,
             )
+        if with_profile:
+            folder = Path(tmp) / "4"
+            print("\nwhere the time goes, 4 judges (cProfile, cumulative):")
+            profile(folder / "judgments.csv", folder / "labels.csv", folder / "profiled", *target)
 
 
 def main() -> None:
@@ -106,9 +139,12 @@ def main() -> None:
         "--timing", action="store_true", help="time validity --target-agreement on planted items"
     )
     parser.add_argument("--items", type=int, default=10_000, help="with --timing (default 10,000)")
+    parser.add_argument(
+        "--profile", action="store_true", help="with --timing: where the time goes (cProfile)"
+    )
     args = parser.parse_args()
     if args.timing:
-        timing(args.items)
+        timing(args.items, args.profile)
         return
     data = Path(args.data)
     config = RunConfig(

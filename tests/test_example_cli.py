@@ -14,6 +14,8 @@ import pytest
 
 from debate._cli.main import main
 from debate.records._judgments import VerdictTable
+from debate.records._validity import ValidityReport
+from debate.report._brief import render_validity_brief
 from debate.storage import read_judgments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +80,9 @@ def test_shipped_tables_are_small() -> None:
 
 @pytest.mark.skipif(not PANDALM.is_dir(), reason=f"the PandaLM data set is not at {PANDALM}")
 def test_shipped_tables_are_the_converters_output(tmp_path: Path) -> None:
+    converter = ROOT / "examples" / "datasets" / "pandalm.py"
     subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "datasets" / "pandalm.py"), str(PANDALM), str(tmp_path)],
+        [sys.executable, str(converter), str(PANDALM), str(tmp_path)],
         check=True,
         capture_output=True,
     )
@@ -107,13 +110,37 @@ def test_validity_brief_on_the_shipped_panel(
     lines = printed.strip().splitlines()
     assert len(lines) <= 10, printed
     assert "best single judge, gpt-3.5-turbo" in printed
-    assert "against gpt-3.5-turbo" in printed and "on every item (100 %)" in printed
-    assert "--target-agreement 0.8 --risk 0.1: the policy declares" in printed
+    assert "against gpt-3.5-turbo" in printed and "on all items (100 %)" in printed
+    assert "with --target-agreement 0.8 --risk 0.1 the policy declares" in printed
     assert "guarantee: " in printed and "at least 0.8 with probability at least 0.9" in printed
     assert f"--policy {out / 'policy.json'}" in printed
     assert "| method |" not in printed  # no tables
     for name in ("validity.html", "validity.md", "validity.json", "policy.json"):
         assert (out / name).is_file(), name
+    # Every figure is the report's own, as the full report prints it.
+    report = ValidityReport.model_validate_json((out / "validity.json").read_text())
+    assert report.best_judge is not None and report.policy is not None
+    assert report.method(report.best_judge).declared_accuracy.text() in printed
+    same = next(c for c in report.equal_coverage if c.panel == "labels" and c.basis == "judge")
+    assert same.panel_accuracy.text() in printed
+    curve = next(c for c in report.risk_coverage if c.method == "labels" and c.kind == "panel")
+    assert f"(100 %): {curve.curve[-1].accuracy:.3f}" in printed
+    assert f"declares {report.policy.coverage:.0%} of the" in printed
+    assert report.policy.guarantee in printed
+
+
+def test_brief_leaves_out_what_the_report_lacks() -> None:
+    """No best judge, no comparison, no policy: the brief says only what there is."""
+    from debate.records._validity import AgreementComparison
+
+    bare = ValidityReport(
+        source="t.csv", kind="verdicts", units=3, labelled=0, items=3, folds=2, seed=0,
+        bootstrap=10, methods=[], best_judge=None, best_judge_rule="r", risk_coverage=[],
+        agreement=AgreementComparison(alpha_judges=None, alpha_people=None, level="nominal"),
+    )  # fmt: skip
+    text = render_validity_brief(bare)
+    assert text.startswith("t.csv: 3 items, 0 with a people's majority")
+    assert text.count("\n") == 1  # that line alone: nothing made up
 
 
 def test_validity_brief_and_json_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:

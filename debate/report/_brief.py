@@ -14,6 +14,12 @@ from debate.records._validity import EqualCoverage, Estimate, RiskCoverage, Vali
 DEFAULT_BRIEF_PANEL = "labels"
 """The panel the brief speaks of: label-trained weights, learned on the other folds (the
 panel a policy is chosen for)."""
+PANEL_NAMES = {
+    "labels": "label-trained weights",
+    "equal": "equal weights",
+    "latent": "latent weights",
+}
+"""How the brief names the report's panels."""
 
 
 def render_validity_brief(report: ValidityReport, panel: str = DEFAULT_BRIEF_PANEL) -> str:
@@ -28,35 +34,36 @@ def render_validity_brief(report: ValidityReport, panel: str = DEFAULT_BRIEF_PAN
         be undefined, never made up.
     """
     unit = "pairs of options" if report.kind == "scores" else "items"
-    dimension = f", {report.dimension}" if report.dimension else ""
+    dimension = f" ({report.dimension})" if report.dimension else ""
+    shown = PANEL_NAMES.get(panel, panel)
     lines = [
-        f"{report.source}{dimension}: {report.units:,} decisions ({unit}), "
-        f"{report.labelled:,} with a people's majority; weights and calibration learned on "
-        f"the other of {report.folds} folds"
+        f"{report.source}{dimension}: {report.units:,} {unit}, {report.labelled:,} with a "
+        f"people's majority; cross-fitted over {report.folds} folds (weights and calibration "
+        "learned on the other folds)"
     ]
     best = report.best_judge
     if best is not None:
         row = report.method(best)
         lines.append(
-            f"best single judge, {best}: {_est(row.declared_accuracy)} agree with people "
-            f"where it picks a side ({_share(row.coverage.value)} of them)"
+            f"best single judge, {best}: agrees with people on {_est(row.declared_accuracy)} "
+            f"of the {_share(row.coverage.value)} of {unit} where it picks a side"
         )
     same = _comparison(report, panel, "judge")
     if same is not None:
         lines.append(
-            f"the panel ({panel} weights) on its most confident {_share(same.coverage)}: "
+            f"the panel ({shown}) on its most confident {_share(same.coverage)}: "
             f"{_est(same.panel_accuracy)}, {_signed(same.difference)} against {same.judge}"
         )
     everything = _curve_end(report, panel)
     if everything is not None:
-        lines.append(f"the panel on every item (100 %): {everything:.3f}")
+        lines.append(f"the panel ({shown}) on all {unit} (100 %): {everything:.3f}")
     policy = report.policy
     if policy is not None:
-        agreement = "—" if policy.agreement is None else f"{policy.agreement:.3f}"
+        agreement = "" if policy.agreement is None else f"; {policy.agreement:.3f} agree there"
         lines.append(
-            f"--target-agreement {policy.target_agreement:g} --risk {policy.risk:g}: the "
+            f"with --target-agreement {policy.target_agreement:g} --risk {policy.risk:g} the "
             f"policy declares {_share(policy.coverage)} of the {policy.labelled_units:,} "
-            f"calibration units (agreement there {agreement}) and escalates the rest to people"
+            f"calibration units{agreement}; the rest go to people"
         )
         lines.append(f"guarantee: {policy.guarantee}, provided that {policy.condition}")
     return "\n".join(lines) + "\n"
