@@ -63,7 +63,8 @@ def render_validity_brief(report: ValidityReport, panel: str = DEFAULT_BRIEF_PAN
         lines.append(
             f"with --target-agreement {policy.target_agreement:g} --risk {policy.risk:g} the "
             f"policy declares {_share(policy.coverage)} of the {policy.labelled_units:,} "
-            f"calibration units{agreement}; the rest go to people"
+            f"calibration units{agreement}; the other {_share(1.0 - policy.coverage)} would go "
+            "to people"
         )
         lines.append(f"guarantee: {policy.guarantee}, provided that {policy.condition}")
     return "\n".join(lines) + "\n"
