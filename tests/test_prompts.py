@@ -103,6 +103,20 @@ def test_wheel_ships_the_templates(tmp_path: Path) -> None:
     ).stdout
     assert str(target / "debate" / "_prompts") in out
     assert "You are one judge" in out
+    # The recorded PandaLM panel ships too, and `debate example` writes it from the wheel.
+    for name in ("judgments.csv", "labels.csv", "NOTICE", "LICENSE"):
+        assert f"debate/data/examples/pandalm/{name}" in names
+    written = tmp_path / "pandalm"
+    subprocess.run(
+        [sys.executable, "-m", "debate", "example", "pandalm", "--out", str(written)],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target)},
+        check=True,
+        capture_output=True,
+    )
+    for name in ("judgments.csv", "labels.csv"):
+        shipped = ROOT / "debate" / "data" / "examples" / "pandalm" / name
+        assert (written / name).read_bytes() == shipped.read_bytes()
 
 
 def judge_prompt_variables(claim: str) -> dict[str, object]:

@@ -31,6 +31,7 @@ from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from debate.quality._decide import Validity
+    from debate.records._validity import ValidityReport
 
 MAX_BOOTSTRAP = 100_000
 MAX_FOLDS = 100
@@ -88,7 +89,14 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "--out", type=path_text, default="validity-out", metavar="DIR", help="report folder"
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the report as JSON")
+    shown.add_argument(
+        "--brief",
+        action="store_true",
+        help="print a few sentences (the best judge, the panel at its coverage and at 100 %%, "
+        "the policy's guarantee) instead of the tables; the files are written all the same",
+    )
     parser.set_defaults(func=validity_command)
 
 
@@ -164,17 +172,36 @@ def validity_command(args: argparse.Namespace) -> int:
         if dimension == dimensions[0]:  # the table's warnings are the same per dimension
             warn(validity.report.notes)
         reports.append(validity.report)
-        texts.append(
-            validity.report.model_dump_json(indent=2)
-            if args.json
-            else render_validity_markdown(validity.report)
-        )
+        if args.brief:
+            from debate.report._brief import render_validity_brief
+
+            texts.append(render_validity_brief(validity.report))
+        elif args.json:
+            texts.append(validity.report.model_dump_json(indent=2))
+        else:
+            texts.append(render_validity_markdown(validity.report))
     if len(reports) > 1 and not args.json:
         summary = render_validity_summary(reports)
         (out / "summary.md").write_text(summary, encoding="utf-8")
-        texts.insert(0, summary)
+        if not args.brief:
+            texts.insert(0, summary)
+    if args.brief:
+        texts.append(_where(out, args.file, reports))
     sys.stdout.write("\n".join(texts) + "\n")
     return EXIT_OK
+
+
+def _where(out: Path, file: str, reports: list[ValidityReport]) -> str:
+    """Where ``--brief`` readers find the rest: the report and the policy to apply."""
+    if len(reports) > 1:
+        return f"reports: {out}/validity-*.html"
+    lines = [f"report: {out / 'validity.html'}"]
+    if reports[0].policy is not None:
+        lines.append(
+            f"apply the policy to new judgments: debate decide {file} --policy "
+            f"{out / 'policy.json'} --to-people {out / 'to-people'}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _write(out: Path, suffix: str, validity: Validity) -> None:
