@@ -652,6 +652,29 @@ def decide_cases() -> Iterator[Case]:
         folders=("folder",),
     )
     yield Case("decide", "no file", ("decide",))
+    for label, policy in {
+        "policy not JSON": b"{oops",
+        "policy empty object": b"{}",
+        "policy another format": b'{"format": "debate-policy/9"}',
+    }.items():
+        yield Case(
+            "decide", label, ("decide", "v.csv", "--policy", "p.json"), {**files, "p.json": policy}
+        )
+    yield Case("decide", "--policy missing", ("decide", "v.csv", "--policy", "nope.json"), files)
+    yield Case(
+        "decide",
+        "--policy a folder",
+        ("decide", "v.csv", "--policy", "folder"),
+        files,
+        folders=("folder",),
+    )
+    yield Case(
+        "decide",
+        "--to-people without --policy",
+        ("decide", "v.csv", "--to-people", "d"),
+        files,
+        untouched=True,
+    )
 
 
 def validity_cases() -> Iterator[Case]:
@@ -676,6 +699,27 @@ def validity_cases() -> Iterator[Case]:
     yield Case("validity", "more folds than items", (*base, "--folds", "5"), files)
     yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
     yield Case("validity", "--out ''", (*base, "--out", ""), files, untouched=True)
+    for flag, values in {
+        "--target-agreement": ["0.5", "1", "nan", "abc", "-0.9"],
+        "--risk": ["0", "0.6", "nan"],
+    }.items():
+        for value in values:
+            yield Case("validity", f"{flag} {value!r}", (*base, flag, value), files, untouched=True)
+    yield Case(
+        "validity", "--tiers without a target", (*base, "--tiers", "j1=1"), files, untouched=True
+    )
+    for tiers in ("j1", "j1=0", "j1=x", "=2"):
+        argv = (*base, "--target-agreement", "0.8", "--tiers", tiers)
+        yield Case("validity", f"--tiers {tiers!r}", argv, files, untouched=True)
+    argv = (*base, "--target-agreement", "0.99", "--risk", "0.01")
+    yield Case("validity", "a target the labels cannot support", argv, files)
+
+
+def example_cases() -> Iterator[Case]:
+    yield Case("example", "no name", ("example",))
+    yield Case("example", "unknown name", ("example", "hanna-full"), untouched=True)
+    yield Case("example", "--out ''", ("example", "pandalm", "--out", ""), untouched=True)
+    yield Case("example", "--out a file", ("example", "pandalm", "--out", "f.txt"), {"f.txt": b"x"})
 
 
 def mcp_cases() -> Iterator[Case]:
@@ -757,6 +801,7 @@ def all_cases() -> list[Case]:
         calibrate_cases,
         decide_cases,
         validity_cases,
+        example_cases,
         mcp_cases,
         audit_cases,
         report_cases,

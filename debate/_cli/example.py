@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.common import EXIT_OK, Commands, path_text
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -53,7 +53,10 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("name", choices=list(EXAMPLES), help="which example")
     parser.add_argument(
-        "--out", metavar="DIR", help="where the tables go (default: a folder named after NAME)"
+        "--out",
+        type=path_text,
+        metavar="DIR",
+        help="where the tables go (default: a folder named after NAME)",
     )
     parser.set_defaults(func=example_command)
 
@@ -63,7 +66,7 @@ def example_command(args: argparse.Namespace) -> int:
 
     A file already there with other content is never overwritten: one line, exit 2.
     """
-    out = Path(args.out or args.name)
+    out = Path(args.name if args.out is None else args.out)
     source = example_folder(args.name)
     contents = {name: source.joinpath(name).read_bytes() for name in FILES}
     for name, data in contents.items():

@@ -124,6 +124,11 @@ def validity_command(args: argparse.Namespace) -> int:
     from debate.records._judgments import ScoreTable
     from debate.report._validity import render_validity_markdown, render_validity_summary
 
+    tiers = _tiers(args.tiers)  # checked before anything is read or made
+    if args.target_agreement is None and tiers is not None:
+        raise ConfigurationError(
+            "--tiers makes a cascade policy: give --target-agreement too", field="--tiers"
+        )
     if args.labels is None and args.people is None:
         raise ConfigurationError(
             "give people's labels: --labels FILE, or --people NAME,... naming the people "
@@ -146,11 +151,6 @@ def validity_command(args: argparse.Namespace) -> int:
     out = out_folder(args)
     people = [p.strip() for p in args.people.split(",")] if args.people else []
     rules = thresholds(args)  # read --config once, not once per dimension
-    tiers = _tiers(args.tiers)
-    if args.target_agreement is None and tiers is not None:
-        raise ConfigurationError(
-            "--tiers makes a cascade policy: give --target-agreement too", field="--tiers"
-        )
     texts = []
     reports = []
     for dimension in dimensions:
