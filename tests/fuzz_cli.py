@@ -586,6 +586,16 @@ def validity_cases() -> Iterator[Case]:
     yield Case("validity", "--out a file", (*base, "--out", "p.csv"), files)
 
 
+def example_cases() -> Iterator[Case]:
+    other = {"here/judgments.csv": b"item,judge,verdict\nmine,me,A\n"}
+    yield Case("example", "no name", ("example",))
+    yield Case("example", "unknown name", ("example", "hanna"))
+    yield Case("example", "two names", ("example", "pandalm", "pandalm"))
+    yield Case("example", "--out a file", ("example", "pandalm", "--out", "f.csv"), {"f.csv": b"x"})
+    yield Case("example", "--out empty", ("example", "pandalm", "--out", ""))
+    yield Case("example", "--out holds other work", ("example", "pandalm", "--out", "here"), other)
+
+
 def mcp_cases() -> Iterator[Case]:
     for flag, values in {
         "--transport": ["smoke", ""],
@@ -637,6 +647,7 @@ def all_cases() -> list[Case]:
         calibrate_cases,
         decide_cases,
         validity_cases,
+        example_cases,
         mcp_cases,
         audit_cases,
         report_cases,

@@ -63,6 +63,8 @@ def example_command(args: argparse.Namespace) -> int:
 
     A file already there with other content is never overwritten: one line, exit 2.
     """
+    if args.out is not None and not args.out.strip():
+        raise ConfigurationError("--out is empty; name a folder, e.g. --out pandalm", field="--out")
     out = Path(args.out or args.name)
     source = example_folder(args.name)
     contents = {name: source.joinpath(name).read_bytes() for name in FILES}
