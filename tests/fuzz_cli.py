@@ -594,6 +594,12 @@ def example_cases() -> Iterator[Case]:
     yield Case("example", "--out a file", ("example", "pandalm", "--out", "f.csv"), {"f.csv": b"x"})
     yield Case("example", "--out empty", ("example", "pandalm", "--out", ""))
     yield Case("example", "--out holds other work", ("example", "pandalm", "--out", "here"), other)
+    yield Case(
+        "example",
+        "--out holds a folder named labels.csv",
+        ("example", "pandalm", "--out", "there"),
+        folders=("there", "there/labels.csv"),
+    )
 
 
 def mcp_cases() -> Iterator[Case]:
