@@ -716,10 +716,19 @@ def validity_cases() -> Iterator[Case]:
 
 
 def example_cases() -> Iterator[Case]:
+    other = {"here/judgments.csv": b"item,judge,verdict\nmine,me,A\n"}
     yield Case("example", "no name", ("example",))
-    yield Case("example", "unknown name", ("example", "hanna-full"), untouched=True)
-    yield Case("example", "--out ''", ("example", "pandalm", "--out", ""), untouched=True)
-    yield Case("example", "--out a file", ("example", "pandalm", "--out", "f.txt"), {"f.txt": b"x"})
+    yield Case("example", "unknown name", ("example", "hanna"))
+    yield Case("example", "two names", ("example", "pandalm", "pandalm"))
+    yield Case("example", "--out a file", ("example", "pandalm", "--out", "f.csv"), {"f.csv": b"x"})
+    yield Case("example", "--out empty", ("example", "pandalm", "--out", ""))
+    yield Case("example", "--out holds other work", ("example", "pandalm", "--out", "here"), other)
+    yield Case(
+        "example",
+        "--out holds a folder named labels.csv",
+        ("example", "pandalm", "--out", "there"),
+        folders=("there", "there/labels.csv"),
+    )
 
 
 def mcp_cases() -> Iterator[Case]:

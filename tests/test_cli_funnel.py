@@ -75,6 +75,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "schema": ["schema", "result"],
         "decide": ["decide", "j.csv"],
         "validity": ["validity", "j.csv"],
+        "example": ["example", "pandalm"],
         "serve": ["serve"],
         "mcp": ["mcp"],
     }

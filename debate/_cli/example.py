@@ -71,7 +71,7 @@ def example_command(args: argparse.Namespace) -> int:
     contents = {name: source.joinpath(name).read_bytes() for name in FILES}
     for name, data in contents.items():
         target = out / name
-        if target.exists() and target.read_bytes() != data:
+        if target.exists() and (not target.is_file() or target.read_bytes() != data):
             raise ConfigurationError(
                 f"--out: {target} exists and is not the shipped {name}; choose another "
                 "--out or move that file",

@@ -8,6 +8,9 @@ Writes ``OUTDIR/judgments.csv`` (verdict rows of gpt-3.5-turbo and pandalm-7b, f
 response 2, tie = neither. The published codes are mapped here, once: ``'1'``/1 -> A,
 ``'2'``/2 -> B, ``'Tie'``/0 -> tie. GPT-3.5 also answered ``'garbage'`` on some items: that
 is no verdict, so the row is left out (never filled in) and the count is printed.
+
+The package ships this script's output in ``debate/data/examples/pandalm/``: ``debate example
+pandalm --out DIR`` writes it without the data set (a test checks the two are the same).
 """
 
 from __future__ import annotations
