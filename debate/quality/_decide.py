@@ -225,7 +225,17 @@ def select_judges(table: Table, names: Sequence[str], *, keep: bool) -> Table:
     rows = new[table.judge] >= 0
     columns = {
         name: getattr(table, name)[rows]
-        for name in ("item", "option", "unit", "dimension", "score", "order", "standing", "verdict")
+        for name in (
+            "item",
+            "option",
+            "unit",
+            "dimension",
+            "score",
+            "order",
+            "standing",
+            "verdict",
+            "probability",
+        )
         if hasattr(table, name) and isinstance(getattr(table, name), np.ndarray)
     }
     return replace(table, judges=tuple(chosen), judge=new[table.judge][rows], **columns)
