@@ -15,8 +15,10 @@ one number per decision unit that orders the units by how likely people are to a
   people's choice (Nitzan and Paroush, 1982: weighting independent voters by
   ``log(p / (1 - p))`` is the most accurate weighted vote);
 * the **lead** is the option ``L`` favours; ``sigmoid(|L|)`` is its *uncalibrated*
-  confidence. A calibrator fitted on labelled items (a policy) turns ``|L|`` into
-  ``p_agree``, the probability that people's majority agrees with the lead.
+  confidence. A calibrator fitted on labelled items (a policy) turns ``|L|`` and each
+  judge's **doubt** (:func:`doubt_features`: how far short of a whole vote its evidence
+  falls, and whether it gave none) into ``p_agree``, the probability that people's majority
+  agrees with the lead. A judge's tie adds nothing to ``L`` but says the pair is close.
 
 Everything here is symmetric: relabelling A and B negates every ``x`` and ``L`` and leaves
 ``|L|`` and every weight unchanged.
@@ -98,6 +100,29 @@ def confidence(evidence: FloatArray, weights: FloatArray) -> Confidence:
     log_odds = np.round(log_odds, 12) + 0.0
     lead = np.where(log_odds > 0, 0, np.where(log_odds < 0, 1, NO_CALL)).astype(np.int8)
     return Confidence(log_odds, lead, _sigmoid(np.abs(log_odds)))
+
+
+def doubt_features(evidence: FloatArray) -> FloatArray:
+    """``units x 2·judges``: per judge ``1 - |x|`` (0 where it gave none), then ``x`` missing.
+
+    The calibration's features beside ``|L|`` (:class:`debate.stats.Platt`'s ``doubt``):
+    a tie or a split reading (``|x|`` small) marks a close pair, whichever way the rest of
+    the panel leans; a judge that gave nothing marks an item it could not read. Both are
+    unchanged when A and B are swapped, so ``p_agree`` stays a mirror image.
+
+    Args:
+        evidence: ``units x judges`` evidence in [-1, 1], NaN where a judge gave none (one
+            row for one unit).
+    """
+    x = np.atleast_2d(np.asarray(evidence, dtype=np.float64))
+    given = ~np.isnan(x)
+    return np.hstack([(given & (np.where(given, x, 1.0) == 0)) * 1.0, ~given * 1.0])
+
+
+def judge_row(judges: Sequence[str], evidence: Mapping[str, float | None]) -> FloatArray:
+    """One unit's evidence as a row in ``judges``' order (NaN for a judge without any)."""
+    values = [evidence.get(j) for j in judges]
+    return np.array([[np.nan if v is None else float(v) for v in values]], dtype=np.float64)
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from debate.panel._cascade import Escalation, upto
+from debate.panel._evidence import doubt_features, judge_row
 from debate.records._policy import Policy, TierPolicy
 from debate.records._result import PanelResult
 from debate.records._transcript import Outcome, Side
@@ -33,11 +34,22 @@ def tier_of(policy: Policy, tier: int) -> TierPolicy:
     return policy.tiers[min(tier, len(policy.tiers)) - 1]
 
 
-def rule(policy: Policy, tier: TierPolicy, lead: str | None, evidence: float | None) -> Ruling:
-    """Declare ``lead`` where its calibrated ``p_agree`` reaches the tier's threshold."""
+def rule(
+    policy: Policy,
+    tier: TierPolicy,
+    lead: str | None,
+    evidence: float | None,
+    judge_evidence: Mapping[str, float | None],
+) -> Ruling:
+    """Declare ``lead`` where its calibrated ``p_agree`` reaches the tier's threshold.
+
+    ``evidence`` is the panel's ``L`` under the tier's weights; ``judge_evidence`` each
+    judge's own evidence, whose doubt the calibration reads beside ``|L|``.
+    """
     if lead is None or evidence is None or tier.calibrator is None:
         return Ruling(False, None, f"tier {tier.tier}: the judges' evidence is even, no lead")
-    p = float(tier.calibrator.predict(abs(evidence)))
+    doubt = doubt_features(judge_row(tier.judges, judge_evidence))[0]
+    p = float(tier.calibrator.predict(abs(evidence), doubt if tier.calibrator.doubt else None))
     if tier.threshold is None:
         return Ruling(False, p, f"tier {tier.tier} declares nothing under this policy")
     if p < tier.threshold:
@@ -90,7 +102,7 @@ class PolicyRule:
         policy_tier = tier_of(self.policy, tier)
         evidence = policy_evidence(policy_tier, d.judge_evidence)
         lead: Side | None = "PRO" if evidence > 0 else "CON" if evidence < 0 else None
-        ruling = rule(self.policy, policy_tier, lead, evidence)
+        ruling = rule(self.policy, policy_tier, lead, evidence, d.judge_evidence)
         update = {
             "outcome": "winner" if ruling.declared else "escalate",
             "winner": lead if ruling.declared else None,

@@ -25,7 +25,9 @@ from numpy.typing import NDArray
 from debate.exceptions import ConfigurationError
 from debate.panel._earned import latent_weights, observed
 from debate.panel._evidence import (
+    Confidence,
     confidence,
+    doubt_features,
     evidence_weights,
     margin_evidence,
     verdict_evidence,
@@ -404,10 +406,26 @@ def agreed(lead: NDArray[np.int8], label: NDArray[np.int8]) -> NDArray[np.bool_]
 def calibrate_fold(
     evidence: NDArray[np.float64], weights: NDArray[np.float64], label: NDArray[np.int8]
 ) -> Platt:
-    """Platt calibration of ``|L|`` on labelled units with a lead: p(people agree)."""
+    """Platt calibration of ``|L|`` and the judges' doubt on labelled units with a lead.
+
+    The result's ``p_agree`` is :func:`predict_agree`'s: the probability people agree.
+    """
     found = confidence(evidence, weights)
     usable = (label != NO_CALL) & (found.lead != NO_CALL)
-    return platt_fit(np.abs(found.log_odds[usable]), agreed(found.lead, label)[usable])
+    return platt_fit(
+        np.abs(found.log_odds[usable]),
+        agreed(found.lead, label)[usable],
+        features=doubt_features(evidence[usable]),
+    )
+
+
+def predict_agree(
+    platt: Platt, evidence: NDArray[np.float64], weights: NDArray[np.float64]
+) -> tuple[Confidence, NDArray[np.float64]]:
+    """Each unit's evidence and calibrated ``p_agree`` (NaN where there is no lead)."""
+    found = confidence(evidence, weights)
+    p = platt.predict(np.abs(found.log_odds), doubt_features(evidence))
+    return found, np.where(found.lead != NO_CALL, p, np.nan)
 
 
 def _fit(
@@ -439,10 +457,7 @@ def _fit(
         w = weight_vector(judgments.judges, weights)
         truth = np.where(train_units, split.label, NO_CALL).astype(np.int8)
         platt = calibrate_fold(split.evidence, w, truth)
-        found = confidence(split.evidence[~train_units], w)
-        p_agree[~train_units] = np.where(
-            found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), np.nan
-        )
+        p_agree[~train_units] = predict_agree(platt, split.evidence[~train_units], w)[1]
         if equal is None:
             for d in decide(judgments, rules, weights=weights, items=test_items.tolist()):
                 decisions[key_of(d)] = d

@@ -23,7 +23,13 @@ from debate.panel._earned import describe, latent_weights
 from debate.panel._orders import ba_as_read
 from debate.quality._crossfit import Rules, alphas, cross_fit, decide, table_alpha
 from debate.quality._metrics import frame_dataframe, validity_report
-from debate.quality._policy import apply_policy, check_policy, choose_policy, tier_weights
+from debate.quality._policy import (
+    apply_policy,
+    check_policy,
+    choose_policy,
+    judge_evidence,
+    tier_weights,
+)
 from debate.quality._track import TrackRecords
 from debate.records._config import Thresholds
 from debate.records._judgments import (
@@ -129,7 +135,7 @@ def decide_judgments(
         else:
             check_policy(policy, table)
             by_tier = [decide(table, rules, weights=w) for w in tier_weights(policy, table.judges)]
-            decisions, cascade = apply_policy(policy, by_tier)
+            decisions, cascade = apply_policy(policy, by_tier, judge_evidence(table, by_tier[0]))
             chosen, weights_source = tier_weights(policy, table.judges)[-1], "policy"
             notes = [f"policy: {policy.guarantee}, provided that {policy.condition}"]
     outcomes = dict.fromkeys(OUTCOMES, 0)

@@ -9,9 +9,10 @@ R``) and applied to new items (``debate decide --policy P``, ``debate run --poli
 2. a Platt calibration turns ``|L|`` into ``p_agree``, the probability that people's
    majority agrees with the panel's lead;
 3. the threshold on ``p_agree`` is chosen by fixed-sequence testing on the out-of-fold
-   ``p_agree`` of the labelled units (:func:`debate.stats.fixed_sequence_threshold`): on new
-   items exchangeable with them, agreement on the declared verdicts is at least ``T`` with
-   probability at least ``1 - R``. Below the threshold the outcome is ``escalate``.
+   ``p_agree`` of the labelled units (:func:`debate.stats.fixed_sequence_threshold`), the
+   pairs of one item counted with their design effect: on new items exchangeable with
+   them, agreement on the declared verdicts is at least ``T`` with probability at least
+   ``1 - R``. Below the threshold the outcome is ``escalate``.
 
 With judge tiers (cheapest first), tier ``k`` counts the judges of tiers ``1..k``, gets its own
 weights, calibration and threshold on the units the tiers before it left, and the risk is
@@ -29,9 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
-from debate.panel._evidence import confidence, evidence_weights, weight_vector
+from debate.panel._evidence import evidence_weights, weight_vector
 from debate.panel._selective import gate_note, rule
-from debate.quality._crossfit import agreed, calibrate_fold
+from debate.quality._crossfit import agreed, calibrate_fold, predict_agree, unit_evidence
 from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table
 from debate.records._policy import DEFAULT_CONDITION, Policy, TierPolicy, guarantee_sentence
 from debate.records._transcript import Outcome
@@ -100,8 +101,8 @@ def fit_tier(frame: DecisionFrame, all_judges: Sequence[str], judges: Sequence[s
     truth = np.where(fit, frame.label, NO_CALL).astype(np.int8)
     w = _weights(x, truth, judges)
     platt = calibrate_fold(x, w, truth)
-    found = confidence(x, w)
-    p = np.where(found.lead != NO_CALL, platt.predict(np.abs(found.log_odds)), 0.0)
+    found, p_lead = predict_agree(platt, x, w)
+    p = np.nan_to_num(p_lead, nan=0.0)
     return TierFit(
         judges=list(judges),
         p_agree=p,
@@ -140,7 +141,10 @@ def choose_policy(
     fits = [fit_tier(frame, judgments.judges, judges) for judges in levels]
     labelled = fits[0].certify
     selections = cascade_thresholds(
-        [(f.p_agree[labelled], f.correct[labelled]) for f in fits], target=target, risk=risk
+        [(f.p_agree[labelled], f.correct[labelled]) for f in fits],
+        target=target,
+        risk=risk,
+        groups=frame.group[labelled],
     )
     if all(s.threshold is None for s in selections):
         reason = selections[0].refusal or "no threshold passes"
@@ -177,13 +181,14 @@ def choose_policy(
 
 
 def _condition(units: int, items: int) -> str:
-    """The guarantee's condition; where items hold several pairs, what that assumes too."""
+    """The guarantee's condition; where items hold several pairs, how the test counts them."""
     if units == items:
         return DEFAULT_CONDITION
     return (
         f"{DEFAULT_CONDITION}; the {units} calibration units (pairs of options) come from "
-        f"{items} items, and the test counts them as independent, which units of one item "
-        "are not quite: with few items, treat the guarantee as approximate"
+        f"{items} items, and the test discounts the pairs of one item by how much more "
+        "they move together than independent pairs would (the design effect); new items "
+        "must hold their pairs the way these do"
     )
 
 
@@ -224,32 +229,37 @@ def check_policy(policy: Policy, judgments: Table) -> None:
 
 
 def apply_policy(
-    policy: Policy, by_tier: Sequence[Sequence[ItemDecision]]
+    policy: Policy,
+    by_tier: Sequence[Sequence[ItemDecision]],
+    evidence: Sequence[Mapping[str, float | None]],
 ) -> tuple[list[ItemDecision], list[int]]:
     """Each unit's outcome under the policy, going up the tiers; and the units per tier.
 
     ``by_tier[k]`` holds the decisions of tier ``k + 1``'s judges (with that tier's weights),
-    one per unit in the same order. A unit is declared by the first tier whose calibrated
+    one per unit in the same order; ``evidence[unit]`` each judge's evidence on it (for the
+    calibration's doubt features). A unit is declared by the first tier whose calibrated
     ``p_agree`` reaches its threshold; past the last tier it is ``escalate`` (to people).
     """
     out: list[ItemDecision] = []
     decided_by = [0] * (len(policy.tiers) + 1)
     for unit in range(len(by_tier[0])):
-        decision = _cascade(policy, [tier[unit] for tier in by_tier])
+        decision = _cascade(policy, [tier[unit] for tier in by_tier], evidence[unit])
         out.append(decision)
         decided_by[(decision.tier or 0) if decision.outcome == "winner" else 0] += 1
     return out, decided_by
 
 
-def _cascade(policy: Policy, readings: Sequence[ItemDecision]) -> ItemDecision:
+def _cascade(
+    policy: Policy, readings: Sequence[ItemDecision], evidence: Mapping[str, float | None]
+) -> ItemDecision:
     notes: list[str] = []
     for tier, d in zip(policy.tiers, readings, strict=True):
-        ruling = rule(policy, tier, d.lead, d.evidence)
+        ruling = rule(policy, tier, d.lead, d.evidence, evidence)
         if ruling.declared:
             return _ruled(d, "winner", tier.tier, ruling.p_agree, [*notes, ruling.reason])
         notes.append(ruling.reason)
     last = readings[-1]
-    p = rule(policy, policy.tiers[-1], last.lead, last.evidence).p_agree
+    p = rule(policy, policy.tiers[-1], last.lead, last.evidence, evidence).p_agree
     notes.append("escalate to people: no tier reached its threshold")
     return _ruled(last, "escalate", policy.tiers[-1].tier, p, notes)
 
@@ -269,6 +279,19 @@ def _ruled(
             "reasons": [*notes, *gate_note(d.outcome), *d.reasons],
         }
     )
+
+
+def judge_evidence(
+    judgments: Table, decisions: Sequence[ItemDecision]
+) -> list[dict[str, float | None]]:
+    """Per decision, each judge's evidence on it (None where the judge gave none)."""
+    index = {name: i for i, name in enumerate(judgments.items)}
+    group = np.array([index[d.item] for d in decisions], dtype=np.int32)
+    rows = unit_evidence(judgments, decisions, group) if decisions else np.zeros((0, 0))
+    return [
+        {j: None if np.isnan(x) else float(x) for j, x in zip(judgments.judges, row, strict=True)}
+        for row in rows
+    ]
 
 
 def tier_weights(policy: Policy, judges: Sequence[str]) -> list[dict[str, float]]:

@@ -3,6 +3,13 @@
 ``p = sigmoid(slope * score + intercept)`` with ``slope >= 0``, fitted by maximum likelihood
 on labelled units (Platt 1999, with the Newton method and step halving of Lin, Lin and Weng
 2007). The selective verdicts choose their threshold on this probability.
+
+Optionally, further features enter the same logistic with ridge-penalised coefficients
+(``doubt``): the panel passes how far each judge fell short of a whole vote
+(:func:`debate.panel._evidence.doubt_features`). A judge that calls a pair a tie says the
+pair is close, which ``|L|`` cannot say: on PandaLM, the pairs where GPT-3.5 picks a side
+and PandaLM-7B says tie agree with people 0.47 of the time, below the pairs the two judges
+*disagree* on (0.57), though their ``|L|`` is higher.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from numpy.typing import ArrayLike
 from pydantic import Field
 
 from debate.stats._units import (
+    BoolArray,
     FloatArray,
     IntArray,
     StatsRecord,
@@ -26,7 +34,12 @@ NEWTON_STEPS = 100
 """Newton iterations at most for :func:`platt_fit`; a two-parameter convex fit converges in
 well under twenty from the flat start."""
 NEWTON_TOL = 1e-10
-"""Stop when the gradient of the mean log-loss is below this (in both parameters)."""
+"""Stop when the gradient of the mean log-loss is below this (in every parameter)."""
+DOUBT_RIDGE = 2.0
+"""The penalty ``DOUBT_RIDGE / 2 * sum(coef**2)`` on the summed log-loss of the feature
+coefficients: a normal prior of standard deviation 0.7 on each, so a judge's ties move
+``p_agree`` only as far as tens of labelled units show, and twenty judges' features do not
+fit the noise of a few hundred units."""
 
 
 class Platt(StatsRecord):
@@ -39,24 +52,45 @@ class Platt(StatsRecord):
     """The calibration family, so a policy file names how its probabilities were made."""
     n: int = Field(ge=0)
     """Labelled units the fit used (units without a score are left out)."""
+    doubt: list[float] = Field(default_factory=list)
+    """Coefficients of the features given to :func:`platt_fit`, in their order (for a
+    policy: :func:`debate.panel._evidence.doubt_features` of the tier's judges); empty: the
+    score alone."""
 
-    def predict(self, score: ArrayLike) -> FloatArray:
+    def predict(self, score: ArrayLike, features: ArrayLike | None = None) -> FloatArray:
         """The calibrated probability of each score (NaN stays NaN: no score, no probability).
 
         Args:
             score: One score or an array of them.
+            features: Per score, the features the calibration was fitted with (a row for
+                a scalar score, else one row per score); needed when ``doubt`` is not empty.
 
         Returns:
-            An array of the input's shape (0-d for a scalar).
+            An array of the score's shape (0-d for a scalar).
 
         Raises:
-            ValueError: a score that is not a number.
+            ValueError: a score that is not a number, or features missing or of the wrong
+                width.
         """
         x = numbers(score, "score")
-        return _sigmoid(self.slope * x + self.intercept)
+        f = self.slope * x + self.intercept
+        if not self.doubt:
+            return _sigmoid(f)
+        if features is None:
+            raise ValueError(f"this calibration needs {len(self.doubt)} features per score")
+        z = numbers(features, "features")
+        if z.shape[-1:] != (len(self.doubt),):
+            raise ValueError(f"features must have {len(self.doubt)} columns; got shape {z.shape}")
+        return _sigmoid(f + z @ np.asarray(self.doubt))
 
 
-def platt_fit(score: ArrayLike, correct: ArrayLike, *, groups: ArrayLike | None = None) -> Platt:
+def platt_fit(
+    score: ArrayLike,
+    correct: ArrayLike,
+    *,
+    groups: ArrayLike | None = None,
+    features: ArrayLike | None = None,
+) -> Platt:
     """Fit a Platt calibration by maximum likelihood, with slope held at 0 or above.
 
     Platt rather than isotonic regression: two parameters are stable with tens of labels,
@@ -73,6 +107,8 @@ def platt_fit(score: ArrayLike, correct: ArrayLike, *, groups: ArrayLike | None 
         correct: Per unit, whether the answer the score is about was right.
         groups: Per unit, its item id. Each item then weighs 1 in the fit whatever its
             number of units (a council item has many pairs), and the smoothing counts items.
+        features: ``units x k`` further features (finite), with coefficients penalised by
+            :data:`DOUBT_RIDGE`; their coefficients are the result's ``doubt``.
 
     Returns:
         The fit; ``n`` is the number of scored units.
@@ -91,43 +127,87 @@ def platt_fit(score: ArrayLike, correct: ArrayLike, *, groups: ArrayLike | None 
         raise ValueError("score must be finite numbers, or NaN for a unit without a score")
     if not scored.any():
         raise ValueError("platt_fit needs at least one unit with a score")
+    extra = _features(features, scored)
     x, y = x[scored], y[scored]
     w = np.ones(x.size) if codes is None else _item_weights(codes[scored])
     n_pos, n_neg = float(w[y].sum()), float(w[~y].sum())
     t = np.where(y, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
     flat = float(np.log(np.average(t, weights=w) / (1 - np.average(t, weights=w))))
+    ridge = DOUBT_RIDGE / float(w.sum())  # the penalty on the summed loss, per unit weight
+    w = w / w.sum()
     centre, spread = float(x.mean()), float(x.std())
-    if not spread > 0:
+    if spread > 0:
+        theta = _newton(
+            np.column_stack([(x - centre) / spread, extra]), t, w, flat, ridge, score=True
+        )
+        a, b, doubt = float(theta[0]), float(theta[-1]), theta[1:-1]
+        if a > 0:
+            return Platt(
+                slope=a / spread,
+                intercept=b - a * centre / spread,
+                n=int(x.size),
+                doubt=[float(c) for c in doubt],
+            )
+    # the score carries no evidence, or its best slope is not positive: slope 0
+    if not extra.shape[1]:
         return Platt(slope=0.0, intercept=flat, n=int(x.size))
-    a, b = _newton((x - centre) / spread, t, w / w.sum(), flat)
-    if a <= 0:
-        return Platt(slope=0.0, intercept=flat, n=int(x.size))
-    return Platt(slope=a / spread, intercept=b - a * centre / spread, n=int(x.size))
+    theta = _newton(extra, t, w, flat, ridge, score=False)
+    return Platt(
+        slope=0.0, intercept=float(theta[-1]), n=int(x.size), doubt=[float(c) for c in theta[:-1]]
+    )
 
 
-def _newton(z: FloatArray, t: FloatArray, w: FloatArray, start: float) -> tuple[float, float]:
-    """Minimise the weighted log-loss of ``sigmoid(a z + b)`` against soft targets ``t``."""
-    theta = np.array([0.0, start])
-    design = np.column_stack([z, np.ones_like(z)])
-    loss = _log_loss(design @ theta, t, w)
+def _features(features: ArrayLike | None, scored: BoolArray) -> FloatArray:
+    """The scored units' features, ``units x k`` (``k = 0`` without features)."""
+    if features is None:
+        return np.zeros((int(scored.sum()), 0))
+    z = numbers(features, "features")
+    if z.ndim != 2 or z.shape[0] != scored.size:
+        raise ValueError(f"features must be one row per unit ({scored.size}); got shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("features must be finite numbers")
+    return np.asarray(z[scored], dtype=np.float64)
+
+
+def _newton(
+    x: FloatArray, t: FloatArray, w: FloatArray, start: float, ridge: float, *, score: bool
+) -> FloatArray:
+    """Minimise the weighted log-loss of ``sigmoid(x @ c + b)`` against soft targets ``t``.
+
+    With ``score``, ``x``'s first column is the standardised score and goes unpenalised;
+    the others (features) carry ``ridge / 2 * c**2``. Returns ``(c..., b)``.
+    """
+    design = np.column_stack([x, np.ones(t.size)])
+    k = design.shape[1]
+    penalty = np.full(k, ridge)
+    penalty[-1] = 0.0
+    if score:
+        penalty[0] = 0.0
+    theta = np.zeros(k)
+    theta[-1] = start
+
+    def loss_of(th: FloatArray) -> float:
+        return _log_loss(design @ th, t, w) + 0.5 * float(np.sum(penalty * th * th))
+
+    loss = loss_of(theta)
     for _ in range(NEWTON_STEPS):
         p = _sigmoid(design @ theta)
-        grad = design.T @ (w * (p - t))
+        grad = design.T @ (w * (p - t)) + penalty * theta
         if np.abs(grad).max() < NEWTON_TOL:
             break
-        hess = (design * (w * p * (1 - p))[:, None]).T @ design
-        step = np.linalg.solve(hess + 1e-12 * np.eye(2), grad)
+        hess = (design * (w * p * (1 - p))[:, None]).T @ design + np.diag(penalty)
+        step = np.linalg.solve(hess + 1e-12 * np.eye(k), grad)
         scale = 1.0
         while scale > 1e-8:  # halve the step until the loss goes down (Lin, Lin, Weng 2007)
             trial = theta - scale * step
-            trial_loss = _log_loss(design @ trial, t, w)
+            trial_loss = loss_of(trial)
             if trial_loss <= loss:
                 theta, loss = trial, trial_loss
                 break
             scale /= 2
         else:
             break
-    return float(theta[0]), float(theta[1])
+    return theta
 
 
 def _log_loss(f: FloatArray, t: FloatArray, w: FloatArray) -> float:
