@@ -201,6 +201,7 @@ def _tier_policy(tier: int, fit: TierFit, selection: Selection, n_labelled: int)
         calibrator=fit.platt,
         threshold=selection.threshold,
         declared=selection.declared,
+        design_effect=selection.design_effect,
         coverage=selection.declared / max(1, n_labelled),
         agreement=selection.agreement,
         labelled=selection.labelled,

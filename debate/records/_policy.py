@@ -55,6 +55,9 @@ class TierPolicy(Frozen):
     """Declare when ``p_agree >= threshold``; None: this tier declares nothing."""
     declared: int = Field(ge=0)
     """Calibration units this tier declared."""
+    design_effect: float = Field(default=1.0, ge=1)
+    """How much more the declared units' errors varied than independent units' would (units
+    of one item moving together); the test counted them as this many times fewer."""
     coverage: Share
     """``declared`` as a share of all the policy's labelled units."""
     agreement: Share | None

@@ -52,7 +52,18 @@ def _bought(policy: Policy) -> str:
         f"On its {policy.labelled_units:,} calibration units (from "
         f"{policy.calibration_items:,} items) the policy declared {policy.coverage:.1%} "
         f"({declared:,}), {agreement}; the other {1 - policy.coverage:.1%} are escalated to "
-        "people."
+        f"people.{_clustered(policy)}"
+    )
+
+
+def _clustered(policy: Policy) -> str:
+    """Where units of one item moved together, how much the test discounted them."""
+    effect = max((t.design_effect for t in policy.tiers), default=1.0)
+    if effect <= 1.0:
+        return ""
+    return (
+        f" Pairs of one item agreed or erred together {effect:.2f} times as much as "
+        "independent pairs would, and the test counted them as that many times fewer."
     )
 
 

@@ -96,6 +96,8 @@ class Selection(StatsRecord):
     """Thresholds declaring fewer calibration units were skipped, not tested."""
     path: list[Step]
     """Every tested threshold, strictest first, up to and including the first failure."""
+    design_effect: float = 1.0
+    """The chosen threshold's design effect (1 without one, or with one unit per item)."""
     refusal: str | None = None
     """One line: why no threshold passes (None when one does)."""
 
@@ -377,6 +379,7 @@ def select(
     chosen = path[stop - 1]
     return Selection(
         threshold=chosen.threshold,
+        design_effect=chosen.design_effect,
         declared=chosen.n,
         coverage=chosen.n / labelled,
         agreement=1 - chosen.errors / chosen.n,
