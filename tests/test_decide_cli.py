@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from debate._cli.main import main
@@ -301,3 +302,42 @@ def test_a_dimension_the_labels_lack_is_named_in_one_line(
     assert err.strip() == (
         f"error: --labels: dimension 'clarity' is not in {labels}; use one of Clarity, depth"
     )
+
+
+def test_validity_dimension_each_refuses_a_target_on_one_dimension_and_keeps_the_others(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """People's scores on ``murky`` are noise: no threshold reaches the target there, and
+    that dimension says so, while ``clear`` and the mean get their policies."""
+    rng = np.random.default_rng(5)
+    judges, people = [], []
+    for dimension, seed in (("clear", 2), ("murky", 3)):
+        j, p = planted_scores(150, ("x", "y", "z"), {"a": 0.3, "b": 0.5, "c": 0.8}, seed=seed)
+        judges += [{**r, "dimension": dimension} for r in table_rows(j)]
+        for r in table_rows(p):
+            if dimension == "murky":
+                r["score"] = float(rng.integers(1, 6))
+            people.append({**r, "dimension": dimension})
+    write_judgments(tmp_path / "j.csv", judges, scale=j.scale)
+    write_judgments(tmp_path / "p.csv", people, scale=p.scale)
+    out = tmp_path / "each"
+    code, _, err = run(
+        capsys, "validity", str(tmp_path / "j.csv"), "--labels", str(tmp_path / "p.csv"),
+        "--dimension", "each", "--target-agreement", "0.8", "--bootstrap", "20",
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "warning: murky: no policy: --target-agreement 0.8" in err
+    assert (out / "policy-clear.json").exists() and not (out / "policy-murky.json").exists()
+    murky = json.loads((out / "validity-murky.json").read_text())
+    assert murky["policy"] is None and "cannot be guaranteed" in murky["policy_refusal"]
+    summary = (out / "summary.md").read_text()
+    assert "policy: coverage (agreement)" in summary and "| refused |" in summary
+    assert "No policy" in (out / "validity-murky.html").read_text()
+    # every dimension refused: one line, exit 2, as for one dimension
+    code, _, err = run(
+        capsys, "validity", str(tmp_path / "j.csv"), "--labels", str(tmp_path / "p.csv"),
+        "--dimension", "each", "--target-agreement", "0.97",
+        "--bootstrap", "20", "--out", str(tmp_path / "none"),
+    )  # fmt: skip
+    assert code == 2 and "no dimension supports the target" in err

@@ -166,6 +166,7 @@ def validity_command(args: argparse.Namespace) -> int:
             target_agreement=args.target_agreement,
             risk=args.risk,
             tiers=tiers,
+            refused_in_report=len(dimensions) > 1,
         )
         suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
         _write(out, suffix, validity)
@@ -180,6 +181,14 @@ def validity_command(args: argparse.Namespace) -> int:
             texts.append(validity.report.model_dump_json(indent=2))
         else:
             texts.append(render_validity_markdown(validity.report))
+    refused = [r for r in reports if r.policy_refusal is not None]
+    if refused and len(refused) == len(reports):
+        raise ConfigurationError(
+            f"no dimension supports the target: {refused[0].policy_refusal}",
+            field="--target-agreement",
+        )
+    for r in refused:  # the others' policies are written; this one's reason, on stderr
+        sys.stderr.write(f"warning: {r.dimension or 'all'}: no policy: {r.policy_refusal}\n")
     if len(reports) > 1 and not args.json:
         summary = render_validity_summary(reports)
         (out / "summary.md").write_text(summary, encoding="utf-8")

@@ -280,6 +280,7 @@ def validate_judgments(
     target_agreement: float | None = None,
     risk: float = 0.10,
     tiers: Mapping[str, int] | None = None,
+    refused_in_report: bool = False,
 ) -> Validity:
     """Cross-fit the panel on ``judgments`` against people's ``labels`` and report it.
 
@@ -287,7 +288,9 @@ def validate_judgments(
     the same table. ``label_scale`` is the labels' scale when their file does not declare
     it (default: ``scale``). With ``target_agreement``, a policy is chosen on the labels
     (:mod:`debate.quality._policy`): agreement with people at least the target with
-    probability at least ``1 - risk``; ``tiers`` (judge -> tier) makes it a cascade.
+    probability at least ``1 - risk``; ``tiers`` (judge -> tier) makes it a cascade. A
+    target the labels cannot support raises, or with ``refused_in_report`` leaves the
+    report without a policy and says why (``policy_refusal``).
 
     Raises:
         ConfigurationError: bad input, or a target the labels cannot support (one line).
@@ -312,10 +315,17 @@ def validate_judgments(
         )
         alpha_judges, alpha_people, level = alphas(table, truth, dimension)
     policy = None
+    refusal = None
     if target_agreement is not None:
-        policy = choose_policy(
-            table, frame, target=target_agreement, risk=risk, tiers=tiers, seed=seed, folds=folds
-        )
+        try:
+            policy = choose_policy(
+                table, frame, target=target_agreement, risk=risk, tiers=tiers, seed=seed,
+                folds=folds,
+            )  # fmt: skip
+        except ConfigurationError as exc:
+            if not refused_in_report or exc.field != "--target-agreement":
+                raise
+            refusal = str(exc)
     report = validity_report(
         frame,
         alpha_judges=alpha_judges,
@@ -331,5 +341,6 @@ def validate_judgments(
     split = [] if equal is None else frame.group[equal == OUTCOMES.index("irreconcilable")]
     advice = band_advice(alpha_judges, list(dict.fromkeys(table.items[g] for g in split)))
     extra = [advice, *frame.notes, *table_warnings(table)]
-    report = report.model_copy(update={"notes": [*report.notes, *extra]})
+    update = {"notes": [*report.notes, *extra], "policy_refusal": refusal}
+    report = report.model_copy(update=update)
     return Validity(report=report, frame=frame, policy=policy)

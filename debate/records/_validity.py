@@ -187,6 +187,9 @@ class ValidityReport(Frozen):
     """Per panel: the reliability diagram of its ``p_agree`` and the calibration error."""
     policy: Policy | None = None
     """The policy chosen for a target agreement, with its guarantee, when one was asked."""
+    policy_refusal: str | None = None
+    """Why no policy could be chosen for the target asked (one line), when the report was
+    kept without one: ``--dimension each`` refuses a dimension, not the others."""
     notes: list[str] = Field(default_factory=list)
     """What the numbers do and do not show."""
 

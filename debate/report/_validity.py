@@ -281,7 +281,7 @@ def render_validity_html(report: ValidityReport) -> str:
     """The whole HTML page of a validity report (no script, no external reference)."""
     sections = [
         _summary(report),
-        guarantee_html(report.policy) if report.policy is not None else "",
+        guarantee_html(report.policy) if report.policy is not None else _refusal(report),
         _methods(report),
         _risk(report),
         _reliability(report),
@@ -367,6 +367,8 @@ def render_validity_markdown(report: ValidityReport) -> str:
     ]
     if report.policy is not None:
         lines += guarantee_markdown(report.policy)
+    elif report.policy_refusal is not None:
+        lines += ["", f"**No policy:** {cell(report.policy_refusal)}"]
     lines += [
         "",
         md_table(
@@ -459,7 +461,30 @@ def render_validity_summary(reports: Sequence[ValidityReport], panel: str = "lab
     """One Markdown table over several reports (one per dimension), for ``panel``.
 
     ``panel`` is the weighting shown (default: label-trained weights, the calibrated
-    weighted panel); the per-report tables give every weighting.
+    weighted panel); the per-report tables give every weighting. With a target agreement,
+    a last column gives each dimension's policy, or says it was refused.
     """
     rows = [_summary_cells(r, panel) for r in reports]
-    return md_table(SUMMARY_HEAD, rows) + "\n"
+    head = SUMMARY_HEAD
+    if any(r.policy is not None or r.policy_refusal is not None for r in reports):
+        head = [*SUMMARY_HEAD, "policy: coverage (agreement)"]
+        rows = [[*row, _policy_cell(r)] for row, r in zip(rows, reports, strict=True)]
+    return md_table(head, rows) + "\n"
+
+
+def _policy_cell(report: ValidityReport) -> str:
+    policy = report.policy
+    if policy is None:
+        return "refused" if report.policy_refusal is not None else "—"
+    agreement = "—" if policy.agreement is None else f"{policy.agreement:.2f}"
+    return f"{policy.coverage:.0%} ({agreement})"
+
+
+def _refusal(report: ValidityReport) -> str:
+    """Where a target was asked and refused, the page says so instead of the guarantee."""
+    if report.policy_refusal is None:
+        return ""
+    return (
+        '<section id="guarantee" class="verdict"><p class="kicker">No policy</p>'
+        f'<p class="topic">{esc(report.policy_refusal)}</p></section>'
+    )
