@@ -72,7 +72,9 @@ def test_two_replicas_never_claim_the_same_job(two: tuple[PgJobStore, PgJobStore
                 return
             into.extend(job.id for job, _ in got)
 
-    threads = [threading.Thread(target=claim, args=(s, t)) for s, t in zip((a, b), taken)]
+    threads = [
+        threading.Thread(target=claim, args=(s, t)) for s, t in zip((a, b), taken, strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
