@@ -181,14 +181,18 @@ class PgJobStore:
             if room is not None:
                 _check_room(db, who, *room)
             job_id = new_id(now)
-            db.execute(
+            row = db.execute(  # its first event, "queued", is numbered here: events = 1
                 "INSERT INTO jobs (id, kind, status, request, digest, token, idempotency_key, "
-                "created) VALUES (%s, %s, 'queued', %s, %s, %s, %s, %s)",
+                f"created, events) VALUES (%s, %s, 'queued', %s, %s, %s, %s, %s, 1) "
+                f"RETURNING {_COLUMNS}",
                 (job_id, kind, with_seed(request).model_dump_json(), digest, who,
                  idempotency_key, now),
-            )  # fmt: skip
-            _append(db, [(job_id, "queued", {"kind": kind}, now)])
-            return _get(db, job_id), True
+            ).fetchone()  # fmt: skip
+            db.execute(  # no NOTIFY: nobody can be watching a job whose id is not out yet
+                "INSERT INTO events (job, seq, type, time, data) VALUES (%s, 1, 'queued', %s, %s)",
+                (job_id, now, json.dumps({"kind": kind})),
+            )
+            return _job(row), True
 
     def get(self, job_id: str) -> Job | None:
         """The job, or None if there is none with that id."""
@@ -419,16 +423,17 @@ class PgJobStore:
 
 
 def _check_room(db: Any, who: str, bound: int, share: int) -> None:
-    active = "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')"
-    total = int(db.execute(active).fetchone()[0])
+    total, mine = db.execute(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE token = %s) FROM jobs "
+        "WHERE status IN ('queued', 'running')",
+        (who,),
+    ).fetchone()
     if total >= bound:
         raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
-    if who:
-        mine = int(db.execute(active + " AND token = %s", (who,)).fetchone()[0])
-        if mine >= share:
-            raise QueueFull(
-                f"queue: this token has {mine} jobs queued or running, its share; retry later"
-            )
+    if who and mine >= share:
+        raise QueueFull(
+            f"queue: this token has {mine} jobs queued or running, its share; retry later"
+        )
 
 
 def _pick(db: Any, limit: int, per_token: int | None) -> builtins.list[str]:
