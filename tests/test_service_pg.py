@@ -252,3 +252,56 @@ def test_the_response_cache_is_shared_first_writer_wins(pg_url: str) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_a_runner_that_lost_its_lease_stops_its_copy_and_records_nothing(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A runner stalled past its lease: another runner takes the job over; the first one's
+    next renewal finds the job lost and drops its copy, so the job ends once, by the other."""
+    from debate.models.test import TestModel
+    from debate.records._config import build_config
+    from debate.service._models import ServiceLimits, ServiceSettings
+    from debate.service._runner import JobRunner, ModelBundle
+
+    judges = [{"role": "technical"}, {"role": "risk"}]
+    small = build_config({"arguments": 1, "rounds": 0, "judges": judges, "provider_retries": 0})
+    settings = ServiceSettings(limits=ServiceLimits(workers=2, per_token_concurrency=2))
+    slow = lambda: ModelBundle(model=TestModel(delay=1.0))  # noqa: E731
+    stalled_store, other_store = PgJobStore(pg_url, lease=1.5), PgJobStore(pg_url, lease=1.5)
+
+    async def scenario() -> tuple[Any, list[str]]:
+        job, _ = stalled_store.submit("debate", debate(), token=None, idempotency_key=None)
+        first = JobRunner(stalled_store, settings, make_models=slow, config=small, poll=0.05)
+        await first.start()
+        deadline = time.monotonic() + 20
+        while job.id not in first.running:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        # The stall: its lease runs out in the database while it still runs the job.
+        import psycopg
+
+        with psycopg.connect(pg_url, autocommit=True) as db:
+            db.execute("UPDATE jobs SET lease_until = 0 WHERE id = %s", (job.id,))
+        second = JobRunner(other_store, settings, make_models=slow, config=small, poll=0.05)
+        await second.start()
+        while job.id in first.running:  # dropped at its next renewal (every 0.5 s)
+            assert time.monotonic() < deadline + 10
+            await asyncio.sleep(0.02)
+        while (other_store.get(job.id) or job).status != "done":
+            assert time.monotonic() < deadline + 60
+            await asyncio.sleep(0.05)
+        await first.stop()
+        await second.stop()
+        return other_store.get(job.id), [e.type for e in other_store.events(job.id)]
+
+    try:
+        ended, types = asyncio.run(scenario())
+    finally:
+        stalled_store.close()
+        other_store.close()
+    assert ended is not None and ended.status == "done"
+    assert types.count("done") == 1 and types.count("running") == 2
+    assert types.count("requeued") == 1  # the takeover's, with reason "lease expired"
+    dropped = [r.getMessage() for r in caplog.records if "lease was taken over" in r.getMessage()]
+    assert dropped == [f"job {ended.id}: its lease was taken over; stopping it here"]
