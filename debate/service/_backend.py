@@ -87,10 +87,14 @@ class JobBackend(Protocol):
     def close(self) -> None: ...  # noqa: D102
 
 
-def open_store(database: Path | str, *, lease: float | None = None) -> JobBackend:
+def open_store(
+    database: Path | str, *, lease: float | None = None, connections: int = 10
+) -> JobBackend:
     """The store a parsed ``--database`` names: a ``Path`` is SQLite, a ``str`` a URL.
 
     ``lease``: seconds of a PostgreSQL claim (None: its default); SQLite has no leases.
+    ``connections``: the most a PostgreSQL store's pool opens (the app's routes call the
+    store from many threads; a runner from two).
     """
     if isinstance(database, Path):
         from debate.service._store import JobStore
@@ -98,4 +102,5 @@ def open_store(database: Path | str, *, lease: float | None = None) -> JobBacken
         return JobStore(database)
     from debate.service._pgstore import DEFAULT_LEASE_S, PgJobStore
 
-    return PgJobStore(database, lease=DEFAULT_LEASE_S if lease is None else lease)
+    lease = DEFAULT_LEASE_S if lease is None else lease
+    return PgJobStore(database, lease=lease, max_size=connections)

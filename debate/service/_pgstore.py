@@ -504,9 +504,12 @@ def _close(
 def _append(db: Any, events: Sequence[Pending]) -> dict[str, int]:
     """Number and insert events inside the caller's transaction; NOTIFY their jobs.
 
-    One ``UPDATE … FROM unnest`` takes each job's block of numbers (rows locked in id
-    order, so two writers cannot deadlock), and one pipelined ``executemany`` inserts
-    the events. Events of jobs that do not exist are dropped. Returns each job's last seq.
+    One ``UPDATE … FROM unnest`` takes each job's block of numbers and one pipelined
+    ``executemany`` inserts the events. Events of jobs that do not exist are dropped.
+    Returns each job's last seq. Two writers touch the same jobs only when a stalled runner
+    and the one that took its jobs over write at once; should they deadlock, PostgreSQL
+    fails one transaction, which its caller logs (the runner's progress) or retries at the
+    next poll (a claim).
     """
     counts = Counter(job for job, _, _, _ in events)
     ids = sorted(counts)

@@ -147,7 +147,8 @@ async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     settings = spec.settings
-    store = open_store(database_target(settings.database), lease=settings.limits.lease_s)
+    target = database_target(settings.database)
+    store = open_store(target, lease=settings.limits.lease_s, connections=4)
     webhooks = _webhooks(spec)
     runner = JobRunner(store, spec.settings, config=spec.config, model_path=spec.model_path)
     if webhooks is not None:
