@@ -23,23 +23,33 @@ seconds (``created`` and the like from the writer's clock, leases from the datab
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import logging
 import secrets
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from debate.service._feed import EventFeed, NotifyWatch
-from debate.service._models import FINAL, Job, JobError, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._models import Job, JobError, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._pgsql import (
+    CHANNEL,
+    COLUMNS,
+    MIGRATIONS,
+    NOW,
+    Pending,
+    add_events,
+    check_room,
+    end_job,
+    fetch_job,
+    pick_queued,
+    row_job,
+)
 from debate.service._store import (
     _CANCELLED,
     REQUESTS,
     STATUSES,
     IdempotencyConflict,
-    QueueFull,
     _digest,
     _request,
     new_id,
@@ -53,57 +63,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_S = 30.0
 """Seconds a claimed job is its runner's without a renewal (renewed every third of it)."""
-CHANNEL = "debate_events"
-NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
 _SUBMIT_LOCK = 0x6A6F6273  # "jobs": serialises the room check and insert of concurrent submits
-_COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events"
-_FINALS = ",".join(f"'{status}'" for status in FINAL)
-
-MIGRATIONS = (
-    """CREATE TABLE jobs (
-    n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,  -- submission order (SQLite's rowid)
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    request TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    token TEXT NOT NULL DEFAULT '',
-    idempotency_key TEXT,
-    created DOUBLE PRECISION NOT NULL,
-    started DOUBLE PRECISION,
-    finished DOUBLE PRECISION,
-    outcome TEXT,
-    result TEXT,
-    error TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-    events INTEGER NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_until DOUBLE PRECISION
-);
-CREATE UNIQUE INDEX jobs_idempotency ON jobs (token, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-CREATE INDEX jobs_queued ON jobs (n) WHERE status = 'queued';
-CREATE INDEX jobs_running ON jobs (lease_until) WHERE status = 'running';
-CREATE INDEX jobs_token ON jobs (token, n);
-CREATE TABLE events (
-    job TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    time DOUBLE PRECISION NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (job, seq)
-);""",
-)
-"""The ``jobs`` component's schema versions (see :func:`debate.storage._pg.migrate`)."""
-
-Pending = tuple[str, str, dict[str, Any], float]
-"""An event to write: ``(job, type, data, time)``."""
-
-
-def _lock_key(text: str) -> int:
-    """A signed 64-bit advisory-lock key for ``text``."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
 class PgJobStore:
@@ -170,21 +130,20 @@ class PgJobStore:
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_SUBMIT_LOCK,))
             if idempotency_key is not None:
                 row = db.execute(
-                    f"SELECT {_COLUMNS}, digest FROM jobs "
-                    "WHERE token = %s AND idempotency_key = %s",
+                    f"SELECT {COLUMNS}, digest FROM jobs WHERE token = %s AND idempotency_key = %s",
                     (who, idempotency_key),
                 ).fetchone()
                 if row is not None:
                     if row[-1] != digest:
-                        raise IdempotencyConflict(_job(row))
-                    return _job(row), False
+                        raise IdempotencyConflict(row_job(row))
+                    return row_job(row), False
             if room is not None:
-                _check_room(db, who, *room)
+                check_room(db, who, *room)
             job_id = new_id(now)
             row = db.execute(  # its first event, "queued", is numbered here: events = 1
                 "INSERT INTO jobs (id, kind, status, request, digest, token, idempotency_key, "
                 f"created, events) VALUES (%s, %s, 'queued', %s, %s, %s, %s, %s, 1) "
-                f"RETURNING {_COLUMNS}",
+                f"RETURNING {COLUMNS}",
                 (job_id, kind, with_seed(request).model_dump_json(), digest, who,
                  idempotency_key, now),
             ).fetchone()  # fmt: skip
@@ -192,13 +151,13 @@ class PgJobStore:
                 "INSERT INTO events (job, seq, type, time, data) VALUES (%s, 1, 'queued', %s, %s)",
                 (job_id, now, json.dumps({"kind": kind})),
             )
-            return _job(row), True
+            return row_job(row), True
 
     def get(self, job_id: str) -> Job | None:
         """The job, or None if there is none with that id."""
         with self._pool.connection() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone()
-        return None if row is None else _job(row)
+            row = db.execute(f"SELECT {COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone()
+        return None if row is None else row_job(row)
 
     def owns(self, job_id: str, token: str | None) -> bool:
         """Whether the job was submitted with ``token``."""
@@ -219,9 +178,9 @@ class PgJobStore:
         where, args = ("WHERE token = %s", [token_id(token)]) if token is not None else ("", [])
         with self._pool.connection() as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY n DESC LIMIT %s", (*args, limit)
+                f"SELECT {COLUMNS} FROM jobs {where} ORDER BY n DESC LIMIT %s", (*args, limit)
             ).fetchall()
-        return [_job(row) for row in rows]
+        return [row_job(row) for row in rows]
 
     def counts(self) -> dict[JobStatus, int]:
         """How many jobs are in each status (every status listed, 0 included)."""
@@ -265,14 +224,14 @@ class PgJobStore:
             taken = [job_id for job_id, cancelling in expired if not cancelling]
             for job_id, cancelling in expired:
                 if cancelling:
-                    _close(db, job_id, "cancelled", "cancelled", {}, error=_CANCELLED)
-            chosen = taken + _pick(db, limit - len(taken), per_token)
+                    end_job(db, job_id, "cancelled", "cancelled", {}, error=_CANCELLED)
+            chosen = taken + pick_queued(db, limit - len(taken), per_token)
             if not chosen:
                 return []
             rows = db.execute(
                 f"UPDATE jobs SET status = 'running', started = %s, attempts = attempts + 1, "
                 f"lease_owner = %s, lease_until = {NOW} + %s WHERE id = ANY(%s) "
-                f"RETURNING {_COLUMNS}, attempts, kind, request",
+                f"RETURNING {COLUMNS}, attempts, kind, request",
                 (now, self.owner, self.lease, chosen),
             ).fetchall()
             by_id = {row[0]: row for row in rows}
@@ -281,11 +240,11 @@ class PgJobStore:
                 if job_id in taken:
                     pending.append((job_id, "requeued", {"reason": "lease expired"}, now))
                 pending.append((job_id, "running", {"attempt": by_id[job_id][10]}, now))
-            seqs = _append(db, pending)
+            seqs = add_events(db, pending)
         claimed = []
         for job_id in chosen:
             row = by_id[job_id]
-            job = _job(row[:10]).model_copy(update={"events": seqs[job_id]})
+            job = row_job(row[:10]).model_copy(update={"events": seqs[job_id]})
             claimed.append((job, _request(row[11], row[12])))
         return claimed
 
@@ -338,7 +297,7 @@ class PgJobStore:
             if row is None:
                 return None
             if row[0] == "queued":
-                _close(db, job_id, "cancelled", "cancelled", {}, error=_CANCELLED)
+                end_job(db, job_id, "cancelled", "cancelled", {}, error=_CANCELLED)
             elif row[0] == "running":
                 flagged = db.execute(
                     "UPDATE jobs SET cancel_requested = TRUE WHERE id = %s "
@@ -346,8 +305,8 @@ class PgJobStore:
                     (job_id,),
                 )
                 if flagged.rowcount:
-                    _append(db, [(job_id, "cancel_requested", {}, time.time())])
-            return _get(db, job_id)
+                    add_events(db, [(job_id, "cancel_requested", {}, time.time())])
+            return fetch_job(db, job_id)
 
     def cancel_requested(self, job_ids: Sequence[str]) -> set[str]:
         """Which of these running jobs a client asked to cancel."""
@@ -370,9 +329,9 @@ class PgJobStore:
                 (job_id, self.owner),
             )
             if moved.rowcount:
-                _append(db, [(job_id, "requeued", {"reason": reason}, time.time())])
+                add_events(db, [(job_id, "requeued", {"reason": reason}, time.time())])
             found = db.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,)).fetchone()
-            return None if found is None else _get(db, job_id)
+            return None if found is None else fetch_job(db, job_id)
 
     def recover(self) -> int:
         """Nothing: a replica's start takes no job (expired leases are claimed instead)."""
@@ -385,8 +344,8 @@ class PgJobStore:
             found = db.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,)).fetchone()
             if found is None:
                 return None
-            _close(db, job_id, status, event, data, **columns)
-            return _get(db, job_id)
+            end_job(db, job_id, status, event, data, **columns)
+            return fetch_job(db, job_id)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -394,7 +353,7 @@ class PgJobStore:
         """Record one event of a job, numbered after the last (raises KeyError: no such job)."""
         now = time.time()
         with self._pool.connection() as db, db.transaction():
-            seqs = _append(db, [(job_id, type, data, now)])
+            seqs = add_events(db, [(job_id, type, data, now)])
         if job_id not in seqs:
             raise KeyError(f"job {job_id}: no such job")
         return JobEvent(job=job_id, seq=seqs[job_id], type=type, time=now, data=data)
@@ -407,7 +366,7 @@ class PgJobStore:
         if not events:
             return
         with self._pool.connection() as db, db.transaction():
-            _append(db, events)
+            add_events(db, events)
 
     def events(self, job_id: str, after: int = 0) -> builtins.list[JobEvent]:
         """The job's events with ``seq`` above ``after``, in order."""
@@ -420,138 +379,3 @@ class PgJobStore:
         return [
             JobEvent(job=r[0], seq=r[1], type=r[2], time=r[3], data=json.loads(r[4])) for r in rows
         ]
-
-
-def _check_room(db: Any, who: str, bound: int, share: int) -> None:
-    total, mine = db.execute(
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE token = %s) FROM jobs "
-        "WHERE status IN ('queued', 'running')",
-        (who,),
-    ).fetchone()
-    if total >= bound:
-        raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
-    if who and mine >= share:
-        raise QueueFull(
-            f"queue: this token has {mine} jobs queued or running, its share; retry later"
-        )
-
-
-def _pick(db: Any, limit: int, per_token: int | None) -> builtins.list[str]:
-    """The oldest queued jobs that may start, locked; tokens at ``per_token`` passed over.
-
-    A token's running count is read after taking its advisory lock, so two replicas
-    claiming at once cannot both start its last allowed job; a token whose lock another
-    replica holds right now is passed over until the next claim.
-    """
-    if limit < 1:
-        return []
-    if per_token is None:
-        rows = db.execute(
-            "SELECT id FROM jobs WHERE status = 'queued' ORDER BY n LIMIT %s "
-            "FOR UPDATE SKIP LOCKED",
-            (limit,),
-        ).fetchall()
-        return [row[0] for row in rows]
-    candidates = db.execute(
-        "SELECT id, token FROM jobs WHERE status = 'queued' AND token NOT IN ("
-        "  SELECT token FROM jobs WHERE status = 'running' AND token != '' "
-        "  GROUP BY token HAVING COUNT(*) >= %s"
-        ") ORDER BY n LIMIT %s FOR UPDATE SKIP LOCKED",
-        (per_token, limit * 4),
-    ).fetchall()
-    tokens = sorted({token for _, token in candidates if token})
-    held = [
-        t
-        for t in tokens
-        if db.execute("SELECT pg_try_advisory_xact_lock(%s)", (_lock_key(t),)).fetchone()[0]
-    ]
-    running: dict[str, int] = dict(
-        db.execute(
-            "SELECT token, COUNT(*) FROM jobs WHERE status = 'running' AND token = ANY(%s) "
-            "GROUP BY token",
-            (held,),
-        ).fetchall()
-        if held
-        else []
-    )
-    chosen: builtins.list[str] = []
-    for job_id, token in candidates:
-        if token and (token not in held or running.get(token, 0) >= per_token):
-            continue
-        if token:
-            running[token] = running.get(token, 0) + 1
-        chosen.append(job_id)
-        if len(chosen) == limit:
-            break
-    return chosen
-
-
-def _close(
-    db: Any, job_id: str, status: JobStatus, event: str, data: dict[str, Any], **columns: Any
-) -> None:
-    """End a job that is not final yet (first writer wins), releasing its lease."""
-    now = time.time()
-    sets = "".join(f", {name} = %s" for name in columns)
-    ended = db.execute(
-        f"UPDATE jobs SET status = %s, finished = %s, lease_owner = NULL, lease_until = NULL"
-        f"{sets} WHERE id = %s AND status NOT IN ({_FINALS})",
-        (status, now, *columns.values(), job_id),
-    )
-    if ended.rowcount:
-        _append(db, [(job_id, event, data, now)])
-
-
-def _append(db: Any, events: Sequence[Pending]) -> dict[str, int]:
-    """Number and insert events inside the caller's transaction; NOTIFY their jobs.
-
-    One ``UPDATE … FROM unnest`` takes each job's block of numbers and one pipelined
-    ``executemany`` inserts the events. Events of jobs that do not exist are dropped.
-    Returns each job's last seq. Two writers touch the same jobs only when a stalled runner
-    and the one that took its jobs over write at once; should they deadlock, PostgreSQL
-    fails one transaction, which its caller logs (the runner's progress) or retries at the
-    next poll (a claim).
-    """
-    counts = Counter(job for job, _, _, _ in events)
-    ids = sorted(counts)
-    rows = db.execute(
-        "UPDATE jobs SET events = jobs.events + c.k "
-        "FROM unnest(%s::text[], %s::int[]) AS c(id, k) WHERE jobs.id = c.id "
-        "RETURNING jobs.id, jobs.events",
-        (ids, [counts[i] for i in ids]),
-    ).fetchall()
-    last = {row[0]: int(row[1]) for row in rows}
-    next_seq = {job: last[job] - counts[job] + 1 for job in last}
-    values = []
-    for job, kind, data, when in events:
-        if job in next_seq:
-            values.append((job, next_seq[job], kind, when, json.dumps(data)))
-            next_seq[job] += 1
-    if values:
-        with db.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO events (job, seq, type, time, data) VALUES (%s, %s, %s, %s, %s)",
-                values,
-            )
-        for start in range(0, len(ids), 250):  # a NOTIFY payload holds under 8000 bytes
-            chunk = [job for job in ids[start : start + 250] if job in last]
-            db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ",".join(chunk)))
-    return last
-
-
-def _get(db: Any, job_id: str) -> Job:
-    return _job(db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone())
-
-
-def _job(row: Sequence[Any]) -> Job:
-    return Job(
-        id=row[0],
-        kind=row[1],
-        status=row[2],
-        created=row[3],
-        started=row[4],
-        finished=row[5],
-        outcome=row[6],
-        result=None if row[7] is None else json.loads(row[7]),
-        error=None if row[8] is None else JobError.model_validate_json(row[8]),
-        events=row[9],
-    )
