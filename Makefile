@@ -47,7 +47,7 @@ DEMO_TARGET    := 0.80
 DEMO_RISK      := 0.10
 DEMO_BOOTSTRAP := 200
 
-.PHONY: demo test lint browser bench clean
+.PHONY: demo test lint browser postgresql bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -90,7 +90,19 @@ browser:
 	    echo "chromium not found: the page tests will be skipped (apt-get install chromium)"; \
 	  fi; }
 
-test: lint browser
+# The PostgreSQL tests (service replicas) start Debian's server in a temporary folder; where
+# make runs as root with apt-get it is installed when missing, elsewhere those tests skip.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's postgresql for the replica tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) \
+	      >/dev/null 2>&1 || echo "could not install postgresql: the replica tests will be skipped"; \
+	  else \
+	    echo "postgresql not found: the replica tests will be skipped (apt-get install postgresql)"; \
+	  fi; }
+
+test: lint browser postgresql
 	$(BIN)/pytest
 
 bench: $(STAMP)

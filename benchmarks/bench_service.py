@@ -2,6 +2,7 @@
 
     python benchmarks/bench_service.py [--jobs 500] [--clients 50] [--workers 8,64]
                                        [--think 0.5] [--latency 0.2] [--runs both|load|kill]
+    python benchmarks/bench_service.py --database postgresql --replicas 1 2 3 [--workers 8]
 
 Everything runs on 127.0.0.1: the model server (tests/openai_server.py's FakeOpenAIServer,
 threaded, in its own process), the service (``debate serve`` in its own process, on its own
@@ -25,6 +26,14 @@ SQLite database), and the clients (aiohttp, in this process: httpx's client pool
    calls are made and restarted on the same database. Reported: every job finishes; calls
    re-sent after the restart (prompts the model server saw before it and again after)
    against the calls in flight at the kill (sent, reply not yet stored) (bound: <=).
+
+3. Replicas (``--database postgresql --replicas 1 2 3``, instead of 1 and 2): the load of 1
+   on one SQLite server (the anchor), then on N ``debate serve`` replicas sharing one
+   PostgreSQL (tests/pg_server.py's, started here in a temporary folder), each POST sent to a
+   replica at random and every job read back from another. Reported for each: calls/s, its
+   ratio to the ideal of N x W workers and to the SQLite anchor, and the CPU per model call
+   of the services' processes and of the database's. On a 2-core machine the replicas share
+   the cores, so the figures show what each replica and the database cost, not scaling.
 
 Prints each figure with its ratio to the bound and exits 1 if a bound fails.
 """
@@ -131,16 +140,24 @@ def free_port() -> int:
 class Service:
     """``debate serve`` as a subprocess on a fixed port and database, restartable."""
 
-    def __init__(self, args: argparse.Namespace, base_url: str, folder: Path, workers: int) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        base_url: str,
+        folder: Path,
+        workers: int,
+        database: str | None = None,
+        name: str = "service",
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.folder = folder
-        self.log = (folder / "service.log").open("a")
+        self.log = (folder / f"{name}.log").open("a")
         self.command = [
             *args.serve.split(),
             "--host", "127.0.0.1",
             "--port", str(self.port),
-            "--database", str(folder / "service.sqlite"),
+            "--database", database or str(folder / "service.sqlite"),
             "--workers", str(workers),
             "--per-token", str(workers),
             "--queue-bound", str(max(1000, args.jobs)),
@@ -151,8 +168,15 @@ class Service:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        # The checkout's package, whatever the environment has installed (an editable
+        # install of another checkout would otherwise serve).
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
-            self.command, stdout=self.log, stderr=self.log, cwd=self.folder
+            self.command,
+            stdout=self.log,
+            stderr=self.log,
+            cwd=self.folder,
+            env={**os.environ, "PYTHONPATH": path},
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -197,14 +221,17 @@ class Load:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-async def submit(client: aiohttp.ClientSession, url: str, load: Load, i: int, tag: str) -> None:
+async def submit(
+    client: aiohttp.ClientSession, url: str | list[str], load: Load, i: int, tag: str
+) -> None:
     """POST one debate until answered; a retry carries the same Idempotency-Key."""
     body = {"topic": topic(i), "config": {"seed": i}}
     headers = {"Idempotency-Key": f"{tag}-{i}"}
     for attempt in range(600):
         start = time.perf_counter()
+        target = random.choice(url) if isinstance(url, list) else url  # a replica at random
         try:
-            async with client.post(url + "/v1/debates", json=body, headers=headers) as response:
+            async with client.post(target + "/v1/debates", json=body, headers=headers) as response:
                 status, answer = response.status, await response.read()
         except (aiohttp.ClientError, asyncio.TimeoutError):
             status, answer = 0, b""
@@ -227,7 +254,9 @@ def session(connections: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections), timeout=timeout)
 
 
-async def clients(url: str, load: Load, jobs: int, n: int, tag: str, think: float) -> None:
+async def clients(
+    url: str | list[str], load: Load, jobs: int, n: int, tag: str, think: float
+) -> None:
     queue = iter(range(jobs))
     async with session(n) as client:
 
@@ -429,6 +458,121 @@ def one_run(args: argparse.Namespace, kill: bool, workers: int) -> bool:
             model.close()
 
 
+# -- replicas on PostgreSQL --------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its children, live and reaped (0 once it is gone)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    own = sum(int(f) for f in fields[11:15]) / tick  # utime, stime, cutime, cstime
+    return own + sum(cpu_seconds(int(child)) for child in children)
+
+
+def postmaster(folder: Path) -> int:
+    return int((folder / "data" / "postmaster.pid").read_text().split()[0])
+
+
+def replicas_run(
+    args: argparse.Namespace, replicas: int, pg: Any | None, workers: int
+) -> dict[str, Any] | None:
+    """One load on ``replicas`` services (SQLite when ``pg`` is None, else a fresh database
+    on ``pg``); returns its figures, or None when a job was lost or failed."""
+    with tempfile.TemporaryDirectory(prefix="bench-replicas-") as folder:
+        model = ModelServer(args.latency, Path(folder))
+        database = None if pg is None else pg.new_database()
+        services = [
+            Service(args, model.base_url, Path(folder), workers, database, f"service-{k}")
+            for k in range(replicas)
+        ]
+        try:
+            for service in services:
+                service.start()
+            db_pid = None if pg is None else postmaster(pg.folder)
+            before = [cpu_seconds(s.process.pid) for s in services if s.process is not None]
+            db_before = 0.0 if db_pid is None else cpu_seconds(db_pid)
+            load = Load()
+            urls = [s.url for s in services]
+
+            async def run() -> None:
+                watcher = asyncio.create_task(watch(urls[0], load, args.jobs))
+                tag = f"replicas-{replicas}-{os.getpid()}"
+                await clients(urls, load, args.jobs, args.clients, tag, args.think)
+                await asyncio.wait_for(watcher, timeout=args.timeout)
+
+            asyncio.run(run())
+            after = [cpu_seconds(s.process.pid) for s in services if s.process is not None]
+            db_cpu = 0.0 if db_pid is None else cpu_seconds(db_pid) - db_before
+            stats = model.stats()
+            lines = check_jobs(load, urls[-1], args.jobs)
+        finally:
+            for service in services:
+                service.stop()
+            model.close()
+    print("\n".join("    " + line for line in lines))
+    if any(line.startswith("FAILED") for line in lines):
+        return None
+    jobs = list(load.jobs.values())
+    window = max(j["finished"] for j in jobs) - min(j["created"] for j in jobs)
+    per_job = stats["calls"] / len(jobs)
+    ideal = replicas * workers * per_job / (3 + ROUNDS) / args.latency
+    calls = stats["calls"]
+    return {
+        "rate": calls / window,
+        "ideal": ideal,
+        "service_ms": 1000 * (sum(after) - sum(before)) / calls,
+        "db_ms": 1000 * db_cpu / calls,
+        "p99": percentile(load.latencies, 0.99) * 1000,
+        "resent": stats["resent"],
+    }
+
+
+def replicas_report(args: argparse.Namespace) -> bool:
+    """SQLite on one server (the anchor), then PostgreSQL with each ``--replicas`` count."""
+    from tests.pg_server import INSTALL_HINT, PgServer, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        raise SystemExit(f"--database postgresql: {INSTALL_HINT}")
+    workers = max(args.workers) if len(args.workers) == 1 else 8
+    print(
+        f"3. replicas: --workers {workers} each, {os.cpu_count()} cores (on 2 cores the "
+        "figures show the overhead of each replica and of the database, not scaling)"
+    )
+    pg = PgServer(binaries)
+    pg.start()
+    rows: list[tuple[str, dict[str, Any] | None]] = []
+    try:
+        print("  sqlite, 1 server")
+        rows.append(("sqlite, 1 server", replicas_run(args, 1, None, workers)))
+        for count in args.replicas:
+            print(f"  postgresql, {count} replica(s)")
+            rows.append((f"postgresql, {count} replica(s)", replicas_run(args, count, pg, workers)))
+    finally:
+        pg.stop()
+    anchor = rows[0][1]
+    print("  | store | calls/s | x ideal | x sqlite | CPU ms/call: service + database | POST p99 |")
+    ok = True
+    for label, row in rows:
+        if row is None:
+            print(f"  | {label} | FAILED: lost or failed jobs | | | | |")
+            ok = False
+            continue
+        vs = row["rate"] / anchor["rate"] if anchor else float("nan")
+        print(
+            f"  | {label} | {row['rate']:.1f} | {row['rate'] / row['ideal']:.3f} "
+            f"(ideal {row['ideal']:.0f}) | {vs:.2f} | {row['service_ms']:.2f} + "
+            f"{row['db_ms']:.2f} = {row['service_ms'] + row['db_ms']:.2f} | "
+            f"{row['p99']:.1f} ms |"
+        )
+        ok = ok and row["resent"] == 0
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=500)
@@ -451,11 +595,24 @@ def main() -> int:
     parser.add_argument(
         "--serve", default=f"{sys.executable} -m debate serve", help="the service's command"
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        nargs="+",
+        help="with --database postgresql: run these numbers of replicas on one PostgreSQL, "
+        "beside SQLite on one server, instead of the load and kill runs",
+    )
+    parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite")
     args = parser.parse_args()
     print(
         f"{args.jobs} debate jobs, {args.clients} clients (think {args.think} s), model "
         f"server latency {args.latency * 1000:.0f} ms"
     )
+    if args.database == "postgresql":
+        args.replicas = args.replicas or [1]
+        ok = replicas_report(args)
+        print("all bounds met" if ok else "A BOUND FAILED")
+        return 0 if ok else 1
     ok = True
     if args.runs in ("both", "load"):
         for workers in args.workers:

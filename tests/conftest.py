@@ -59,3 +59,26 @@ def _fresh_structured_output_forms() -> Iterator[None]:
     FORMS.clear()
     yield
     FORMS.clear()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL server for the session (tests/pg_server.py); skips without one."""
+    pytest.importorskip("psycopg")
+    from tests.pg_server import INSTALL_HINT, PgServer, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip(INSTALL_HINT)
+    server = PgServer(binaries)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL server."""
+    return str(pg_server.new_database())

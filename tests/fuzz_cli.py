@@ -771,6 +771,7 @@ def serve_cases() -> Iterator[Case]:
     for flag, values in {
         "--header-timeout": ["0", "nan", "-1"],
         "--body-timeout": ["0", "1e9"],
+        "--lease": ["0", "nan", "-1", "1e9"],
     }.items():
         for value in values:
             yield Case("serve", f"{flag} {value!r}", ("serve", flag, value), untouched=True)

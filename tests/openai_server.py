@@ -64,6 +64,8 @@ class Record:
     connected: float = 0.0
     """When the request's connection was accepted: tells a killed client's request that the
     server read only after the kill (still in a socket buffer) from a restarted client's."""
+    peer: int = 0
+    """The client's port: tells which process sent it (tests/test_service_replicas.py)."""
 
     @property
     def system(self) -> str:
@@ -124,7 +126,10 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.in_flight -= 1
-                record = Record(start, time.monotonic(), body, reply.status, self.connected)
+                record = Record(
+                    start, time.monotonic(), body, reply.status, self.connected,
+                    self.client_address[1],
+                )  # fmt: skip
                 fake.records.append(record)
 
     def _send(self, reply: Reply, data: bytes) -> None:

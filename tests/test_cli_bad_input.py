@@ -396,10 +396,14 @@ def test_thresholds_and_topic_weights_out_of_their_domain(
 def test_serve_refuses_a_database_url_without_repeating_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    line = fails(capsys, "serve", "--database", "postgresql://ann:hunter2@db:5432/jobs")
+    line = fails(capsys, "serve", "--database", "mysql://ann:hunter2@db:5432/jobs")
     assert line == (
-        "error: --database: a postgresql:// URL; this build serves SQLite paths only "
-        "(PostgreSQL is not built yet); give the path of a SQLite file, e.g. "
+        "error: --database: a mysql:// URL; give a postgresql:// URL "
+        "(postgresql://user@host:5432/db) or the path of a SQLite file, e.g. "
         "debate-service.sqlite"
     )
+    # A PostgreSQL URL is served; one that cannot be reached is refused with its password hidden.
+    line = fails(capsys, "serve", "--database", "postgresql://ann:hunter2@127.0.0.1:1/jobs")
+    assert line.startswith("error: --database: cannot connect to postgresql://ann:***@127.0.0.1:1/")
+    assert line.endswith("; check the host, port, database name and credentials")
     assert "hunter2" not in line

@@ -39,7 +39,8 @@ def add_parser(commands: Commands) -> None:
         "serve",
         help="serve the HTTP API: jobs, their events and reports",
         description="Run the service: submit debates, judgements, councils and decisions "
-        "over HTTP; jobs are kept in a SQLite database and survive a restart.",
+        "over HTTP; jobs are kept in a SQLite database (or PostgreSQL, shared by several "
+        "replicas) and survive a restart.",
     )
     net = parser.add_argument_group("network")
     net.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
@@ -69,9 +70,18 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
     jobs = parser.add_argument_group("jobs")
     jobs.add_argument(
         "--database",
-        metavar="PATH",
+        metavar="PATH|URL",
         default="debate-service.sqlite",
-        help="SQLite file of jobs, events and the response cache (debate-service.sqlite)",
+        help="SQLite file of jobs, events and the response cache (debate-service.sqlite), "
+        "or a postgresql:// URL that several replicas share",
+    )
+    jobs.add_argument(
+        "--lease",
+        type=finite,
+        default=30.0,
+        metavar="S",
+        help="PostgreSQL: seconds a replica's claim on a job holds without renewal; a killed "
+        "replica's jobs are taken over after it (30)",
     )
     jobs.add_argument(
         "--workers", type=at_least(1, 10_000), default=64, help="jobs run at once (64)"
@@ -169,8 +179,9 @@ def settings(args: argparse.Namespace) -> Any:
             workers=args.workers,
             header_timeout_s=args.header_timeout,
             body_timeout_s=args.body_timeout,
+            lease_s=args.lease,
         )
-    except ValidationError as exc:  # the two timeouts: the other flags are bounded by argparse
+    except ValidationError as exc:  # the timeouts and the lease: argparse bounds the rest
         loc = str(exc.errors()[0]["loc"][0])
         flag = "--" + loc.removesuffix("_s").replace("_", "-")
         raise ConfigurationError(
@@ -186,10 +197,10 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     try:
         from debate.service._app import create_app
         from debate.service._auth import accepted_digests
-        from debate.service._database import sqlite_path
+        from debate.service._backend import open_store
+        from debate.service._database import database_target
         from debate.service._http import log_handler
         from debate.service._process import RunnerProcess, RunnerSpec
-        from debate.service._store import JobStore
     except ImportError as exc:
         raise ConfigurationError(_EXTRA) from exc
     chosen = settings(args)
@@ -201,11 +212,11 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
             field="--host",
         )
     config = _config(args)
-    database = sqlite_path(chosen.database)
+    database = database_target(chosen.database)
     # A missing key is refused here, before the database is made: the runner process that
     # builds the models would find it only after the server had started.
     ModelPool(config, model_path=args.model_path).check_keys(config)
-    store = _open_store(JobStore, database)
+    store = _open_store(open_store, database, chosen.limits.lease_s)
     spec = RunnerSpec(
         settings=chosen,
         config=config,
@@ -226,10 +237,13 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     return app, log_handler(args.log_format, sys.stderr)
 
 
-def _open_store(store: Callable[[Path], Any], database: Path) -> Any:
-    """The job store at ``database``; a file SQLite cannot open is bad input."""
+def _open_store(store: Callable[..., Any], database: Path | str, lease: float) -> Any:
+    """The job store ``database`` names; a file SQLite cannot open is bad input.
+
+    A database PostgreSQL cannot reach is refused, in one line, by the store itself.
+    """
     try:
-        return store(database)
+        return store(database, lease=lease)
     except (OSError, sqlite3.Error) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigurationError(

@@ -38,6 +38,8 @@ from debate._version import __version__
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
 from debate.service._auth import Authenticator, accepted_digests
+from debate.service._backend import open_store
+from debate.service._database import database_target
 from debate.service._http import RequestMiddleware
 from debate.service._models import (
     Job,
@@ -47,6 +49,7 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._page import add_page_routes
+from debate.service._pgstore import PgJobStore
 from debate.service._process import RunnerProcess
 from debate.service._routes import (
     BEARER_NOTE,
@@ -86,7 +89,8 @@ def create_app(
     Args:
         settings: Database, accepted token digests, webhook secret, limits.
         config: The server's run config (a job's ``config`` overrides apply on top).
-        store: The job store (default: the SQLite store at ``settings.database``).
+        store: The job store (default: the one ``settings.database`` names, SQLite or
+            PostgreSQL).
         runner: The runner (default: one over ``store`` with ``config``'s models).
         make_models: Test doubles for the default runner (see ``JobRunner``).
         model_path: A GGUF file for the default runner's embedded backend.
@@ -155,11 +159,16 @@ def _default_service(
     make_models: Callable[[], Any] | None,
     model_path: str | None,
 ) -> tuple[JobStoreLike, JobRunnerLike]:
-    """The SQLite store and the runner over it (a store of another kind brings its runner)."""
-    store = store if store is not None else JobStore(settings.database)
-    if not isinstance(store, JobStore):
+    """The store ``settings.database`` names (SQLite or PostgreSQL), and its runner.
+
+    A store of another kind brings its own runner.
+    """
+    if store is None:
+        target = database_target(settings.database)
+        store = open_store(target, lease=settings.limits.lease_s)
+    if not isinstance(store, (JobStore, PgJobStore)):
         raise ConfigurationError(
-            "runner: a store other than JobStore needs its own runner; pass runner=",
+            "runner: a store other than JobStore or PgJobStore needs its own runner; pass runner=",
             field="runner",
         )
     runner = JobRunner(

@@ -1,10 +1,11 @@
-"""Which database a ``--database`` value names: this build serves SQLite files only.
+"""Which database a ``--database`` value names: a SQLite file, or a PostgreSQL URL.
 
 A value is a URL when it starts with a scheme and ``://`` (``postgresql://user@host/db``);
 anything else is a file path. Read as a path, a URL became a SQLite file under a folder
 named ``postgresql:`` in the working directory, which a second server given the same URL
-then shared: the one thing the README warns against. The check is one function so that
-the store for several replicas (PostgreSQL, not built yet) adds its scheme here.
+then shared: the one thing the README warns against. ``postgresql://`` and ``postgres://``
+(libpq's two spellings) name the store several replicas share; any other scheme is refused.
+No message repeats a URL whole: it may hold a password.
 """
 
 from __future__ import annotations
@@ -13,26 +14,43 @@ import re
 from pathlib import Path
 
 from debate.exceptions import ConfigurationError
+from debate.storage._pg import SCHEMES
 
 DEFAULT_DATABASE = "debate-service.sqlite"
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-def sqlite_path(value: str, field: str = "--database") -> Path:
-    """The SQLite file a ``--database`` value names.
-
-    The message never repeats a URL: it may hold a password.
+def database_target(value: str, field: str = "--database") -> Path | str:
+    """The SQLite file (a ``Path``) or the PostgreSQL URL (a ``str``) a value names.
 
     Raises:
-        ConfigurationError: a URL (no scheme is served yet), an empty value, or a folder.
+        ConfigurationError: a URL of another scheme, an empty value, or a folder.
+    """
+    url = _URL.match(value)
+    if url is None:
+        return sqlite_path(value, field)
+    scheme = url.group(1).lower()
+    if scheme not in SCHEMES:
+        raise ConfigurationError(
+            f"{field}: a {scheme}:// URL; give a postgresql:// URL "
+            f"(postgresql://user@host:5432/db) or the path of a SQLite file, e.g. "
+            f"{DEFAULT_DATABASE}",
+            field=field,
+        )
+    return value
+
+
+def sqlite_path(value: str, field: str = "--database") -> Path:
+    """The SQLite file a ``--database`` value names (a URL is refused here).
+
+    Raises:
+        ConfigurationError: a URL, an empty value, or a folder.
     """
     url = _URL.match(value)
     if url is not None:
-        scheme = url.group(1).lower()
-        which = "PostgreSQL is" if scheme.startswith("postgres") else f"{scheme}:// is"
         raise ConfigurationError(
-            f"{field}: a {scheme}:// URL; this build serves SQLite paths only ({which} not "
-            f"built yet); give the path of a SQLite file, e.g. {DEFAULT_DATABASE}",
+            f"{field}: a {url.group(1).lower()}:// URL where a SQLite file is needed; give "
+            f"the path of a SQLite file, e.g. {DEFAULT_DATABASE}",
             field=field,
         )
     if not value.strip():

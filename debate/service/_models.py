@@ -153,13 +153,17 @@ class ServiceLimits(Frozen):
     """Seconds a request's body may take to arrive after its headers (a body of
     ``max_body_bytes`` at the default limits needs 33 kB/s); then 408 and the connection is
     closed."""
+    lease_s: float = Field(default=30.0, ge=0.5, le=3600)
+    """PostgreSQL: seconds a replica's claim on a job holds without renewal (renewed every
+    third of it); a killed replica's jobs are taken over this long after its last renewal."""
 
 
 class ServiceSettings(Frozen):
     """``debate serve`` / ``debate mcp`` settings (flags, or ``[service]`` of the config)."""
 
     database: str = "debate-service.sqlite"
-    """SQLite (WAL) file holding jobs, events and the response cache."""
+    """SQLite (WAL) file, or a ``postgresql://`` URL, holding jobs, events and the response
+    cache."""
     token_hashes: list[str] = Field(default_factory=list)
     """SHA-256 hex digests of the accepted bearer tokens (also ``DEBATE_SERVICE_TOKENS``,
     comma-separated digests). Empty: no auth, and the server binds 127.0.0.1 only."""

@@ -5,11 +5,12 @@ measured with ``benchmarks/bench_service.py``, a POST waited behind the runner's
 (prompts, replies, statistics) for up to 0.4 s once 64 jobs ran, and the runner had one
 core at most. In its own process it has a core, and the app answers from the other.
 
-The two share nothing but the SQLite file: the app submits and reads jobs there, the runner
-claims and finishes them. A pipe carries the app's wake-ups (a job was submitted or a cancel
-requested: look now rather than at the next poll) and its stop. The runner process dies
-with the app: when the pipe closes without a stop (the app was killed), it exits at once,
-leaving its jobs ``running`` for the next start's recovery, as a SIGKILL of one process
+The two share nothing but the database (a SQLite file, or PostgreSQL): the app submits and
+reads jobs there, the runner claims and finishes them. A pipe carries the app's wake-ups (a
+job was submitted or a cancel requested: look now rather than at the next poll) and its stop.
+The runner process dies with the app: when the pipe closes without a stop (the app was
+killed), it exits at once, leaving its jobs ``running`` for the next start's recovery (on
+PostgreSQL: for another replica, once their lease expires), as a SIGKILL of one process
 would. Webhooks are sent from the runner process, which sees each job end.
 """
 
@@ -29,9 +30,10 @@ from typing import Any
 
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
+from debate.service._backend import JobBackend, open_store
+from debate.service._database import database_target
 from debate.service._models import Job, ServiceSettings
 from debate.service._runner import JobRunner
-from debate.service._store import JobStore
 from debate.service._webhooks import WebhookSender, send_webhook
 
 logger = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ class RunnerSpec:
 class RunnerProcess:
     """A :class:`~debate.service._routes.JobRunnerLike` whose jobs run in a child process."""
 
-    def __init__(self, spec: RunnerSpec, store: JobStore) -> None:
+    def __init__(self, spec: RunnerSpec, store: JobBackend) -> None:
         self.spec = spec
         self.store = store
         self.on_finished: Callable[[Job], Any] | None = None
@@ -144,7 +146,9 @@ def runner_main(spec: RunnerSpec, pipe: Connection) -> None:
 async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
-    store = JobStore(spec.settings.database)
+    settings = spec.settings
+    target = database_target(settings.database)
+    store = open_store(target, lease=settings.limits.lease_s, connections=4)
     webhooks = _webhooks(spec)
     runner = JobRunner(store, spec.settings, config=spec.config, model_path=spec.model_path)
     if webhooks is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.report import render_html
 from debate.service._auth import Authenticator, AuthError, Caller
+from debate.service._feed import NotifyWatch, PollWatch
 from debate.service._http import error_response, note
 from debate.service._models import (
     FINAL,
@@ -55,7 +55,9 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_S = 15.0
 """An SSE comment this often keeps proxies from closing a quiet event stream."""
 POLL_S = 0.25
-"""How often an event stream looks for new events."""
+"""How often an event stream looks for new events on a store that cannot notify."""
+NOTIFY_FALLBACK_S = 5.0
+"""The longest a notified stream waits before it reads anyway (a lost NOTIFY costs this)."""
 RETRY_AFTER_S = 5
 """``Retry-After`` of a 429: about how long a few queued jobs take to start."""
 MAX_LIST = 1000
@@ -437,22 +439,34 @@ async def _event_stream(service: Service, job_id: str, after: int) -> AsyncItera
 
     The job's status is read before its events: a job's last event is written with its
     final status, so once a final status was read, the events read next include the last.
+    Between reads the stream waits on the store's watch of the job: a poll on SQLite, a
+    NOTIFY from whichever replica runs the job on PostgreSQL (cleared before each read, so
+    a notification during a read is not lost).
     """
     quiet_since = time.monotonic()
-    while True:
-        job = await asyncio.to_thread(service.store.get, job_id)
-        events = await asyncio.to_thread(service.store.events, job_id, after)
-        for event in events:
-            yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
-            after = event.seq
-        if events:
-            quiet_since = time.monotonic()
-        if job is None or job.status in FINAL or not service.running:
-            return
-        if time.monotonic() - quiet_since >= service.heartbeat:
-            yield ": keep-alive\n\n"
-            quiet_since = time.monotonic()
-        await asyncio.sleep(POLL_S)
+    with _watch(service.store, job_id) as watch:
+        while True:
+            watch.clear()
+            job = await asyncio.to_thread(service.store.get, job_id)
+            events = await asyncio.to_thread(service.store.events, job_id, after)
+            for event in events:
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
+                after = event.seq
+            if events:
+                quiet_since = time.monotonic()
+            if job is None or job.status in FINAL or not service.running:
+                return
+            if time.monotonic() - quiet_since >= service.heartbeat:
+                yield ": keep-alive\n\n"
+                quiet_since = time.monotonic()
+            left = service.heartbeat - (time.monotonic() - quiet_since)
+            await watch.wait(max(0.01, min(left, NOTIFY_FALLBACK_S)))
+
+
+def _watch(store: JobStoreLike, job_id: str) -> PollWatch | NotifyWatch:
+    """The store's watch of a job; a polling one for a store without ``watch``."""
+    watch = getattr(store, "watch", None)
+    return PollWatch(POLL_S) if watch is None else cast(PollWatch | NotifyWatch, watch(job_id))
 
 
 EVENT_REF = "#/components/schemas/JobEvent"
@@ -488,22 +502,9 @@ def add_health_routes(app: FastAPI, service: Service) -> None:
     @app.get("/readyz", summary="The database is writable and the runner running")
     async def readyz() -> JSONResponse:
         problem = None if service.running else "runner: not running"
-        if problem is None and service.database is not None:
-            problem = await asyncio.to_thread(_unwritable, service.database)
+        check = getattr(service.store, "unwritable", None)
+        if problem is None and check is not None:
+            problem = await asyncio.to_thread(check)
         if problem is not None:
             return error_response(503, JobError(kind="not_ready", message=problem))
         return JSONResponse({"status": "ready"})
-
-
-def _unwritable(database: Path) -> str | None:
-    """Why the database cannot take a write now, or None: takes its write lock and lets go."""
-    try:
-        db = sqlite3.connect(database, timeout=1.0)
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.rollback()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        return f"database: {database} cannot be written ({exc})"
-    return None

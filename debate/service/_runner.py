@@ -39,6 +39,7 @@ from debate.runtime._events import Event, Planned, event_record, planned_calls
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool
 from debate.runtime._pricing import PriceTable
+from debate.service._backend import JobBackend
 from debate.service._models import (
     CouncilRequest,
     DebateRequest,
@@ -51,7 +52,6 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._requests import with_overrides
-from debate.service._store import JobStore
 from debate.storage._cache import ResponseCache
 from debate.storage._judgments import read_judgment_rows
 
@@ -109,8 +109,8 @@ class JobRunner:
         make_models: Called once per job for the models to run it with (test doubles);
             None: the config's models, built once in the runner's shared pool.
         config: The server's run config; a job's ``PanelOverrides`` apply on top.
-        cache_path: The shared response cache (default: the store's own file, where it
-            is the table ``responses``).
+        cache_path: A SQLite response cache file (default: the store's own cache, table
+            ``responses`` of its database).
         limiter: A requests/tokens-per-minute limiter over every job's calls.
         prices: Price table for each result's cost.
         on_finished: Called with each job that ended (done, failed or cancelled); its
@@ -121,7 +121,7 @@ class JobRunner:
 
     def __init__(
         self,
-        store: JobStore,
+        store: JobBackend,
         settings: ServiceSettings,
         *,
         make_models: Callable[[], ModelBundle] | None = None,
@@ -137,7 +137,7 @@ class JobRunner:
         self.settings = settings
         self.make_models = make_models
         self.config = config
-        self.cache = ResponseCache(cache_path if cache_path is not None else store.path)
+        self.cache = ResponseCache(cache_path) if cache_path is not None else store.open_cache()
         self.limiter = limiter
         self.prices = prices
         self.on_finished = on_finished
@@ -153,6 +153,9 @@ class JobRunner:
         job's progress; one made through :meth:`cancel` follows it."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancelling: set[str] = set()
+        self._lost: set[str] = set()
+        """Jobs whose lease another runner took over: stopped here, recorded by nobody here."""
+        self._renewed = 0.0
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
 
@@ -252,6 +255,32 @@ class JobRunner:
             except TimeoutError:
                 pass
             await self._flush()
+            await self._renew()
+
+    async def _renew(self) -> None:
+        """Renew the leases of the running jobs every third of the lease (PostgreSQL).
+
+        In the writer thread, off the loop and after the events before it. A job whose
+        lease was lost (this runner stalled past it, and another took the job over) is
+        stopped here without a word to the store: the other runner records its end.
+        """
+        lease = self.store.lease
+        if lease is None or not self._tasks or time.monotonic() - self._renewed < lease / 3:
+            return
+        self._renewed = time.monotonic()
+        ids = list(self._tasks)
+        try:
+            loop = asyncio.get_running_loop()
+            lost = await loop.run_in_executor(self._writer, self.store.renew, ids)
+        except Exception:  # the database is away: the leases run on; try at the next turn
+            logger.exception("could not renew the leases of %d job(s)", len(ids))
+            return
+        for job_id in lost:
+            task = self._tasks.get(job_id)
+            if task is not None and job_id not in self._lost:
+                logger.warning("job %s: its lease was taken over; stopping it here", job_id)
+                self._lost.add(job_id)
+                task.cancel()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.pop(task.get_name().removeprefix("job-"), None)
@@ -270,6 +299,9 @@ class JobRunner:
             result, outcome = await self._execute(job, request)
             await self._flush()  # the job's events before its end
         except asyncio.CancelledError:
+            if job.id in self._lost:  # another runner holds it now and will record its end
+                self._lost.discard(job.id)
+                return
             if job.id not in self._cancelling:  # the runner is stopping: run it next time
                 self.store.requeue(job.id)
                 raise

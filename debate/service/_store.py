@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from debate.records._result import draw_seed
+from debate.service._feed import PollWatch
 from debate.service._models import (
     FINAL,
     CouncilRequest,
@@ -43,6 +44,7 @@ from debate.service._models import (
     JobStatus,
     JudgementRequest,
 )
+from debate.storage._cache import ResponseCache
 from debate.storage._sqlite import write_lock, write_transaction
 
 SCHEMA_SQL = (
@@ -88,6 +90,8 @@ REQUESTS: dict[str, type[JobRequest]] = {
 STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events, request"
+POLL_S = 0.25
+"""How often an event stream on a SQLite store reads the store for new events."""
 
 
 class IdempotencyConflict(ValueError):
@@ -170,6 +174,9 @@ class JobStore:
         timeout: Seconds a writer waits for another's lock before failing.
     """
 
+    lease: float | None = None
+    """No leases: one server owns the file (its start recovers what a killed one left)."""
+
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,6 +217,27 @@ class JobStore:
         for db in connections:
             db.close()
         self._local = threading.local()
+
+    def open_cache(self) -> ResponseCache:
+        """The response cache for this store's runner: table ``responses`` of the same file."""
+        return ResponseCache(self.path)
+
+    def watch(self, job_id: str) -> PollWatch:
+        """An event stream on this store polls it (every :data:`POLL_S` seconds)."""
+        return PollWatch(POLL_S)
+
+    def unwritable(self) -> str | None:
+        """Why the file cannot take a write now, or None: takes its write lock and lets go."""
+        try:
+            db = sqlite3.connect(self.path, timeout=1.0)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.rollback()
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            return f"database: {self.path} cannot be written ({exc})"
+        return None
 
     # -- submitting and reading ------------------------------------------------------------
 
@@ -342,6 +370,10 @@ class JobStore:
                 found = row.fetchone()
                 claimed.append((_job(found), _request(found["kind"], found["request"])))
         return claimed
+
+    def renew(self, job_ids: Sequence[str]) -> set[str]:
+        """Nothing to renew: a SQLite store's runner holds its jobs until it stops."""
+        return set()
 
     def finish(self, job_id: str, result: dict[str, Any], outcome: str | None) -> Job | None:
         """Record a job's result (``done``); a job already final is left as it is."""

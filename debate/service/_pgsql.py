@@ -1,0 +1,206 @@
+"""The SQL of the PostgreSQL job store: its schema, and the steps its transactions share.
+
+Each function runs inside the caller's transaction (``db`` is a psycopg connection in a
+``transaction()`` block): :func:`pick_queued` chooses the queued jobs a claim may start,
+:func:`end_job` ends a job, :func:`add_events` numbers and writes events and notifies the
+replicas' event feeds. Kept apart from :mod:`debate.service._pgstore` (the store's methods)
+so that each reads on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from debate.service._models import FINAL, Job, JobError, JobStatus
+from debate.service._store import QueueFull
+
+CHANNEL = "debate_events"
+NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
+COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events"
+_FINALS = ",".join(f"'{status}'" for status in FINAL)
+
+MIGRATIONS = (
+    """CREATE TABLE jobs (
+    n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,  -- submission order (SQLite's rowid)
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    request TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    token TEXT NOT NULL DEFAULT '',
+    idempotency_key TEXT,
+    created DOUBLE PRECISION NOT NULL,
+    started DOUBLE PRECISION,
+    finished DOUBLE PRECISION,
+    outcome TEXT,
+    result TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+    events INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_until DOUBLE PRECISION
+);
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (token, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_queued ON jobs (n) WHERE status = 'queued';
+CREATE INDEX jobs_running ON jobs (lease_until) WHERE status = 'running';
+CREATE INDEX jobs_token ON jobs (token, n);
+CREATE TABLE events (
+    job TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time DOUBLE PRECISION NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (job, seq)
+);""",
+)
+"""The ``jobs`` component's schema versions (see :func:`debate.storage._pg.migrate`)."""
+
+Pending = tuple[str, str, dict[str, Any], float]
+"""An event to write: ``(job, type, data, time)``."""
+
+
+def lock_key(text: str) -> int:
+    """A signed 64-bit advisory-lock key for ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+def check_room(db: Any, who: str, bound: int, share: int) -> None:
+    total, mine = db.execute(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE token = %s) FROM jobs "
+        "WHERE status IN ('queued', 'running')",
+        (who,),
+    ).fetchone()
+    if total >= bound:
+        raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
+    if who and mine >= share:
+        raise QueueFull(
+            f"queue: this token has {mine} jobs queued or running, its share; retry later"
+        )
+
+
+def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
+    """The oldest queued jobs that may start, locked; tokens at ``per_token`` passed over.
+
+    A token's running count is read after taking its advisory lock, so two replicas
+    claiming at once cannot both start its last allowed job; a token whose lock another
+    replica holds right now is passed over until the next claim.
+    """
+    if limit < 1:
+        return []
+    if per_token is None:
+        rows = db.execute(
+            "SELECT id FROM jobs WHERE status = 'queued' ORDER BY n LIMIT %s "
+            "FOR UPDATE SKIP LOCKED",
+            (limit,),
+        ).fetchall()
+        return [row[0] for row in rows]
+    candidates = db.execute(
+        "SELECT id, token FROM jobs WHERE status = 'queued' AND token NOT IN ("
+        "  SELECT token FROM jobs WHERE status = 'running' AND token != '' "
+        "  GROUP BY token HAVING COUNT(*) >= %s"
+        ") ORDER BY n LIMIT %s FOR UPDATE SKIP LOCKED",
+        (per_token, limit * 4),
+    ).fetchall()
+    tokens = sorted({token for _, token in candidates if token})
+    held = [
+        t
+        for t in tokens
+        if db.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock_key(t),)).fetchone()[0]
+    ]
+    running: dict[str, int] = dict(
+        db.execute(
+            "SELECT token, COUNT(*) FROM jobs WHERE status = 'running' AND token = ANY(%s) "
+            "GROUP BY token",
+            (held,),
+        ).fetchall()
+        if held
+        else []
+    )
+    chosen: list[str] = []
+    for job_id, token in candidates:
+        if token and (token not in held or running.get(token, 0) >= per_token):
+            continue
+        if token:
+            running[token] = running.get(token, 0) + 1
+        chosen.append(job_id)
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+def end_job(
+    db: Any, job_id: str, status: JobStatus, event: str, data: dict[str, Any], **columns: Any
+) -> None:
+    """End a job that is not final yet (first writer wins), releasing its lease."""
+    now = time.time()
+    sets = "".join(f", {name} = %s" for name in columns)
+    ended = db.execute(
+        f"UPDATE jobs SET status = %s, finished = %s, lease_owner = NULL, lease_until = NULL"
+        f"{sets} WHERE id = %s AND status NOT IN ({_FINALS})",
+        (status, now, *columns.values(), job_id),
+    )
+    if ended.rowcount:
+        add_events(db, [(job_id, event, data, now)])
+
+
+def add_events(db: Any, events: Sequence[Pending]) -> dict[str, int]:
+    """Number and insert events inside the caller's transaction; NOTIFY their jobs.
+
+    One ``UPDATE … FROM unnest`` takes each job's block of numbers and one pipelined
+    ``executemany`` inserts the events. Events of jobs that do not exist are dropped.
+    Returns each job's last seq. Two writers touch the same jobs only when a stalled runner
+    and the one that took its jobs over write at once; should they deadlock, PostgreSQL
+    fails one transaction, which its caller logs (the runner's progress) or retries at the
+    next poll (a claim).
+    """
+    counts = Counter(job for job, _, _, _ in events)
+    ids = sorted(counts)
+    rows = db.execute(
+        "UPDATE jobs SET events = jobs.events + c.k "
+        "FROM unnest(%s::text[], %s::int[]) AS c(id, k) WHERE jobs.id = c.id "
+        "RETURNING jobs.id, jobs.events",
+        (ids, [counts[i] for i in ids]),
+    ).fetchall()
+    last = {row[0]: int(row[1]) for row in rows}
+    next_seq = {job: last[job] - counts[job] + 1 for job in last}
+    values = []
+    for job, kind, data, when in events:
+        if job in next_seq:
+            values.append((job, next_seq[job], kind, when, json.dumps(data)))
+            next_seq[job] += 1
+    if values:
+        with db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO events (job, seq, type, time, data) VALUES (%s, %s, %s, %s, %s)",
+                values,
+            )
+        for start in range(0, len(ids), 250):  # a NOTIFY payload holds under 8000 bytes
+            chunk = [job for job in ids[start : start + 250] if job in last]
+            db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ",".join(chunk)))
+    return last
+
+
+def fetch_job(db: Any, job_id: str) -> Job:
+    return row_job(db.execute(f"SELECT {COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone())
+
+
+def row_job(row: Sequence[Any]) -> Job:
+    return Job(
+        id=row[0],
+        kind=row[1],
+        status=row[2],
+        created=row[3],
+        started=row[4],
+        finished=row[5],
+        outcome=row[6],
+        result=None if row[7] is None else json.loads(row[7]),
+        error=None if row[8] is None else JobError.model_validate_json(row[8]),
+        events=row[9],
+    )

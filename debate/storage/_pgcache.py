@@ -1,0 +1,123 @@
+"""The response cache in PostgreSQL: the replicas of a service share their completed calls.
+
+Same keys, same rules as :class:`~debate.storage._cache.ResponseCache` (only valid replies,
+first writer wins unless ``replace``, a call's cost beside its reply), in the database the
+service's jobs live in, so a job taken over from a killed replica replays every call that
+replica had completed. It subclasses ``ResponseCache`` so every caller that takes a cache
+(``ask``, the panel, the API) takes this one unchanged; it overrides every method that
+touches storage.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from debate.models._base import TokenUsage
+from debate.storage._cache import CachedReply, CallCost, ResponseCache
+from debate.storage._pg import migrate, open_pool
+
+MIGRATIONS = (
+    """CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    attempts INTEGER,  -- the call's cost over all its attempts (NULL: one attempt)
+    answered INTEGER,
+    total_prompt_tokens INTEGER,
+    total_completion_tokens INTEGER,
+    total_cached_tokens INTEGER
+)""",
+)
+"""The ``responses`` component's schema versions (see :func:`debate.storage._pg.migrate`).
+One table: PostgreSQL has no old readers to keep compatible, so the cost sits in the row."""
+
+
+class PgResponseCache(ResponseCache):
+    """Valid replies in PostgreSQL, looked up and filled by ``ask`` from worker threads.
+
+    Args:
+        url: A ``postgresql://`` URL.
+        max_size: Connections its pool may open (lookups run in worker threads).
+    """
+
+    def __init__(self, url: str, *, max_size: int = 8) -> None:  # noqa: D107
+        # ResponseCache.__init__ opens a SQLite file; nothing of it applies here.
+        self.url = url
+        self.hits = 0
+        self.misses = 0
+        self._pool: Any = open_pool(url, max_size=max_size, name="debate-cache")
+        migrate(self._pool, "responses", MIGRATIONS)
+
+    def get(self, key: str) -> CachedReply | None:
+        """The stored reply, or None."""
+        with self._pool.connection() as db:
+            row = db.execute(
+                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
+                "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens "
+                "FROM responses WHERE key = %s",
+                (key,),
+            ).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
+        cost = None
+        if row[5] is not None:
+            total = TokenUsage(prompt_tokens=row[7], completion_tokens=row[8], cached_tokens=row[9])
+            cost = CallCost(attempts=row[5], answered=row[6], usage=total)
+        return CachedReply(text=row[0], usage=usage, model=row[4], cost=cost)
+
+    def put(
+        self,
+        key: str,
+        model: str,
+        text: str,
+        usage: TokenUsage,
+        cost: CallCost | None = None,
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Store one valid reply and what its call cost (see ``ResponseCache.put``)."""
+        total = cost.usage if cost is not None else None
+        values = (
+            key, model, text, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+            time.time(),
+            None if cost is None else cost.attempts,
+            None if cost is None else cost.answered,
+            None if total is None else total.prompt_tokens,
+            None if total is None else total.completion_tokens,
+            None if total is None else total.cached_tokens,
+        )  # fmt: skip
+        conflict = (
+            "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
+            "prompt_tokens = EXCLUDED.prompt_tokens, "
+            "completion_tokens = EXCLUDED.completion_tokens, "
+            "cached_tokens = EXCLUDED.cached_tokens, created = EXCLUDED.created, "
+            "attempts = EXCLUDED.attempts, answered = EXCLUDED.answered, "
+            "total_prompt_tokens = EXCLUDED.total_prompt_tokens, "
+            "total_completion_tokens = EXCLUDED.total_completion_tokens, "
+            "total_cached_tokens = EXCLUDED.total_cached_tokens"
+            if replace
+            else "DO NOTHING"
+        )
+        with self._pool.connection() as db:
+            db.execute(
+                "INSERT INTO responses VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                f"ON CONFLICT (key) {conflict}",
+                values,
+            )
+
+    def __len__(self) -> int:
+        with self._pool.connection() as db:
+            row = db.execute("SELECT COUNT(*) FROM responses").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close the pool (a later call fails: the runner closes its cache when it stops)."""
+        self._pool.close()
