@@ -50,6 +50,7 @@ from debate.stats._effective import (
     design_scale,
     effective_votes,
     effective_votes_interval,
+    split_weights,
 )
 
 FloatArray = NDArray[np.float64]
@@ -222,6 +223,8 @@ class _Numbers:
     clusters: list[list[list[str]]]
     scale: list[float | None]
     """Per item: the factor the intervals' half-widths were widened by."""
+    split: list[dict[str, float] | None]
+    """Per item: the weights the vote used where a cluster split them, else None."""
 
 
 def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, object]:
@@ -320,8 +323,8 @@ def _vote_numbers(
 
 
 def _correlation_numbers(
-    batch: ScoreBatch, weights: FloatArray, setting: Setting
-) -> tuple[dict[str, object], FloatArray]:
+    batch: ScoreBatch, setting: Setting
+) -> tuple[dict[str, object], FloatArray | None]:
     """Per item: the judges' correlation over the units, votes, clusters, design effect.
 
     The effective votes, the clusters of judges that move together, and the design effect
@@ -335,30 +338,45 @@ def _correlation_numbers(
             "effective": none,
             "effective_ci": none,
             "clusters": [[] for _ in range(items)],
-        }, np.ones(items)
+        }, None
     corr = correlation_batch(batch.raw)
     found = effective_votes(corr)
     if items <= EXACT_INTERVAL_ITEMS:
         level, seed = setting.thresholds.confidence, setting.seed
         ci = [effective_votes_interval(x, ci=level, seed=seed) for x in batch.raw]
     else:
-        ci = [None] * items  # an eigen-free but per-draw statistic: kept for small batches
-    groups = [[] if np.isnan(c).any() else clusters(c, batch.judges) for c in corr]
+        ci = [None] * items  # a bootstrap per item: kept for small batches
     return {
         "correlation": _nums(corr),
         "effective": _nums(found),
         "effective_ci": ci,
-        "clusters": groups,
-    }, design_effect(corr, weights)
+        "clusters": [clusters(c, batch.judges) for c in corr],
+    }, corr
 
 
 def _numbers(batch: ScoreBatch, weights: FloatArray, setting: Setting) -> _Numbers:
+    """Every statistic of the batch.
+
+    The vote weighs each judge of a cluster (correlation >= 0.9) by its weight over the
+    cluster's size, and its interval is widened by the design effect of the correlations,
+    so copies of a judge count as that judge once (:mod:`debate.stats._effective`).
+    """
     calibrated = calibrate_batch(batch.raw, setting.calibration, setting.thresholds.min_spread)
-    correlation, effect = _correlation_numbers(batch, weights, setting)
+    correlation, corr = _correlation_numbers(batch, setting)
+    items, judges = batch.raw.shape[:2]
+    used = np.array(np.broadcast_to(weights, (items, judges)))
+    effect = np.ones(items)
+    if corr is not None:
+        used = split_weights(corr, weights)
+        effect = design_effect(corr, used)
     return _Numbers(
         **_agreement_numbers(batch, calibrated),  # type: ignore[arg-type]
-        **_vote_numbers(batch, calibrated, weights, setting, effect),  # type: ignore[arg-type]
+        **_vote_numbers(batch, calibrated, used, setting, effect),  # type: ignore[arg-type]
         **correlation,  # type: ignore[arg-type]
+        split=[
+            None if (row == weights).all() else dict(zip(batch.judges, row.tolist(), strict=True))
+            for row in used
+        ],
     )
 
 
@@ -406,6 +424,7 @@ def _records(
         judge_weights=judge_weights,
         calibration=setting.calibration,
         aggregate=setting.thresholds.aggregate,
+        cluster_weights=numbers.split[b],
     )
     diagnostics = Diagnostics(
         alpha_without_judge=dict(zip(batch.judges, numbers.without[b], strict=True)),

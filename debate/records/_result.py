@@ -87,6 +87,10 @@ class Vote(Frozen):
     the keyword table after the classifier call failed."""
     judge_weights: dict[str, float]
     calibration: Literal["minmax", "zscore"]
+    cluster_weights: dict[str, float] | None = None
+    """The weights the vote used when some judges form a cluster (correlation >= 0.9, see
+    ``Agreement.clusters``) smaller than the panel: each member's weight divided by the
+    cluster's size, so copies of a judge count once. None: ``judge_weights`` as given."""
     aggregate: Aggregate = "weighted_mean"
     """How the judges' margins were combined (``Thresholds.aggregate``): for ``median``
     and ``trimmed_mean`` the margin aggregates each judge's margin, so it need not equal

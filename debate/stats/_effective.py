@@ -132,11 +132,18 @@ def effective_votes_interval(
 
 def clusters(corr: FloatArray, names: Sequence[str]) -> list[list[str]]:
     """Groups of two or more judges linked by correlations of at least 0.9, in panel order."""
+    return [[names[j] for j in group] for group in cluster_indices(corr)]
+
+
+def cluster_indices(corr: FloatArray) -> list[list[int]]:
+    """:func:`clusters` as indices into the judges (chains count: a-b and b-c link a-c)."""
     c = np.asarray(corr, dtype=np.float64)
-    linked = np.nan_to_num(c, nan=0.0) >= CLUSTER_CORRELATION
+    if np.isnan(c).any():
+        return []
+    linked = c >= CLUSTER_CORRELATION
     seen: set[int] = set()
     groups = []
-    for start in range(len(names)):
+    for start in range(c.shape[0]):
         if start in seen:
             continue
         group, stack = {start}, [start]
@@ -148,8 +155,26 @@ def clusters(corr: FloatArray, names: Sequence[str]) -> list[list[str]]:
                     stack.append(k)
         seen |= group
         if len(group) > 1:
-            groups.append([names[j] for j in sorted(group)])
+            groups.append(sorted(group))
     return groups
+
+
+def split_weights(corr: FloatArray, weights: FloatArray) -> FloatArray:
+    """Items x judges: each judge's weight divided by the size of its cluster.
+
+    Copies of one judge then weigh together what that judge weighs alone, so duplicating a
+    judge moves neither the vote nor (with :func:`design_effect`) its interval. A cluster
+    that is the whole panel is left alone: dividing every weight alike changes nothing.
+    """
+    c = np.asarray(corr, dtype=np.float64)
+    items, judges = c.shape[0], c.shape[-1]
+    out = np.array(np.broadcast_to(np.asarray(weights, dtype=np.float64), (items, judges)))
+    for b in range(items):
+        for group in cluster_indices(c[b]):
+            if len(group) < judges:
+                out[b, group] /= len(group)
+    result: FloatArray = out
+    return result
 
 
 def design_scale(total: FloatArray, units: FloatArray, effect: FloatArray) -> FloatArray:
