@@ -339,11 +339,11 @@ def _correlation_numbers(
             "effective_ci": none,
             "clusters": [[] for _ in range(items)],
         }, None
-    corr = correlation_batch(batch.raw)
+    corr = correlation_batch(batch.raw, batch.is_pro)
     found = effective_votes(corr)
     if items <= EXACT_INTERVAL_ITEMS:
         level, seed = setting.thresholds.confidence, setting.seed
-        ci = [effective_votes_interval(x, ci=level, seed=seed) for x in batch.raw]
+        ci = [effective_votes_interval(x, batch.is_pro, ci=level, seed=seed) for x in batch.raw]
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
     return {

@@ -46,21 +46,33 @@ of a figure that gates nothing, and gets the point value only."""
 _SAME = 1e-12
 
 
-def correlation_batch(x: FloatArray) -> FloatArray:
+def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) -> FloatArray:
     """Items x judges x judges: Pearson correlation of each pair of judges over the columns.
+
+    ``groups`` (a boolean per column, e.g. "is PRO"): each judge's mean within each group is
+    removed first, so the correlation is of the judges' patterns within the sides, not of
+    the side difference itself: judges who agree on which side is better are not taken for
+    copies, while copies (the same scores argument by argument) still correlate 1.
 
     A judge whose values do not vary shares no variation with anyone (0), except with a
     judge whose values are exactly its own (1: a copy is a copy). The diagonal is 1. NaN
-    everywhere for an item with fewer than three columns, where a correlation of two points
-    is always +-1 and says nothing beyond chance.
+    everywhere for an item with fewer than two degrees of freedom left (fewer than three
+    columns, four with groups), where a correlation of two points is always +-1 and says
+    nothing beyond chance.
     """
     values = np.asarray(x, dtype=np.float64)
     items, judges, columns = values.shape
-    if columns < 3:
+    kinds = [] if groups is None else [g for g in (groups, ~groups) if g.any()]
+    if columns - max(len(kinds), 1) < 2:
         return np.full((items, judges, judges), np.nan)
-    centred = values - values.mean(axis=2, keepdims=True)
+    if kinds:
+        centred = values.copy()
+        for g in kinds:
+            centred[:, :, g] -= values[:, :, g].mean(axis=2, keepdims=True)
+    else:
+        centred = values - values.mean(axis=2, keepdims=True)
     norm = np.sqrt((centred * centred).sum(axis=2))
-    flat = norm <= _SAME * np.maximum(1.0, np.abs(values).max(axis=2))
+    flat = norm <= _SAME * np.maximum(1.0, np.abs(values).max(axis=2, initial=0.0))
     safe = np.where(flat, 1.0, norm)
     unit = centred / safe[:, :, None]
     corr = np.einsum("ijc,ikc->ijk", unit, unit)
@@ -108,20 +120,33 @@ def design_effect(corr: FloatArray, weights: FloatArray) -> FloatArray:
 
 
 def effective_votes_interval(
-    x: FloatArray, *, ci: float = 0.95, n_boot: int = N_BOOT, seed: int | None = 0
+    x: FloatArray,
+    groups: NDArray[np.bool_] | None = None,
+    *,
+    ci: float = 0.95,
+    n_boot: int = N_BOOT,
+    seed: int | None = 0,
 ) -> tuple[float, float] | None:
     """Percentile interval of the effective votes of ``judges x columns``, columns resampled.
 
-    None with fewer than three columns or when no draw is defined.
+    With ``groups`` the columns are resampled within each group (a side keeps its size).
+    None when the columns leave too few degrees of freedom or no draw is defined.
     """
     values = np.asarray(x, dtype=np.float64)
     judges, columns = values.shape
-    if columns < 3 or judges == 0:
+    if judges == 0:
         return None
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, columns, size=(n_boot, columns))
+    if groups is None:
+        picks = rng.integers(0, columns, size=(n_boot, columns))
+    else:
+        parts = [np.flatnonzero(g) for g in (groups, ~groups) if g.any()]
+        picks = np.concatenate(
+            [p[rng.integers(0, p.size, size=(n_boot, p.size))] for p in parts], axis=1
+        )
     draws = values[:, picks].transpose(1, 0, 2)  # n_boot x judges x columns
-    found = effective_votes(correlation_batch(draws))
+    order = None if groups is None else groups[picks[0]]
+    found = effective_votes(correlation_batch(draws, order))
     kept = found[np.isfinite(found)]
     if kept.size == 0:
         return None
