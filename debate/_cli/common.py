@@ -446,6 +446,12 @@ def with_decision_flags(config: RunConfig, args: argparse.Namespace) -> RunConfi
     thresholds = decision_thresholds(config.thresholds, args)
     if thresholds is config.thresholds:
         return config
+    regular = sum(1 for j in config.judges if not j.standby)
+    if getattr(args, "min_judges", None) is not None and args.min_judges > regular:
+        raise ConfigurationError(
+            f"--min-judges: {args.min_judges} is more than the panel's {regular} regular "
+            "judges; lower it or add judges"
+        )
     data = config.model_dump()
     data["thresholds"] = thresholds.model_dump()
     return build_config(data, "config")

@@ -52,6 +52,18 @@ class Agreement(Frozen):
     judges' share of the bootstrap's variance times the design effect ``w'Rw / w'w`` (1: the
     judges are as independent as the bootstrap assumes)."""
 
+    def votes_text(self) -> str:
+        """``2.61 of 4 (interval 1.90 to 3.40); interval widened x1.08``, or ``undefined``."""
+        if self.effective_votes is None:
+            return "undefined"
+        text = f"{self.effective_votes:.2f} of {self.judges_scored}"
+        if self.effective_votes_ci is not None:
+            low, high = self.effective_votes_ci
+            text += f" (interval {low:.2f} to {high:.2f})"
+        if self.ci_widening is not None and self.ci_widening > 1.0:
+            text += f"; margin interval widened x{self.ci_widening:.2f}"
+        return text
+
 
 TopicSource = Literal["config", "keywords", "model", "keywords_fallback"]
 
