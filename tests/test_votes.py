@@ -368,3 +368,40 @@ def test_min_judges_above_the_panel_is_refused() -> None:
     standby = {"name": "spare", "role": "general", "standby": True}
     with pytest.raises(ConfigurationError, match="regular judge"):
         build_config({"judges": [{"role": "technical"}, standby]})
+
+
+# --- the validity report: error correlation against people -------------------------------
+
+
+def _validity(tmp_path: Any, judged: Any, people: Any, copies: bool) -> Any:
+    from debate.quality._decide import validate_judgments
+    from debate.storage._judgments import table_rows, write_judgments
+
+    rows = list(table_rows(judged))
+    if copies:  # the sharp judge three more times, under other names
+        first = [r for r in rows if r["judge"] == "sharp"]
+        rows = first + [{**r, "judge": f"sharp{k}"} for k in (2, 3, 4) for r in first]
+    write_judgments(tmp_path / "j.csv", rows, scale=None)
+    write_judgments(tmp_path / "p.csv", table_rows(people), scale=None)
+    return validate_judgments(tmp_path / "j.csv", tmp_path / "p.csv", n_boot=200).report
+
+
+def test_validity_reports_the_judges_error_correlation(tmp_path: Any) -> None:
+    from debate.quality._simulate import planted_verdicts
+
+    accuracy = {"sharp": 0.8, "good": 0.75, "fair": 0.7, "plain": 0.72}
+    judged, people = planted_verdicts(400, accuracy, people=3, seed=3)
+    report = _validity(tmp_path, judged, people, copies=False)
+    found = report.judge_correlation
+    assert found is not None and found.kind == "error" and found.units > 300
+    assert found.effective_votes is not None and found.effective_votes_ci is not None
+    low, high = found.effective_votes_ci
+    assert low <= found.effective_votes <= high
+    assert low <= 4.0 <= high + 1e-9 and found.effective_votes > 3.3  # independent errors
+    assert found.warning is None and found.clusters == []
+    # Four copies of one judge make one vote, and the warning names them.
+    (tmp_path / "copies").mkdir()
+    copied = _validity(tmp_path / "copies", judged, people, copies=True).judge_correlation
+    assert copied is not None and copied.effective_votes == pytest.approx(1.0)
+    assert copied.clusters == [["sharp", "sharp2", "sharp3", "sharp4"]]
+    assert copied.warning is not None and "sharp, sharp2, sharp3, sharp4" in copied.warning
