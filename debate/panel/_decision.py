@@ -44,7 +44,7 @@ from debate.stats._calibration import Method as CalibrationMethod
 from debate.stats._effective import (
     ESTIMATOR,
     EXACT_INTERVAL_ITEMS,
-    clusters,
+    cluster_batch,
     correlation_batch,
     design_effect,
     design_scale,
@@ -324,7 +324,7 @@ def _vote_numbers(
 
 def _correlation_numbers(
     batch: ScoreBatch, setting: Setting
-) -> tuple[dict[str, object], FloatArray | None]:
+) -> tuple[dict[str, object], tuple[FloatArray, list[list[list[int]]]] | None]:
     """Per item: the judges' correlation over the units, votes, clusters, design effect.
 
     The effective votes, the clusters of judges that move together, and the design effect
@@ -340,6 +340,7 @@ def _correlation_numbers(
             "clusters": [[] for _ in range(items)],
         }, None
     corr = correlation_batch(batch.raw, batch.is_pro)
+    groups = cluster_batch(corr)
     found = effective_votes(corr)
     if items <= EXACT_INTERVAL_ITEMS:
         level, seed = setting.thresholds.confidence, setting.seed
@@ -350,8 +351,8 @@ def _correlation_numbers(
         "correlation": _nums(corr),
         "effective": _nums(found),
         "effective_ci": ci,
-        "clusters": [clusters(c, batch.judges) for c in corr],
-    }, corr
+        "clusters": [[[batch.judges[j] for j in g] for g in found] for found in groups],
+    }, (corr, groups)
 
 
 def _numbers(batch: ScoreBatch, weights: FloatArray, setting: Setting) -> _Numbers:
@@ -362,12 +363,13 @@ def _numbers(batch: ScoreBatch, weights: FloatArray, setting: Setting) -> _Numbe
     so copies of a judge count as that judge once (:mod:`debate.stats._effective`).
     """
     calibrated = calibrate_batch(batch.raw, setting.calibration, setting.thresholds.min_spread)
-    correlation, corr = _correlation_numbers(batch, setting)
+    correlation, found = _correlation_numbers(batch, setting)
     items, judges = batch.raw.shape[:2]
     used = np.array(np.broadcast_to(weights, (items, judges)))
     effect = np.ones(items)
-    if corr is not None:
-        used = split_weights(corr, weights)
+    if found is not None:
+        corr, groups = found
+        used = split_weights(corr, weights, groups)
         effect = design_effect(corr, used)
     return _Numbers(
         **_agreement_numbers(batch, calibrated),  # type: ignore[arg-type]

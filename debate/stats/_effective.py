@@ -75,10 +75,14 @@ def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) ->
     flat = norm <= _SAME * np.maximum(1.0, np.abs(values).max(axis=2, initial=0.0))
     safe = np.where(flat, 1.0, norm)
     unit = centred / safe[:, :, None]
-    corr = np.einsum("ijc,ikc->ijk", unit, unit)
-    both_flat = flat[:, :, None] & flat[:, None, :]
-    same = np.abs(values[:, :, None, :] - values[:, None, :, :]).max(axis=3) <= _SAME
-    corr = np.where(flat[:, :, None] | flat[:, None, :], np.where(both_flat & same, 1.0, 0.0), corr)
+    corr = unit @ unit.transpose(0, 2, 1)
+    touched = flat[:, :, None] | flat[:, None, :]
+    if touched.any():
+        corr = np.where(touched, 0.0, corr)
+        for b, j, k in zip(*np.nonzero(flat[:, :, None] & flat[:, None, :]), strict=True):
+            # only the items with a judge that does not vary: no items x judges^2 x units array
+            if np.abs(values[b, j] - values[b, k]).max() <= _SAME:
+                corr[b, j, k] = 1.0
     corr = np.clip(corr, -1.0, 1.0)
     eye = np.eye(judges, dtype=bool)
     corr[:, eye] = 1.0
@@ -166,6 +170,8 @@ def cluster_indices(corr: FloatArray) -> list[list[int]]:
     if np.isnan(c).any():
         return []
     linked = c >= CLUSTER_CORRELATION
+    if linked.sum() == c.shape[0]:  # the diagonal only: no cluster
+        return []
     seen: set[int] = set()
     groups = []
     for start in range(c.shape[0]):
@@ -184,7 +190,22 @@ def cluster_indices(corr: FloatArray) -> list[list[int]]:
     return groups
 
 
-def split_weights(corr: FloatArray, weights: FloatArray) -> FloatArray:
+def cluster_batch(corr: FloatArray) -> list[list[list[int]]]:
+    """:func:`cluster_indices` of every item; items without a link skip the search."""
+    c = np.asarray(corr, dtype=np.float64)
+    items, judges = c.shape[0], c.shape[-1]
+    off = ~np.eye(judges, dtype=bool)
+    linked = (np.nan_to_num(c, nan=0.0) >= CLUSTER_CORRELATION) & off
+    candidates = linked.any(axis=(1, 2)) & ~np.isnan(c).any(axis=(1, 2))
+    out: list[list[list[int]]] = [[] for _ in range(items)]
+    for b in np.flatnonzero(candidates).tolist():
+        out[b] = cluster_indices(c[b])
+    return out
+
+
+def split_weights(
+    corr: FloatArray, weights: FloatArray, groups: list[list[list[int]]] | None = None
+) -> FloatArray:
     """Items x judges: each judge's weight divided by the size of its cluster.
 
     Copies of one judge then weigh together what that judge weighs alone, so duplicating a
@@ -194,8 +215,8 @@ def split_weights(corr: FloatArray, weights: FloatArray) -> FloatArray:
     c = np.asarray(corr, dtype=np.float64)
     items, judges = c.shape[0], c.shape[-1]
     out = np.array(np.broadcast_to(np.asarray(weights, dtype=np.float64), (items, judges)))
-    for b in range(items):
-        for group in cluster_indices(c[b]):
+    for b, found in enumerate(cluster_batch(c) if groups is None else groups):
+        for group in found:
             if len(group) < judges:
                 out[b, group] /= len(group)
     result: FloatArray = out
