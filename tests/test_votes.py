@@ -405,3 +405,25 @@ def test_validity_reports_the_judges_error_correlation(tmp_path: Any) -> None:
     assert copied is not None and copied.effective_votes == pytest.approx(1.0)
     assert copied.clusters == [["sharp", "sharp2", "sharp3", "sharp4"]]
     assert copied.warning is not None and "sharp, sharp2, sharp3, sharp4" in copied.warning
+
+
+def test_calibrate_reports_the_error_correlation_of_per_item_calls() -> None:
+    """``debate calibrate``'s report: calls per item against the people's answer."""
+    from debate.quality._correlation import call_error_correlation
+
+    rng = random.Random(4)
+    truth = [rng.choice("ab") for _ in range(300)]
+
+    def judge(accuracy: float) -> list[str | None]:
+        return [t if rng.random() < accuracy else ("b" if t == "a" else "a") for t in truth]
+
+    one = judge(0.7)
+    copies = call_error_correlation({"x": one, "y": list(one), "z": list(one)}, list(truth))
+    assert copies is not None and copies.effective_votes == pytest.approx(1.0)
+    assert copies.clusters == [["x", "y", "z"]] and copies.warning is not None
+    calls: dict[str, list[str | None]] = {n: judge(0.7) for n in ("p", "q", "r")}
+    calls["p"][0] = None  # a judge without a call: the item is left out, not filled in
+    found = call_error_correlation(calls, list(truth))
+    assert found is not None and found.units == 299
+    assert found.effective_votes_ci is not None
+    assert found.effective_votes_ci[0] <= 3.0 <= found.effective_votes_ci[1] + 1e-9

@@ -11,6 +11,8 @@ the design-effect number of :mod:`debate.stats._effective`. Its interval resampl
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -33,14 +35,54 @@ def error_correlation(
     calls = np.stack([frame.judges[n].call for n in names])
     complete = (frame.label != NO_CALL) & (calls != NO_CALL).all(axis=0)
     errors = (calls[:, complete] != frame.label[complete]).astype(np.float64)
+    group = frame.group[complete]
+    return _report(names, errors, group, len(frame.items), n_boot, seed, level)
+
+
+def call_error_correlation(
+    calls: Mapping[str, Sequence[str | None]],
+    truth: Sequence[str | None],
+    *,
+    n_boot: int = MAX_REPLICATES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> JudgeCorrelation | None:
+    """The same from each judge's calls per item (``debate calibrate``): one unit an item.
+
+    Items without a truth, or where a judge gave no call, are left out.
+    """
+    names = list(calls)
+    if len(names) < 2:
+        return None
+    complete = [
+        k
+        for k, t in enumerate(truth)
+        if t is not None and all(calls[n][k] is not None for n in names)
+    ]
+    errors = np.array(
+        [[float(calls[n][k] != truth[k]) for k in complete] for n in names], dtype=np.float64
+    ).reshape(len(names), len(complete))
+    group = np.arange(len(complete), dtype=np.int32)
+    return _report(names, errors, group, len(complete), n_boot, seed, level)
+
+
+def _report(
+    names: list[str],
+    errors: NDArray[np.float64],
+    group: NDArray[np.int32],
+    n_items: int,
+    n_boot: int,
+    seed: int,
+    level: float,
+) -> JudgeCorrelation:
     corr = correlation_batch(errors[None])[0]
     found = float(effective_votes(corr[None])[0])
-    interval = _interval(errors, frame.group[complete], len(frame.items), n_boot, seed, level)
+    interval = _interval(errors, group, n_items, n_boot, seed, level) if n_items else None
     defined = bool(np.isfinite(corr).all())
     groups = clusters(corr, names) if defined else []
     return JudgeCorrelation(
         kind="error",
-        units=int(complete.sum()),
+        units=int(errors.shape[1]),
         correlation={
             a: {b: _num(corr[i, k]) for k, b in enumerate(names) if k != i}
             for i, a in enumerate(names)
