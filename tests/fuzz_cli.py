@@ -147,6 +147,8 @@ def _flag_cases(command: str, base: list[str]) -> Iterator[Case]:
         "--judges": ["", "technical", "technical,wizard", ",,,", "technical,technical"],
         "--presentation": ["sideways"],
         "--topic-classifier": ["oracle"],
+        "--aggregate": ["mode", ""],
+        "--min-judges": ["1", "0", "-3", "abc", "1.5", "9", "65", "99999999999999999999"],
     }
     for flag, bad in values.items():
         for value in bad:
@@ -263,6 +265,13 @@ CONFIG_VALUES = {
     "thresholds.alpha = 2": b"[thresholds]\nalpha = 2.0\n",
     "thresholds.kappa = -3": b"[thresholds]\nkappa = -3.0\n",
     "thresholds.variance = 0": b"[thresholds]\nvariance = 0.0\n",
+    "thresholds.min_judges = 1": b"[thresholds]\nmin_judges = 1\n",
+    "thresholds.min_judges = 5": b"[thresholds]\nmin_judges = 5\n",
+    "thresholds.min_judges = 2.5": b"[thresholds]\nmin_judges = 2.5\n",
+    "thresholds.aggregate = mode": b'[thresholds]\naggregate = "mode"\n',
+    "a standby and one regular judge": (
+        b'[[judges]]\nrole = "technical"\n[[judges]]\nname = "s"\nrole = "risk"\nstandby = true\n'
+    ),
 }
 
 
@@ -617,6 +626,8 @@ def decide_cases() -> Iterator[Case]:
         "--seed": ["-1", "abc", str(2**64 + 1)],
         "--config": ["nope.toml", "nonutf8"],
         "--track-records": ["folder", "nonutf8"],
+        "--aggregate": ["mode"],
+        "--min-judges": ["1", "abc", "65"],
     }.items():
         for value in values:
             argv = ("decide", "s.csv", flag, value)
@@ -636,6 +647,12 @@ def decide_cases() -> Iterator[Case]:
             {**files, "w.json": weights},
         )
     yield Case("decide", "--dimension on verdicts", ("decide", "v.csv", "--dimension", "d"), files)
+    yield Case(
+        "decide",
+        "--aggregate median on verdicts",
+        ("decide", "v.csv", "--aggregate", "median"),
+        files,
+    )
     yield Case("decide", "--out ''", ("decide", "s.csv", "--out", ""), files, untouched=True)
     yield Case(
         "decide",
@@ -686,6 +703,8 @@ def validity_cases() -> Iterator[Case]:
         "--bootstrap": ["0", "-5", "abc", "1e9"],
         "--seed": ["-1"],
         "--dimension": ["nope"],
+        "--aggregate": ["mode"],
+        "--min-judges": ["0"],
     }.items():
         for value in values:
             yield Case("validity", f"{flag} {value!r}", (*base, flag, value), files)

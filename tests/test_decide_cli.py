@@ -341,3 +341,35 @@ def test_validity_dimension_each_refuses_a_target_on_one_dimension_and_keeps_the
         "--bootstrap", "20", "--out", str(tmp_path / "none"),
     )  # fmt: skip
     assert code == 2 and "no dimension supports the target" in err
+
+
+def test_decide_aggregate_and_min_judges_reach_the_rules(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--aggregate majority makes the margin a share of judges; --min-judges 5 of 4 judges
+    leaves every item insufficient; both are read by validity's gate too."""
+    judged, people = planted_scores(
+        30, ("x", "y"), {"a": 0.5, "b": 0.9, "c": 1.3, "d": 1.6}, seed=1
+    )
+    table = tmp_path / "many.csv"
+    write_judgments(table, table_rows(judged), scale=judged.scale)
+    _, mean, _ = run(capsys, "decide", str(table))
+    _, majority, _ = run(capsys, "decide", str(table), "--aggregate", "majority")
+    margins = [float(d["margin"]) for d in decisions(majority) if d["margin"] is not None]
+    assert margins and all(abs(4 * m - round(4 * m)) < 1e-9 for m in margins)  # 4 equal votes
+    assert [d["margin"] for d in decisions(mean)] != [d["margin"] for d in decisions(majority)]
+    _, strict, _ = run(capsys, "decide", str(table), "--min-judges", "5")
+    assert {d["outcome"] for d in decisions(strict)} == {"insufficient"}
+    code, _, err = run(capsys, "decide", str(table), "--min-judges", "1")
+    assert code == 2 and err.startswith("error: --min-judges:")
+    labels = tmp_path / "people.csv"
+    write_judgments(labels, table_rows(people), scale=people.scale)
+    base = ["validity", str(table), "--labels", str(labels), "--bootstrap", "20", "--json"]
+    code, loose, _ = run(capsys, *base, "--out", str(tmp_path / "a"))
+    code2, none, _ = run(capsys, *base, "--min-judges", "5", "--out", str(tmp_path / "b"))
+    coverage = [
+        next(m for m in json.loads(text)["methods"] if m["name"] == "equal")["coverage"]["value"]
+        for text in (loose, none)
+    ]
+    assert code == code2 == 0
+    assert coverage[0] > 0 and coverage[1] == 0

@@ -584,6 +584,38 @@ def test_swap_makes_every_judge_read_twice(
     assert found and all(e.swap is not None for r in found for e in r.evaluations)
 
 
+@pytest.mark.parametrize("command", DEBATE_COMMANDS)
+def test_aggregate_chooses_how_the_judges_margins_combine(
+    command: str, h: Harness, spied_debates: list[DebateResult]
+) -> None:
+    plain = h.run(command, "--seed", "3")
+    found = debate_results(command, plain, spied_debates)
+    spied_debates.clear()
+    median_run = h.run(command, "--seed", "3", "--aggregate", "median")
+    median = debate_results(command, median_run, spied_debates)
+    assert plain.code == median_run.code == 0, median_run.err
+    assert found and {r.vote.aggregate for r in found} == {"weighted_mean"}
+    assert median and {r.vote.aggregate for r in median} == {"median"}
+    assert {r.decision.thresholds.aggregate for r in median} == {"median"}
+    bad = h.run(command, "--aggregate", "mode")
+    assert bad.code == 2 and "--aggregate" in bad.err
+
+
+@pytest.mark.parametrize("command", DEBATE_COMMANDS)
+def test_min_judges_sets_the_fewest_scored_judges(
+    command: str, h: Harness, spied_debates: list[DebateResult]
+) -> None:
+    run = h.run(command, "--seed", "3", "--min-judges", "4")
+    found = debate_results(command, run, spied_debates)
+    assert run.code == 0, run.err
+    assert found and {r.decision.thresholds.min_judges for r in found} == {4}
+    too_many = h.run(command, "--min-judges", "9")
+    assert too_many.code == 2 and too_many.err.startswith("error: --min-judges: 9 is more than")
+    assert "\n" not in too_many.err.strip()
+    too_few = h.run(command, "--min-judges", "1")
+    assert too_few.code == 2 and too_few.err.startswith("error: --min-judges:")
+
+
 @pytest.mark.parametrize("flag", READING_FLAGS)
 def test_council_refuses_the_debate_reading_flags(flag: str, h: Harness) -> None:
     run = h.run("council", flag, *READING_VALUES.get(flag, []))

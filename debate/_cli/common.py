@@ -13,10 +13,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from pydantic import ValidationError
+
 from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
 from debate.quality._track import TrackRecords
-from debate.records._config import RunConfig, check_seed, default_judges, load_config
+from debate.records._config import (
+    RunConfig,
+    Thresholds,
+    build_config,
+    check_seed,
+    default_judges,
+    load_config,
+    validation_message,
+)
 from debate.records._result import Cascade, Usage
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
@@ -395,6 +405,56 @@ def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:
     )
     if debate_panel:
         _reading_flags(panel)
+        decision_flags(panel)
+
+
+DECISION_FLAGS = {"aggregate": "--aggregate", "min_judges": "--min-judges"}
+"""``[thresholds]`` fields a flag sets, and the flag."""
+
+
+def decision_flags(group: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """``--aggregate`` and ``--min-judges``: how the judges' margins combine, and how many."""
+    group.add_argument(
+        "--aggregate",
+        choices=["weighted_mean", "median", "trimmed_mean", "majority"],
+        help="how the judges' margins combine (default weighted_mean; [thresholds] aggregate)",
+    )
+    group.add_argument(
+        "--min-judges",
+        type=int,
+        metavar="N",
+        help="fewest scored judges a decision rests on (default 2; [thresholds] min_judges)",
+    )
+
+
+def decision_thresholds(thresholds: Thresholds, args: argparse.Namespace) -> Thresholds:
+    """``thresholds`` with ``--aggregate``/``--min-judges`` on top, checked by Thresholds."""
+    given = {f: getattr(args, f, None) for f in DECISION_FLAGS}
+    given = {f: v for f, v in given.items() if v is not None}
+    if not given:
+        return thresholds
+    try:
+        return Thresholds.model_validate({**thresholds.model_dump(), **given})
+    except ValidationError as exc:
+        raise ConfigurationError(
+            validation_message(exc, "thresholds", DECISION_FLAGS, Thresholds)
+        ) from exc
+
+
+def with_decision_flags(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """The config with the decision flags applied to its thresholds (the panel re-checked)."""
+    thresholds = decision_thresholds(config.thresholds, args)
+    if thresholds is config.thresholds:
+        return config
+    regular = sum(1 for j in config.judges if not j.standby)
+    if getattr(args, "min_judges", None) is not None and args.min_judges > regular:
+        raise ConfigurationError(
+            f"--min-judges: {args.min_judges} is more than the panel's {regular} regular "
+            "judges; lower it or add judges"
+        )
+    data = config.model_dump()
+    data["thresholds"] = thresholds.model_dump()
+    return build_config(data, "config")
 
 
 def _reading_flags(panel: argparse._ArgumentGroup) -> None:
@@ -501,6 +561,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     after some calls were paid for, or a failed line for every item of a batch.
     """
     config = load_config(args.config, overrides(args), flags=CONFIG_FLAGS)
+    config = with_decision_flags(config, args)
     PromptRenderer(config.templates)
     if config.topics is not None:
         TopicProfiles.load(config.topics)

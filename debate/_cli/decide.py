@@ -16,7 +16,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate._cli.common import EXIT_OK, Commands, path_text, seed, user_file
+from debate._cli.common import (
+    EXIT_OK,
+    Commands,
+    decision_flags,
+    decision_thresholds,
+    path_text,
+    seed,
+    user_file,
+)
 from debate.exceptions import ConfigurationError
 from debate.records._input import parse_json
 
@@ -84,15 +92,15 @@ def table_flags(parser: argparse.ArgumentParser) -> None:
         "--config", metavar="FILE", help="config TOML whose [thresholds] the rules use"
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap intervals")
+    decision_flags(parser)
 
 
 def thresholds(args: argparse.Namespace) -> Thresholds:
     """``[thresholds]`` of ``--config``, else the defaults."""
     from debate.records._config import Thresholds, load_config
 
-    if args.config is None:
-        return Thresholds()
-    return load_config(args.config).thresholds
+    found = Thresholds() if args.config is None else load_config(args.config).thresholds
+    return decision_thresholds(found, args)
 
 
 def _weights(args: argparse.Namespace) -> Weights:

@@ -117,7 +117,9 @@ def summary(result: DebateResult, path: str) -> str:
         ci = f", {level} [{v.margin_ci[0]:+.3f}, {v.margin_ci[1]:+.3f}]" if v.margin_ci else ""
         lines.append(
             f"Margin PRO-CON: {v.margin:+.3f}{ci} ({v.calibration} calibration, "
-            f"topic type {v.topic_type})"
+            f"topic type {v.topic_type}"
+            + ("" if v.aggregate == "weighted_mean" else f", {v.aggregate} of the judges")
+            + ")"
         )
     if v.margin_points is not None:
         pts = v.margin_points_ci
@@ -129,8 +131,11 @@ def summary(result: DebateResult, path: str) -> str:
         lines.append(f"p_agree for {d.lead}: {d.p_agree:.3f} ({kind})")
     lines.append(
         f"Agreement: alpha {fmt(a.alpha)}, kappa {fmt(a.kappa)}; "
-        f"{a.judges_scored} judges scored, {a.judges_unscored} unscored"
+        f"{a.judges_scored} judges scored, {a.judges_unscored} unscored; "
+        f"independent votes {a.votes_text()}"
     )
+    if a.warning:
+        lines.append(f"  ! {a.warning}")
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
     lines += common.cascade_lines(result.cascade, d.tier)

@@ -28,6 +28,7 @@ from debate.records._transcript import (
     Side,
     Transcript,
 )
+from debate.stats._aggregate import aggregate_vote_batch, bootstrap_aggregate_batch
 from debate.stats._batched import (
     argument_variance_batch,
     bootstrap_margin_batch,
@@ -40,6 +41,17 @@ from debate.stats._batched import (
     side_vote_batch,
 )
 from debate.stats._calibration import Method as CalibrationMethod
+from debate.stats._effective import (
+    ESTIMATOR,
+    EXACT_INTERVAL_ITEMS,
+    cluster_batch,
+    correlation_batch,
+    design_effect,
+    design_scale,
+    effective_votes,
+    effective_votes_interval,
+    split_weights,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -202,7 +214,17 @@ class _Numbers:
     sides: list[list[float | None]]
     """Per item: pro, con, margin, pro_points, con_points, margin_points."""
     intervals: list[list[float | None]]
-    """Per item: the calibrated interval's ends, then those in points."""
+    """Per item: the calibrated interval's ends, then those in points, widened by the
+    design effect of correlated judges."""
+    correlation: list[Any]
+    """Per item: the judges x judges correlation (None where undefined)."""
+    effective: list[float | None]
+    effective_ci: list[tuple[float, float] | None]
+    clusters: list[list[list[str]]]
+    scale: list[float | None]
+    """Per item: the factor the intervals' half-widths were widened by."""
+    split: list[dict[str, float] | None]
+    """Per item: the weights the vote used where a cluster split them, else None."""
 
 
 def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, object]:
@@ -240,34 +262,123 @@ def _interval_ends(interval: FloatArray) -> FloatArray:
     return np.round(interval, 9) + 0.0
 
 
+def _interval(
+    scores: FloatArray, batch: ScoreBatch, weights: FloatArray, setting: Setting, **how: bool
+) -> FloatArray:
+    """Items x 2: the margin's bootstrap interval under the setting's aggregator."""
+    level, seed, method = setting.thresholds.confidence, setting.seed, setting.thresholds.aggregate
+    if method == "weighted_mean":  # the panel's rule from the start, on its fast path
+        return bootstrap_margin_batch(scores, batch.is_pro, weights, ci=level, seed=seed, **how)
+    return bootstrap_aggregate_batch(
+        scores, batch.is_pro, weights, method, ci=level, seed=seed, **how
+    )
+
+
+def _widened(
+    interval: FloatArray, margin: FloatArray, units: FloatArray, scale_of: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The interval's ends moved away from the margin by the design scale, and the scale."""
+    scale = design_scale(interval[:, 1] - interval[:, 0], units[:, 1] - units[:, 0], scale_of)
+    centre = margin[:, None]
+    return centre + (interval - centre) * scale[:, None], scale
+
+
 def _vote_numbers(
-    batch: ScoreBatch, calibrated: FloatArray, weights: FloatArray, setting: Setting
+    batch: ScoreBatch,
+    calibrated: FloatArray,
+    weights: FloatArray,
+    setting: Setting,
+    effect: FloatArray,
 ) -> dict[str, object]:
     items, judges = batch.raw.shape[:2]
     if judges == 0:
-        return {"sides": [[None] * 6] * items, "intervals": [[None] * 4] * items}
-    scaled = side_vote_batch(calibrated, batch.is_pro, weights)
-    points = side_vote_batch(batch.raw, batch.is_pro, weights)
+        return {
+            "sides": [[None] * 6] * items,
+            "intervals": [[None] * 4] * items,
+            "scale": [None] * items,
+        }
+    method = setting.thresholds.aggregate
+    if method == "weighted_mean":
+        scaled = side_vote_batch(calibrated, batch.is_pro, weights)
+        points = side_vote_batch(batch.raw, batch.is_pro, weights)
+    else:
+        scaled = aggregate_vote_batch(calibrated, batch.is_pro, weights, method)
+        points = aggregate_vote_batch(batch.raw, batch.is_pro, weights, method)
     sides = np.stack([*scaled, *points], axis=1)
-    level, seed = setting.thresholds.confidence, setting.seed
-    intervals = np.concatenate(
-        [
-            bootstrap_margin_batch(calibrated, batch.is_pro, weights, ci=level, seed=seed),
-            bootstrap_margin_batch(batch.raw, batch.is_pro, weights, ci=level, seed=seed),
-        ],
-        axis=1,
-    )
+    found = [_interval(x, batch, weights, setting) for x in (calibrated, batch.raw)]
+    scale = np.ones(items)
+    if (effect > 1.0).any():  # correlated judges: the judges' share of the width grows
+        held = [
+            _interval(x, batch, weights, setting, resample_judges=False)
+            for x in (calibrated, batch.raw)
+        ]
+        found[0], scale = _widened(found[0], scaled.margin, held[0], effect)
+        found[1], _ = _widened(found[1], points.margin, held[1], effect)
+    intervals = np.concatenate(found, axis=1)
     return {
         "sides": _nums(sides),
         "intervals": _nums(_interval_ends(intervals)),
+        "scale": _nums(scale),
     }
 
 
+def _correlation_numbers(
+    batch: ScoreBatch, setting: Setting
+) -> tuple[dict[str, object], tuple[FloatArray, list[list[list[int]]]] | None]:
+    """Per item: the judges' correlation over the units, votes, clusters, design effect.
+
+    The effective votes, the clusters of judges that move together, and the design effect
+    the margin's interval is widened by (:mod:`debate.stats._effective`).
+    """
+    items, judges = batch.raw.shape[:2]
+    if judges < 2:
+        none: list[Any] = [None] * items
+        return {
+            "correlation": none,
+            "effective": none,
+            "effective_ci": none,
+            "clusters": [[] for _ in range(items)],
+        }, None
+    corr = correlation_batch(batch.raw, batch.is_pro)
+    groups = cluster_batch(corr)
+    found = effective_votes(corr)
+    if items <= EXACT_INTERVAL_ITEMS:
+        level, seed = setting.thresholds.confidence, setting.seed
+        ci = [effective_votes_interval(x, batch.is_pro, ci=level, seed=seed) for x in batch.raw]
+    else:
+        ci = [None] * items  # a bootstrap per item: kept for small batches
+    return {
+        "correlation": _nums(corr),
+        "effective": _nums(found),
+        "effective_ci": ci,
+        "clusters": [[[batch.judges[j] for j in g] for g in found] for found in groups],
+    }, (corr, groups)
+
+
 def _numbers(batch: ScoreBatch, weights: FloatArray, setting: Setting) -> _Numbers:
+    """Every statistic of the batch.
+
+    The vote weighs each judge of a cluster (correlation >= 0.9) by its weight over the
+    cluster's size, and its interval is widened by the design effect of the correlations,
+    so copies of a judge count as that judge once (:mod:`debate.stats._effective`).
+    """
     calibrated = calibrate_batch(batch.raw, setting.calibration, setting.thresholds.min_spread)
+    correlation, found = _correlation_numbers(batch, setting)
+    items, judges = batch.raw.shape[:2]
+    used = np.array(np.broadcast_to(weights, (items, judges)))
+    effect = np.ones(items)
+    if found is not None:
+        corr, groups = found
+        used = split_weights(corr, weights, groups)
+        effect = design_effect(corr, used)
     return _Numbers(
         **_agreement_numbers(batch, calibrated),  # type: ignore[arg-type]
-        **_vote_numbers(batch, calibrated, weights, setting),  # type: ignore[arg-type]
+        **_vote_numbers(batch, calibrated, used, setting, effect),  # type: ignore[arg-type]
+        **correlation,  # type: ignore[arg-type]
+        split=[
+            None if (row == weights).all() else dict(zip(batch.judges, row.tolist(), strict=True))
+            for row in used
+        ],
     )
 
 
@@ -295,7 +406,9 @@ def _records(
         argument_variance=variance,
         judges_scored=len(batch.judges),
         judges_unscored=unscored,
+        **_correlation_fields(numbers, b, batch.judges),
     )
+    agreement = agreement.model_copy(update={"warning": few_votes(agreement)})
     pro, con, margin, pro_points, con_points, margin_points = numbers.sides[b]
     intervals = numbers.intervals[b]
     vote_ = Vote(
@@ -312,6 +425,8 @@ def _records(
         topic_source=setting.topic_source,
         judge_weights=judge_weights,
         calibration=setting.calibration,
+        aggregate=setting.thresholds.aggregate,
+        cluster_weights=numbers.split[b],
     )
     diagnostics = Diagnostics(
         alpha_without_judge=dict(zip(batch.judges, numbers.without[b], strict=True)),
@@ -320,6 +435,41 @@ def _records(
         no_difference=numbers.no_difference[b],
     )
     return agreement, vote_, diagnostics
+
+
+def _correlation_fields(numbers: _Numbers, b: int, judges: list[str]) -> dict[str, Any]:
+    """One item's correlation (judge by judge), effective votes and clusters, as fields."""
+    matrix = numbers.correlation[b]
+    if matrix is None:
+        return {}
+    return {
+        "correlation": {
+            j: {k: matrix[a][c] for c, k in enumerate(judges) if k != j}
+            for a, j in enumerate(judges)
+        },
+        "effective_votes": numbers.effective[b],
+        "effective_votes_ci": numbers.effective_ci[b],
+        "effective_votes_method": ESTIMATOR,
+        "clusters": numbers.clusters[b],
+        "ci_widening": numbers.scale[b],
+    }
+
+
+def few_votes(agreement: Agreement) -> str | None:
+    """The warning when the scored judges are worth fewer than two independent votes."""
+    votes = agreement.effective_votes
+    if votes is None or votes >= 2 or agreement.judges_scored < 2:
+        return None
+    if agreement.clusters:
+        named = "; ".join(", ".join(c) for c in agreement.clusters)
+        who = f"judges {named} move together (correlation >= 0.9)"
+    else:
+        who = "their scores are strongly correlated"
+    return (
+        f"the {agreement.judges_scored} scored judges are worth {votes:.2f} independent "
+        f"votes (fewer than two): {who}, so the margin's interval is widened as for that "
+        "many votes"
+    )
 
 
 def conclude_batch(

@@ -82,14 +82,17 @@ class MultiJudgePanel:
             base = base.model_copy(update={"judges": list(judges)})
             RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
         self.config = base
-        self.judges = list(base.judges)
+        self.judges = [j for j in base.judges if not j.standby]
+        """The regular judges: asked tier by tier."""
+        self.standbys = [j for j in base.judges if j.standby]
+        """Asked only to replace a regular judge that ended unscored, in this order."""
         self.renderer = renderer or PromptRenderer.for_run(base)
         self.topics = topics or TopicProfiles.load(base.topics)
         self.on_event = on_event
         self.cache = cache
         self.escalation: EscalationRule[PanelResult] = escalation or escalate_unless_winner
         self.models = self._bind_models(models)
-        for spec in self.judges:
+        for spec in self._everyone():
             template = f"judge_role_{spec.role}.md.jinja"
             if not self.renderer.has(template):
                 raise ConfigurationError(
@@ -99,13 +102,17 @@ class MultiJudgePanel:
 
     def _bind_models(self, models: Model | Mapping[str, Model]) -> dict[str, Model]:
         if isinstance(models, Mapping):
-            missing = [j.name for j in self.judges if j.name not in models]
+            missing = [j.name for j in self._everyone() if j.name not in models]
             if missing:
                 raise ConfigurationError(
                     f"models: no model for judge(s) {', '.join(missing)}; map every judge name"
                 )
-            return {j.name: models[j.name] for j in self.judges}
-        return {j.name: models for j in self.judges}
+            return {j.name: models[j.name] for j in self._everyone()}
+        return {j.name: models for j in self._everyone()}
+
+    def _everyone(self) -> list[JudgeSpec]:
+        """Regular judges and standbys."""
+        return [*self.judges, *self.standbys]
 
     async def _topic(
         self, topic: str, settings: ModelSettings, call: CallContext, renderer: PromptRenderer
@@ -215,6 +222,9 @@ class MultiJudgePanel:
         orders = {j.name: order for j, order in zip(self.judges, shown, strict=True)}
         specs = {j.name: j for j in self.judges}
         done: dict[str, JudgeEvaluation] = {}
+        stood_in: dict[str, list[JudgeEvaluation]] = {}
+        """Per regular judge: the standbys asked in its place, in order."""
+        spare = list(self.standbys)
 
         async def ask(tier: Tier) -> None:
             evaluations = await asyncio.gather(
@@ -224,12 +234,31 @@ class MultiJudgePanel:
                 )
             )
             done.update(zip(tier.members, evaluations, strict=True))
+            failed = [e for e in evaluations if e.status == "unscored"]
+            replacements = await asyncio.gather(
+                *(self._stand_in(sitting, e, spare, orders[e.judge]) for e in failed)
+            )
+            for evaluation, found in zip(failed, replacements, strict=True):
+                stood_in[evaluation.judge] = found
 
         def conclude(tier: int) -> PanelResult:
             asked = [j for j in self.judges if j.tier <= tier]
-            evaluations = [done[j.name] for j in asked]
+            evaluations: list[JudgeEvaluation] = []
+            counted: list[JudgeSpec] = []
+            for j in asked:
+                evaluations.append(done[j.name])
+                counted.append(j)
+                for standby in stood_in.get(j.name, []):
+                    evaluations.append(standby)
+                    counted.append(self._standby_spec(standby.judge))
             decided = self._conclude(
-                sitting, evaluations, asked, (topic_type, topic_source), seed, tier
+                sitting,
+                evaluations,
+                counted,
+                (topic_type, topic_source),
+                seed,
+                tier,
+                panel_size=len(asked),
             )
             # Under a policy, each tier's decision is its ruling: winner or escalate.
             if isinstance(self.escalation, PolicyRule):
@@ -240,6 +269,40 @@ class MultiJudgePanel:
             self._tiers(), ask, conclude, self.escalation, sitting.call.meter
         )
         return result.model_copy(update={"cascade": cascade})
+
+    def _standby_spec(self, name: str) -> JudgeSpec:
+        return next(j for j in self.standbys if j.name == name)
+
+    async def _stand_in(
+        self,
+        sitting: Sitting,
+        failed: JudgeEvaluation,
+        spare: list[JudgeSpec],
+        order: Presentation,
+    ) -> list[JudgeEvaluation]:
+        """Standbys asked in place of ``failed``, until one scores or none is left.
+
+        Each takes the next unused standby (taken from ``spare`` before its call, so two
+        failed judges never get the same one) and reads the debate in the failed judge's
+        order, keeping the panel's counterbalancing. The failed judge stays unscored and
+        recorded; each standby's evaluation says whom it replaced and why.
+        """
+        asked: list[JudgeEvaluation] = []
+        why: str = failed.reason or "unscored"
+        if failed.detail:
+            why = f"{why} ({failed.detail})"
+        while spare:
+            spec = spare.pop(0)
+            logger.info(
+                "judge %s is unscored (%s); asking standby %s", failed.judge, why, spec.name
+            )
+            found = await evaluate_judge(sitting, spec, self.models[spec.name], order)
+            asked.append(
+                found.model_copy(update={"standby_for": failed.judge, "standby_reason": why})
+            )
+            if found.status == "scored":
+                break
+        return asked
 
     def calibration(self, transcript: Transcript) -> CalibrationMethod:
         """The configured calibration, or the one ``auto`` picks for this many arguments."""
@@ -255,8 +318,13 @@ class MultiJudgePanel:
         topic: tuple[str, TopicSource],
         seed: int,
         tier: int,
+        panel_size: int | None = None,
     ) -> PanelResult:
-        """From the evaluations of ``judges`` (tiers 1 to ``tier``) to the decision."""
+        """From the evaluations of ``judges`` (tiers 1 to ``tier``) to the decision.
+
+        ``judges`` includes any standbys asked in place of a failed judge; ``panel_size``
+        is the regular judges asked (default: every judge given).
+        """
         transcript = sitting.transcript
         scored = [e for e in evaluations if e.status == "scored"]
         matrices = score_matrices(transcript, scored, {j.name: j.weights for j in judges})
@@ -268,13 +336,15 @@ class MultiJudgePanel:
             topic_source=topic[1],
         )
         context = Context(
-            panel_size=len(judges),
+            panel_size=len(judges) if panel_size is None else panel_size,
             unscored=len(evaluations) - len(scored),
             evaluations=evaluations,
         )
         [(agreement, vote_, _, decision)] = conclude_batch(
             batch_of(matrices), self.judge_weights(topic[0], judges), setting, [context]
         )
+        if agreement.warning is not None:
+            logger.warning("%s", agreement.warning)
         return PanelResult(
             evaluations=evaluations,
             agreement=agreement,

@@ -2,7 +2,7 @@
 
 The rules run in a fixed order and the first that applies decides:
 
-1. ``insufficient``: fewer than two judges scored.
+1. ``insufficient``: fewer than ``Thresholds.min_judges`` (default two) judges scored.
 2. ``too_close``: no scored judge told any argument from another; the panel sees no
    difference between the sides, which is not disagreement.
 3. ``irreconcilable``: alpha and kappa both fail, or some argument splits the judges; the
@@ -93,10 +93,12 @@ def decide(
 
 
 def _insufficient(case: Case) -> Decision | None:
-    scored = case.agreement.judges_scored
-    if scored >= 2 and case.vote.margin is not None:
+    scored, need = case.agreement.judges_scored, case.thresholds.min_judges
+    if scored >= need and case.vote.margin is not None:
         return None
-    reason = f"only {scored} of {case.panel_size} judges could score; at least two are needed"
+    reason = f"only {scored} of {case.panel_size} judges could score; at least " + (
+        "two are needed" if need == 2 else f"{need} are needed (thresholds.min_judges)"
+    )
     return _decision(case, "insufficient", None, [reason])
 
 
@@ -313,6 +315,12 @@ def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[lis
 def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
     notes = []
     for e in evaluations:
+        if e.standby_for is not None:
+            notes.append(
+                f"standby judge {e.judge} ({e.role}) was asked in place of judge "
+                f"{e.standby_for} ({e.standby_reason})"
+                + ("" if e.status == "scored" else " and is unscored too")
+            )
         if e.status == "unscored":
             notes.append(
                 f"judge {e.judge} ({e.role}) is unscored: {e.reason}"

@@ -4,7 +4,8 @@ Judges who compared two options and said which is better (or that neither is) le
 verdict, not scores, so the score rules of :mod:`debate.panel._rules` do not apply as they
 stand; these rules keep their order and their honesty:
 
-1. ``insufficient``: fewer than two judges gave a verdict with a positive weight.
+1. ``insufficient``: fewer than ``Thresholds.min_judges`` (two) judges gave a verdict
+   with a positive weight.
 2. ``irreconcilable``: both A and B have support and the smaller of them holds at least
    ``Thresholds.split_share`` of the A/B weight; the reasons name who said what.
 3. ``too_close``: tie holds at least as much weight as the leading side, or the margin
@@ -241,7 +242,7 @@ def _outcomes(c: _Columns, thresholds: Thresholds) -> NDArray[np.int64]:
     close |= ~((low > 0) | (high < 0))
     outcome = np.where(close, 1, 0)
     outcome = np.where(split, 2, outcome)
-    return np.where(c.counted < 2, 3, outcome)
+    return np.where(c.counted < thresholds.min_judges, 3, outcome)
 
 
 def _intervals(
@@ -358,7 +359,12 @@ def _reasons(
     if outcome == "insufficient":
         return [
             f"only {c.counted[k]} of {len(judges)} judges gave a verdict with a positive "
-            "weight; at least two are needed"
+            "weight; at least "
+            + (
+                "two are needed"
+                if thresholds.min_judges == 2
+                else f"{thresholds.min_judges} are needed (thresholds.min_judges)"
+            )
         ]
     if outcome == "irreconcilable":
         share = min(a, b) / (a + b)

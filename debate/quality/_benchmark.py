@@ -18,6 +18,7 @@ from debate.models._base import Model
 from debate.panel._cascade import ask_every_tier
 from debate.panel._decision import score_matrices
 from debate.panel._identity import identity
+from debate.quality._correlation import call_error_correlation
 from debate.quality._track import (
     DimensionAgreement,
     ScoreRow,
@@ -271,11 +272,21 @@ async def calibrate_debates(
         items=len(items),
         rows=_debate_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
+        judge_correlation=call_error_correlation(
+            {n: _labels(calls[n]) for n in names},
+            [_as_pairwise(i).majority for i in items],
+        ),
         alpha_people=None,
         accuracy_after=_accuracy_after(records, key_of, models[0]) if results else {},
         dimensions=dimensions,
         usage=total_usage([r.usage for r in results], prices, budget),
     )
+
+
+def _labels(verdicts: Sequence[str | None]) -> list[str | None]:
+    """A judge's debate verdicts (PRO, CON, TIE) as pairwise labels (a, b, tie)."""
+    as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
+    return [as_label[v] if v else None for v in verdicts]
 
 
 def _as_pairwise(item: DebateItem) -> PairwiseItem:
@@ -398,6 +409,9 @@ async def calibrate_pairwise(
         items=len(items),
         rows=_pairwise_rows(names, calls, results, items),
         alpha_judges=nominal_alpha([calls[n] for n in names]),
+        judge_correlation=call_error_correlation(
+            {n: list(calls[n]) for n in names}, [i.majority for i in items]
+        ),
         alpha_people=nominal_alpha(people),
         accuracy_after=_accuracy_after(records, key_of, _reviewer_models(results)),
         dimensions=dimensions,

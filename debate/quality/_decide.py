@@ -126,6 +126,7 @@ def decide_judgments(
     table = load_table(source, scale)
     _check_dimension(table, dimension)
     thresholds = thresholds or Thresholds()
+    _check_aggregate(table, thresholds)
     rules = Rules(thresholds, dimension, seed)
     cascade: list[int] = []
     with _bad_input():
@@ -204,6 +205,21 @@ def _check_dimension(table: Table, dimension: str | None, flag: str = "--dimensi
             f"{', '.join(table.dimensions)}",
             field=flag,
         )
+
+
+def _check_aggregate(table: Table, thresholds: Thresholds) -> None:
+    """Refuse a median or trimmed mean on a verdict table rather than ignore it.
+
+    A verdict table is decided by the weighted shares of its verdicts (a majority), which is
+    not what a median or a trimmed mean of +1/0/-1 calls computes.
+    """
+    if isinstance(table, ScoreTable) or thresholds.aggregate in ("weighted_mean", "majority"):
+        return
+    raise ConfigurationError(
+        f"--aggregate: {thresholds.aggregate} applies to score tables; a verdict table is "
+        "decided by the weighted shares of its verdicts (weighted_mean or majority)",
+        field="--aggregate",
+    )
 
 
 @contextmanager
@@ -297,6 +313,7 @@ def validate_judgments(
     """
     table = load_table(judgments, scale)
     _check_dimension(table, dimension)
+    _check_aggregate(table, thresholds or Thresholds())
     if labels is None:
         if not people:
             raise ConfigurationError(

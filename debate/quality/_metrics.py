@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
+from debate.quality._correlation import error_correlation
 from debate.quality._resample import (
     KENDALL_ITEMS,
     KENDALL_REPLICATES,
@@ -703,6 +704,7 @@ def validity_report(
             if calls.lead is not None
         ],
         "policy": policy,
+        "judge_correlation": error_correlation(frame, n_boot=n_boot, seed=seed),
     }
     report["notes"] = _notes(frame, report, rows, comparisons)
     return ValidityReport(**report)

@@ -25,6 +25,7 @@ from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
 from debate.records._result import Usage
 from debate.records._transcript import Frozen
+from debate.records._validity import JudgeCorrelation
 from debate.stats import krippendorff_alpha
 from debate.storage._files import read_jsonl, read_jsonl_records
 
@@ -261,6 +262,9 @@ class CalibrationReport(Frozen):
     (only where the items carry people's scores)."""
     usage: Usage | None = None
     """Every item's model usage together, with its cost from the price table."""
+    judge_correlation: JudgeCorrelation | None = None
+    """The judges' error correlation against the people's (or the known) answer, and the
+    effective independent votes it leaves (None with one judge)."""
 
 
 def format_report(report: CalibrationReport, label: str) -> str:
@@ -286,6 +290,16 @@ def format_report(report: CalibrationReport, label: str) -> str:
         f"alpha among judges {pct(alpha_judges)}; alpha among people {pct(alpha_people)} "
         "(nominal, same items)"
     )
+    found = report.judge_correlation
+    if found is not None and found.effective_votes is not None:
+        ci = found.effective_votes_ci
+        interval = "" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+        lines.append(
+            f"independent votes {found.effective_votes:.2f}{interval} of "
+            f"{len(found.correlation)} judges (error correlation on {found.units} items)"
+        )
+        if found.warning:
+            lines.append(f"warning: {found.warning}")
     for judge, dimensions in report.dimensions.items():
         parts = [f"{d} {pct(a.alpha)} (n={a.pairs})" for d, a in dimensions.items()]
         lines.append(f"{judge} vs people's scores, interval alpha: " + "; ".join(parts))

@@ -28,6 +28,7 @@ from debate.exceptions import ConfigurationError
 from debate.records._input import parse_toml
 from debate.records._transcript import DIMENSIONS, Frozen
 from debate.stats import RUBRIC_WEIGHTS, check_weights
+from debate.stats._aggregate import Aggregate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -174,6 +175,10 @@ class JudgeSpec(Finite):
     asked only when tiers 1 to ``k - 1`` together were not confident enough (see
     :mod:`debate.panel._cascade`). Strict, so ``2.0``, ``"2"`` or ``true`` are refused
     rather than read as a tier nobody wrote."""
+    standby: bool = Field(default=False, strict=True)
+    """A standby is not asked with the panel: it is asked only when a regular judge ends
+    unscored, and then takes that judge's place (recorded in its evaluation's
+    ``standby_for``). Standbys replace judges in panel order, one each."""
 
     @model_validator(mode="before")
     @classmethod
@@ -256,6 +261,12 @@ class Thresholds(Finite):
     a gap stops being a nuance on the rubric: a judge who separates the arguments by less is
     read as seeing that much, not the whole scale, while a judge using 3 points or more is
     calibrated exactly as before. ``0`` or ``None`` turns the floor off."""
+    min_judges: int = Field(default=2, ge=2, le=64, strict=True)
+    """Fewest scored judges a decision rests on (else ``insufficient``). Two is the least
+    any agreement statistic needs; more asks for more independent looks before a winner."""
+    aggregate: Aggregate = "weighted_mean"
+    """How the judges' PRO-CON margins become the panel's: ``weighted_mean`` (the default),
+    ``median``, ``trimmed_mean`` or ``majority`` (see :mod:`debate.stats._aggregate`)."""
 
 
 class CouncilSettings(Finite):
@@ -341,18 +352,32 @@ class RunConfig(Finite):
     @field_validator("judges")
     @classmethod
     def _judges(cls, value: list[JudgeSpec]) -> list[JudgeSpec]:
-        if len(value) < 2:
+        regular = [j for j in value if not j.standby]
+        if len(regular) < 2:
             raise ValueError(
-                f"the panel has {len(value)} judge(s); a panel needs at least two judges"
+                f"the panel has {len(regular)} regular judge(s); a panel needs at least two "
+                "judges that are not standbys"
             )
         names = [j.name for j in value]
         dupes = repeated(names)
         if dupes:
             raise ValueError(f"judge names must be unique; {', '.join(dupes)} repeats")
-        problem = tier_problem([j.tier for j in value])
+        problem = tier_problem([j.tier for j in regular])
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @model_validator(mode="after")
+    def _enough_judges(self) -> RunConfig:
+        """A panel of fewer regular judges than ``min_judges`` could never decide."""
+        regular = sum(1 for j in self.judges if not j.standby)
+        need = self.thresholds.min_judges
+        if regular < need:
+            raise ValueError(
+                f"thresholds.min_judges is {need} but the panel has {regular} regular "
+                f"judge(s); lower min_judges or add judges"
+            )
+        return self
 
     @field_validator("api_key_env")
     @classmethod

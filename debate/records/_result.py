@@ -9,6 +9,7 @@ from pydantic import Field
 
 from debate.records._config import RunConfig, Thresholds, check_seed
 from debate.records._transcript import Frozen, JudgeEvaluation, Outcome, Side, Transcript
+from debate.stats._aggregate import Aggregate
 
 
 class Agreement(Frozen):
@@ -27,6 +28,41 @@ class Agreement(Frozen):
     judge's mean removed, 1-10 scale); the divergence check compares it with 3.0."""
     judges_scored: int
     judges_unscored: int
+    correlation: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+    """Each pair of scored judges' Pearson correlation over the arguments' scores: their
+    agreement beyond chance (no labels in a debate). Empty with fewer than two judges; None
+    with fewer than three arguments, where two points always correlate +-1."""
+    correlation_kind: Literal["agreement", "error"] = "agreement"
+    """``agreement``: correlation of the judges' scores (no labels); ``error``: of their
+    errors against labels."""
+    effective_votes: float | None = None
+    """How many independent votes the scored judges are worth (``effective_votes_method``):
+    about 1 for copies of one judge, about their number for uncorrelated judges."""
+    effective_votes_ci: tuple[float, float] | None = None
+    """Its percentile interval (level of the vote's), from the bootstrap over the arguments."""
+    effective_votes_method: str | None = None
+    """The estimator: the design effect of the mean pairwise correlation (Kish 1965)."""
+    clusters: list[list[str]] = Field(default_factory=list)
+    """Groups of judges whose scores correlate at least 0.9: they move as one vote."""
+    warning: str | None = None
+    """Set when the scored judges are worth fewer than two independent votes: names the
+    judges that move together."""
+    ci_widening: float | None = None
+    """Factor the margin intervals' half-widths were widened by for correlated judges: the
+    judges' share of the bootstrap's variance times the design effect ``w'Rw / w'w`` (1: the
+    judges are as independent as the bootstrap assumes)."""
+
+    def votes_text(self) -> str:
+        """``2.61 of 4 (interval 1.90 to 3.40); interval widened x1.08``, or ``undefined``."""
+        if self.effective_votes is None:
+            return "undefined"
+        text = f"{self.effective_votes:.2f} of {self.judges_scored}"
+        if self.effective_votes_ci is not None:
+            low, high = self.effective_votes_ci
+            text += f" (interval {low:.2f} to {high:.2f})"
+        if self.ci_widening is not None and self.ci_widening > 1.0:
+            text += f"; margin interval widened x{self.ci_widening:.2f}"
+        return text
 
 
 TopicSource = Literal["config", "keywords", "model", "keywords_fallback"]
@@ -63,6 +99,15 @@ class Vote(Frozen):
     the keyword table after the classifier call failed."""
     judge_weights: dict[str, float]
     calibration: Literal["minmax", "zscore"]
+    cluster_weights: dict[str, float] | None = None
+    """The weights the vote used when some judges form a cluster (correlation >= 0.9, see
+    ``Agreement.clusters``) smaller than the panel: each member's weight divided by the
+    cluster's size, so copies of a judge count once. None: ``judge_weights`` as given."""
+    aggregate: Aggregate = "weighted_mean"
+    """How the judges' margins were combined (``Thresholds.aggregate``): for ``median``
+    and ``trimmed_mean`` the margin aggregates each judge's margin, so it need not equal
+    ``pro - con``; for ``majority`` pro and con are the shares of the weight voting each
+    side and the margin is their difference."""
 
 
 class Diagnostics(Frozen):

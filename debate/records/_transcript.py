@@ -267,6 +267,10 @@ class JudgeEvaluation(Frozen):
     """Shown position (0 = first) of each argument in this judge's reading."""
     swap: SwapReading | None = None
     """The second reading, sides swapped, when the swap check is on."""
+    standby_for: str | None = None
+    """A standby judge's evaluation: the regular judge it replaced (which ended unscored)."""
+    standby_reason: str | None = None
+    """Why that judge was replaced: its unscored reason (and detail)."""
 
     @model_validator(mode="after")
     def _status_matches(self) -> JudgeEvaluation:

@@ -158,6 +158,26 @@ class Calibration(Frozen):
     bins: list[Bin]
 
 
+class JudgeCorrelation(Frozen):
+    """How the judges' mistakes go together, and the independent votes they are worth."""
+
+    kind: Literal["error", "agreement"] = "error"
+    """``error``: correlation of the judges' errors against people's labels."""
+    units: int
+    """Labelled units every judge called (the correlation's columns)."""
+    correlation: dict[str, dict[str, float | None]]
+    """Each pair of judges' Pearson correlation of errors (1 wrong, 0 right)."""
+    effective_votes: float | None
+    """The design-effect number ``n / (1 + (n - 1) r)`` of the mean pairwise correlation."""
+    effective_votes_ci: tuple[float, float] | None = None
+    """95% percentile interval, items resampled."""
+    method: str
+    clusters: list[list[str]] = Field(default_factory=list)
+    """Judges whose errors correlate at least 0.9."""
+    warning: str | None = None
+    """Set when the judges are worth fewer than two independent votes."""
+
+
 class ValidityReport(Frozen):
     """Every method against people on one judgments table, cross-fitted."""
 
@@ -192,6 +212,8 @@ class ValidityReport(Frozen):
     kept without one: ``--dimension each`` refuses a dimension, not the others."""
     notes: list[str] = Field(default_factory=list)
     """What the numbers do and do not show."""
+    judge_correlation: JudgeCorrelation | None = None
+    """The judges' error correlation and effective independent votes (None: one judge)."""
 
     def method(self, name: str) -> MethodRow:
         """The row of one method or judge by name.

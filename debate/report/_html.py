@@ -312,8 +312,10 @@ def _agreement(result: DebateResult, figures: dict[str, str]) -> str:
                     "judges scored / unscored",
                     f"{agreement.judges_scored} / {agreement.judges_unscored}",
                 ),
+                ("independent votes", agreement.votes_text()),
             ]
         )
+        + (f'<p class="note">{esc(agreement.warning)}</p>' if agreement.warning else "")
     )
     return section(
         "agreement",

@@ -138,12 +138,14 @@ def _agreement(result: DebateResult) -> list[str]:
         ["alpha (calibrated scores)", fmt(a.alpha), band(a.alpha), f"{th.alpha:g}"],
         ["alpha (raw 1–10 scores)", fmt(a.alpha_raw), band(a.alpha_raw), "—"],
         ["kappa (standings)", fmt(a.kappa), kappa_band(a.kappa), f"{th.kappa:g}"],
+        ["independent votes", cell(a.votes_text()), "—", "—"],
     ]
     by_dim = a.alpha_by_dimension
     names = [d for d in DIMENSIONS if d in by_dim] + [d for d in by_dim if d not in DIMENSIONS]
     note = (
         f"Alpha's bands (Krippendorff): {BAND_TEXT}. Kappa's bands (Landis and Koch): "
         f"{KAPPA_BAND_TEXT}. Undefined means too little variation or too few judges."
+        + (f" Warning: {a.warning}." if a.warning else "")
     )
     return [
         *_section("Do the judges agree?", note, ["statistic", "value", "band", "threshold"], rows),

@@ -245,11 +245,32 @@ def _agreement(report: ValidityReport) -> str:
                 ("alpha among judges", _alpha(a.alpha_judges)),
                 ("alpha among people", _alpha(a.alpha_people)),
                 ("level", a.level),
+                ("independent votes", votes_text(report)),
             ]
+        )
+        + (
+            f'<p class="note">{esc(report.judge_correlation.warning)}</p>'
+            if report.judge_correlation and report.judge_correlation.warning
+            else ""
         ),
         "Krippendorff's alpha on the same items. Judges that agree with each other more than "
-        "people do are consistent, not necessarily right.",
+        "people do are consistent, not necessarily right. Independent votes: how many "
+        "uncorrelated judges the panel's errors against people are worth (design effect of "
+        "their mean pairwise error correlation).",
     )
+
+
+def votes_text(report: ValidityReport) -> str:
+    """``3.91 of 4 judges (interval 3.50 to 4.00), from errors on 812 units``."""
+    found = report.judge_correlation
+    if found is None or found.effective_votes is None:
+        return "undefined"
+    text = f"{found.effective_votes:.2f} of {len(found.correlation)} judges"
+    if found.effective_votes_ci is not None:
+        text += (
+            f" (interval {found.effective_votes_ci[0]:.2f} to {found.effective_votes_ci[1]:.2f})"
+        )
+    return text + f", from errors on {found.units} units"
 
 
 def _weights(report: ValidityReport) -> str:
@@ -389,7 +410,12 @@ def render_validity_markdown(report: ValidityReport) -> str:
     lines += [
         "",
         f"Alpha ({cell(a.level)}) among judges {_alpha(a.alpha_judges)}; "
-        f"among people {_alpha(a.alpha_people)}.",
+        f"among people {_alpha(a.alpha_people)}. Independent votes: {cell(votes_text(report))}.",
+        *(
+            ["", f"Warning: {cell(report.judge_correlation.warning)}."]
+            if report.judge_correlation and report.judge_correlation.warning
+            else []
+        ),
         "",
         *(f"- {cell(n)}" for n in report.notes),
     ]

@@ -52,20 +52,28 @@ class _Panel:
 
 
 def _panel(result: DebateResult) -> _Panel | None:
-    """Judges with a full row of finite calibrated scores and a vote weight, or ``None``."""
+    """Judges with a full row of finite calibrated scores and a vote weight, or ``None``.
+
+    The weights are those the vote used (a cluster's members share its weight). ``None``
+    under an aggregator other than the weighted mean: a median or a majority is not a sum
+    of the arguments' shares.
+    """
+    if result.vote.aggregate != "weighted_mean":
+        return None
+    used = result.vote.cluster_weights or result.vote.judge_weights
     rows = [
         r
         for r in heatmap(result).rows
         if r.values is not None
         and all(math.isfinite(v) for v in r.values)
-        and result.vote.judge_weights.get(r.judge, 0.0) > 0
+        and used.get(r.judge, 0.0) > 0
     ]
     if not rows:
         return None
     by_judge = {e.judge: e for e in result.evaluations}
     weights = {j.name: j.weights for j in result.config.judges}
     matrices = score_matrices(result.transcript, [by_judge[r.judge] for r in rows], weights)
-    w = np.array([result.vote.judge_weights[r.judge] for r in rows], dtype=np.float64)
+    w = np.array([used[r.judge] for r in rows], dtype=np.float64)
     return _Panel(
         ids=list(matrices.ids),
         sides=list(matrices.sides),

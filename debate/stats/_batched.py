@@ -246,10 +246,19 @@ class Draws(NamedTuple):
     con: IntArray
 
 
-def draw(judges: int, is_pro: BoolArray, n_boot: int, seed: int | None) -> Draws:
-    """The scalar function's draws: judges, then PRO columns, then CON columns."""
+def draw(
+    judges: int, is_pro: BoolArray, n_boot: int, seed: int | None, *, resample_judges: bool = True
+) -> Draws:
+    """The scalar function's draws: judges, then PRO columns, then CON columns.
+
+    ``resample_judges`` False keeps every judge once in every replicate (the units are
+    drawn as they would be): the interval's share that comes from the units alone, which
+    :func:`debate.stats._effective.design_scale` separates from the judges' share.
+    """
     rng = np.random.default_rng(seed)
     picked = rng.integers(0, judges, size=(n_boot, judges))
+    if not resample_judges:
+        picked = np.broadcast_to(np.arange(judges), (n_boot, judges)).copy()
     pro_cols, con_cols = np.flatnonzero(is_pro), np.flatnonzero(~is_pro)
     pro = pro_cols[rng.integers(0, pro_cols.size, size=(n_boot, pro_cols.size))]
     con = con_cols[rng.integers(0, con_cols.size, size=(n_boot, con_cols.size))]
@@ -375,6 +384,7 @@ def bootstrap_margin_batch(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: int | None = 0,
+    resample_judges: bool = True,
 ) -> FloatArray:
     """Items x 2: the percentile interval of each item's PRO-CON margin.
 
@@ -386,7 +396,8 @@ def bootstrap_margin_batch(
     replicates and mirrors the interval exactly, whatever the sides' sizes (drawing PRO
     first only gave a swapped table other draws). With one unit a side the replicates
     already mirror and are not doubled. Items are taken in chunks whose temporaries stay
-    under :data:`CHUNK_BYTES`. NaN where no replicate is defined.
+    under :data:`CHUNK_BYTES`. NaN where no replicate is defined. ``resample_judges``
+    False holds the judges fixed (see :func:`draw`).
     """
     if not 0 < ci < 1:
         raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
@@ -399,9 +410,10 @@ def bootstrap_margin_batch(
         return out
     # With one unit a side there is nothing to draw among the units: every replicate is
     # negated exactly when the sides swap, and one orientation is all there is.
-    orientations = [draw(judges, mask, n_boot, seed)]
+    fixed = {"resample_judges": resample_judges}
+    orientations = [draw(judges, mask, n_boot, seed, **fixed)]
     if units > 2:
-        orientations.append(draw(judges, ~mask, n_boot, seed))
+        orientations.append(draw(judges, ~mask, n_boot, seed, **fixed))
     sign = (1.0, -1.0)  # the swapped orientation's margins are CON - PRO: negated back
     if items <= EXACT_ITEMS:
         exact = [_exact_margins(x, w, d) for d in orientations]
