@@ -59,3 +59,20 @@ def _fresh_structured_output_forms() -> Iterator[None]:
     FORMS.clear()
     yield
     FORMS.clear()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray of 2 CPUs for every test that asks for it, started once and stopped.
+
+    Started before any test's network guard (a session fixture is set up first), on
+    127.0.0.1, without dashboard. ``debate batch --engine ray`` finds it connected and runs
+    on it instead of starting its own (and leaves it running).
+    """
+    import ray
+
+    from debate.batch._ray import start_ray
+
+    start_ray(None, 2)
+    yield
+    ray.shutdown()
