@@ -1,185 +1,115 @@
-"""A batch over worker processes and over shards gives the batch one process gives.
+"""``debate batch --engine ray`` gives the batch one process gives, under one limit and one cap.
 
-Every test starts its OpenAI-compatible server on 127.0.0.1; the replies are a function of
-the request alone, so the same item gets the same result whichever process runs it.
+Every test runs on the session's local Ray of 2 CPUs (the ``ray_cluster`` fixture: real Ray,
+started once, on 127.0.0.1) and its own OpenAI-compatible server on 127.0.0.1, whose replies
+are a function of the request alone: the same item gets the same result whichever process
+runs it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import multiprocessing
 import os
-import random
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from debate._cli.main import main
-from debate.batch._shards import shard_of
-from debate.models.test import fill_schema
+from tests.batch_helpers import argv, results, same_reply, write_batch
 from tests.openai_server import FakeOpenAIServer, Reply
 
+pytestmark = pytest.mark.usefixtures("ray_cluster")
 
-def same_reply(body: dict[str, Any]) -> Reply:
-    """A reply fitting the schema, drawn from a seed that is the request's digest."""
-    text = json.dumps(body["messages"], sort_keys=True)
-    seed = int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
-    schema = body["response_format"]["json_schema"]["schema"]
-    return Reply(content=json.dumps(fill_schema(schema, random.Random(seed))))
+PRICES = "[models.m]\nprompt = 1.0\ncompletion = 2.0\n"
+"""Dollars per million tokens of the test model: every line has a cost to compare."""
 
 
-def write_batch(tmp_path: Path, n: int) -> Path:
-    path = tmp_path / "batch.jsonl"
-    rows = [{"id": f"d{i}", "topic": f"Should team {i} adopt the plan?"} for i in range(n)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+def server_tokens(body: dict[str, Any], reply: Reply) -> tuple[int, int]:
+    """Prompt and completion tokens as the test server counts (and reports) them."""
+    prompt = sum(len(m["content"]) // 4 for m in body["messages"])
+    return prompt, len(reply.content or "") // 4
 
 
-def argv(batch: Path, server: FakeOpenAIServer, out: Path, *extra: str) -> list[str]:
-    return [
-        "batch",
-        str(batch),
-        "--model",
-        "m",
-        "--base-url",
-        server.base_url,
-        "--api-key-env",
-        "",
-        "--out",
-        str(out),
-        "--quiet",
-        "--no-store",
-        "--seed",
-        "3",
-        *extra,
-    ]
+def batch_workers() -> list[int]:
+    """The process ids of the Ray actors running batch items (``ray::BatchWorker...``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if command.startswith(b"ray::BatchWorker"):
+            pids.append(int(entry.name))
+    return pids
 
 
-def results(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-
-
-def test_two_workers_give_the_results_of_one_process(tmp_path: Path) -> None:
-    batch = write_batch(tmp_path, 6)
+@pytest.mark.slow
+def test_a_thousand_items_on_ray_are_the_items_of_one_process(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 1000)
+    prices = tmp_path / "prices.toml"
+    prices.write_text(PRICES)
+    common = ("--concurrency", "64", "--prices", str(prices), "--no-cache")
     with FakeOpenAIServer(responder=same_reply) as server:
-        assert main(argv(batch, server, tmp_path / "one", "--concurrency", "4")) == 0
+        assert main(argv(batch, server, tmp_path / "one", *common)) == 0
         calls_one = len(server.records)
-        two = argv(batch, server, tmp_path / "two", "--concurrency", "4", "--workers", "2")
-        assert main(two) == 0
-        assert len(server.records) == 2 * calls_one
-    assert results(tmp_path / "one") == results(tmp_path / "two")
-    assert [r["id"] for r in results(tmp_path / "two")] == [f"d{i}" for i in range(6)]
-    summary = (tmp_path / "two" / "summary.jsonl").read_text()
+        assert main(argv(batch, server, tmp_path / "ray", *common, "--engine", "ray")) == 0
+        assert len(server.records) == 2 * calls_one == 2 * 10 * 1000
+    one, ray = results(tmp_path / "one"), results(tmp_path / "ray")
+    assert [r["id"] for r in ray] == [f"d{i}" for i in range(1000)]
+    assert ray == one  # decisions, margins, agreement, calls, tokens and cost, line by line
+    assert all(r["status"] == "ok" and r["cost_usd"] > 0 for r in ray)
+    summary = (tmp_path / "ray" / "summary.jsonl").read_text()
     assert summary == (tmp_path / "one" / "summary.jsonl").read_text()
-    for i in range(6):
-        one = json.loads((tmp_path / "one" / f"d{i}" / "result.json").read_text())
-        two = json.loads((tmp_path / "two" / f"d{i}" / "result.json").read_text())
-        assert one["decision"] == two["decision"]
+    for i in range(0, 1000, 37):
+        a = json.loads((tmp_path / "one" / f"d{i}" / "result.json").read_text())
+        b = json.loads((tmp_path / "ray" / f"d{i}" / "result.json").read_text())
+        assert a["decision"] == b["decision"] and a["usage"] == b["usage"]
 
 
-def test_two_workers_together_never_pass_a_shared_token_cap(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flag", "cap"),
+    [("--max-tokens", 60_000), ("--max-cost", 0.08)],  # each about three items of the eight
+)
+def test_the_cluster_never_passes_one_token_or_cost_cap(
+    tmp_path: Path, flag: str, cap: float
+) -> None:
     batch = write_batch(tmp_path, 8)
-    cap = 60_000  # about three items' calls of the eight
-    charged: list[int] = []
+    prices = tmp_path / "prices.toml"
+    prices.write_text(PRICES.replace("1.0", "5.0"))  # $5 / $2 per million tokens
+    charged: list[tuple[int, int]] = []
+    lock = threading.Lock()
 
     def counting(body: dict[str, Any]) -> Reply:
-        reply = same_reply(body)  # the tokens the server reports for it, as it counts them
-        prompt = sum(len(m["content"]) // 4 for m in body["messages"])
-        charged.append(prompt + len(reply.content or "") // 4)
+        reply = same_reply(body)
+        with lock:
+            charged.append(server_tokens(body, reply))
         return reply
 
     with FakeOpenAIServer(responder=counting, latency=0.02) as server:
         # one item at a time per worker: few calls in flight hold their worst case, so the
         # spend comes near the cap (with eight at once the holds alone would fill it)
-        extra = ("--concurrency", "2", "--workers", "2", "--max-tokens", str(cap), "--no-cache")
-        assert main(argv(batch, server, tmp_path / "o", *extra)) == 1  # debaters were stopped
+        extra = ("--concurrency", "2", "--workers", "2", "--no-cache", "--prices", str(prices))
+        code = main(argv(batch, server, tmp_path / "o", *extra, flag, str(cap)))
+    assert code == 1  # items were stopped by the cap
+    spent = (
+        sum(p + c for p, c in charged)
+        if flag == "--max-tokens"
+        else sum(p * 5.0 + c * 2.0 for p, c in charged) / 1e6
+    )
+    assert spent <= cap
+    assert spent > cap * 0.6  # the two workers did spend it, together
     lines = results(tmp_path / "o")
-    assert sum(charged) <= cap
-    assert sum(charged) > cap * 0.6  # the two workers did spend it (about 53,000 here)
+    assert len(lines) == 8
     refused = [r for r in lines if r["status"] == "failed" or r["skipped"]]
     assert refused and all("budget" in (r["error"] or "budget") for r in refused)
 
 
-def test_shards_merged_are_the_unsharded_batch(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    batch = write_batch(tmp_path, 7)
-    with FakeOpenAIServer(responder=same_reply) as server:
-        assert main(argv(batch, server, tmp_path / "all")) == 0
-        for k in (1, 2):
-            assert main(argv(batch, server, tmp_path / f"s{k}", "--shard", f"{k}/2")) == 0
-    mine = {k: [r["id"] for r in results(tmp_path / f"s{k}")] for k in (1, 2)}
-    assert all(shard_of(i, 2) == k for k in (1, 2) for i in mine[k])
-    assert mine[1] and mine[2] and sorted(mine[1] + mine[2]) == [f"d{i}" for i in range(7)]
-    capsys.readouterr()
-    merged = tmp_path / "merged"
-    folders = [str(tmp_path / "s2"), str(tmp_path / "s1")]
-    assert main(["merge", *folders, "--out", str(merged)]) == 0
-    assert "7 of 7 items ok" in capsys.readouterr().out
-    assert results(merged) == results(tmp_path / "all")
-    summary = [json.loads(line) for line in (merged / "summary.jsonl").read_text().splitlines()]
-    assert all((merged / s["report"]).is_file() for s in summary)
-    assert (merged / "d0" / "result.json").is_file()
-    # one shard alone, or one twice, is refused in one line
-    assert main(["merge", str(tmp_path / "s1"), "--out", str(tmp_path / "m2")]) == 2
-    assert capsys.readouterr().err.strip() == (
-        "error: merge: shard 2/2 is missing; give its --out folder too"
-    )
-    assert main(["merge", *folders, folders[0], "--out", str(tmp_path / "m3")]) == 2
-    assert "are both shard 2/2; give each shard once" in capsys.readouterr().err
-
-
-def test_a_folder_holds_one_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    batch = write_batch(tmp_path, 3)
-    with FakeOpenAIServer(responder=same_reply) as server:
-        assert main(argv(batch, server, tmp_path / "s", "--shard", "1/2")) == 0
-        capsys.readouterr()
-        assert main(argv(batch, server, tmp_path / "s", "--shard", "2/2")) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: --shard: ") and "holds shard 1/2 of this batch file" in err
-
-
-def test_a_killed_worker_keeps_its_finished_items_and_a_rerun_finishes_the_rest(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    batch = write_batch(tmp_path, 6)
-    out = tmp_path / "out"
-    killed: list[int] = []
-
-    def kill_once_an_item_is_done(body: dict[str, Any]) -> Reply:
-        if not killed and list(out.glob("*/result.json")):
-            victim = multiprocessing.active_children()[0]
-            assert victim.pid is not None
-            killed.append(victim.pid)
-            os.kill(victim.pid, signal.SIGKILL)
-        return same_reply(body)
-
-    with FakeOpenAIServer(responder=kill_once_an_item_is_done) as server:
-        run = argv(batch, server, out, "--concurrency", "2", "--workers", "2")
-        assert main(run) == 1
-        lines = results(out)
-        stdout = capsys.readouterr().out
-        assert killed
-        failed = [r for r in lines if r["status"] == "failed"]
-        assert failed and all("WorkerStopped: worker " in r["error"] for r in failed)
-        assert any("(signal 9) while running it" in r["error"] for r in failed)
-        assert "failed" in stdout
-        done = {r["id"] for r in lines if r["status"] == "ok"}
-        assert done and all((out / i / "result.json").is_file() for i in done)
-        assert len(lines) == 6  # every item has a line: none hangs the parent
-        server.records.clear()
-        assert main(run) == 0  # the re-run runs only what was not finished
-        again = {json.loads(json.dumps(r.body["messages"]))[-1]["content"] for r in server.records}
-    assert all(r["status"] == "ok" for r in results(out))
-    for item_id in done:
-        topic = f"team {item_id[1:]} "
-        assert not any(topic in text for text in again)
-
-
-def test_workers_share_one_rate_limit(tmp_path: Path) -> None:
+def test_the_cluster_shares_one_rate_limit(tmp_path: Path) -> None:
     batch = write_batch(tmp_path, 2)
     with FakeOpenAIServer(responder=same_reply) as server:
         extra = ("--concurrency", "2", "--workers", "2", "--rpm", "12", "--no-cache")
@@ -188,36 +118,7 @@ def test_workers_share_one_rate_limit(tmp_path: Path) -> None:
     assert len(server.records) == 12
 
 
-def test_merge_json_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    batch = write_batch(tmp_path, 3)
-    with FakeOpenAIServer(responder=same_reply) as server:
-        for k in (1, 2):
-            assert main(argv(batch, server, tmp_path / f"s{k}", "--shard", f"{k}/2")) == 0
-    capsys.readouterr()
-    folders = [str(tmp_path / "s1"), str(tmp_path / "s2")]
-    assert main(["merge", *folders, "--out", str(tmp_path / "m"), "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["items"] == 3 and printed["ok"] == 3
-    assert [line["id"] for line in printed["lines"]] == ["d0", "d1", "d2"]
-
-
-def test_ctrl_c_with_workers_exits_130_and_keeps_every_finished_item(tmp_path: Path) -> None:
-    from tests.test_cli_funnel import HoldAfter, press_ctrl_c
-
-    batch = write_batch(tmp_path, 4)
-    out = tmp_path / "out"
-    holder = HoldAfter(20)  # two items' ten calls each are answered; later calls are held
-    with FakeOpenAIServer(responder=holder) as server:
-        argv = ["batch", str(batch), "--out", str(out), "--concurrency", "2", "--workers", "2"]
-        code, err = press_ctrl_c(argv, server, holder)
-    assert code == 130, err
-    assert len(err.splitlines()) == 1 and err.startswith("interrupted: ")
-    lines = results(out)
-    assert lines and all(line["status"] == "ok" and line["calls"] == 10 for line in lines)
-    assert all((out / line["id"] / "result.json").is_file() for line in lines)
-
-
-def test_workers_share_an_endpoints_rate_limit(tmp_path: Path) -> None:
+def test_the_cluster_shares_an_endpoints_rate_limit(tmp_path: Path) -> None:
     batch = write_batch(tmp_path, 3)  # 3 x 6 debater calls, through endpoint a's 12 a minute
     with (
         FakeOpenAIServer(responder=same_reply) as limited,
@@ -228,19 +129,76 @@ def test_workers_share_an_endpoints_rate_limit(tmp_path: Path) -> None:
             'pro_endpoint = "a"\ncon_endpoint = "a"\nrounds = 1\n'
             f'[endpoints.a]\nbase_url = "{limited.base_url}"\napi_key_env = ""\nrpm = 12\n'
         )
-        extra = ("--concurrency", "3", "--workers", "3", "--config", str(config), "--no-cache")
+        extra = ("--concurrency", "3", "--workers", "2", "--config", str(config), "--no-cache")
         main(argv(batch, judges, tmp_path / "o", *extra, "--deadline", "3"))
-    # each of three workers alone would have sent all six of its item's debater calls
+    # each worker alone would have sent all the debater calls of its items
     assert len(limited.records) == 12
 
 
-def test_progress_jsonl_with_workers_is_one_stream_of_every_call(
+def test_killed_workers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 12)
+    killed: list[int] = []
+    answered = [0]
+    lock = threading.Lock()
+
+    def kill_the_workers_midway(body: dict[str, Any]) -> Reply:
+        with lock:
+            answered[0] += 1
+            if answered[0] == 35 and not killed:  # three items done, four in flight
+                killed.extend(batch_workers())
+                for pid in killed:
+                    os.kill(pid, signal.SIGKILL)
+        return same_reply(body)
+
+    with FakeOpenAIServer(responder=same_reply) as server:
+        assert main(argv(batch, server, tmp_path / "one", "--no-cache")) == 0
+        calls_one = len(server.records)
+    with FakeOpenAIServer(responder=kill_the_workers_midway) as server:
+        extra = ("--concurrency", "4", "--engine", "ray", "--no-cache")
+        assert main(argv(batch, server, tmp_path / "ray", *extra)) == 0
+        calls_ray = len(server.records)
+    assert len(killed) == 2  # both workers were killed while they ran items
+    assert calls_ray > calls_one  # the items they were running were run again
+    lines = results(tmp_path / "ray")
+    assert [r["id"] for r in lines] == [f"d{i}" for i in range(12)]  # each exactly once
+    assert lines == results(tmp_path / "one")
+    summary = (tmp_path / "ray" / "summary.jsonl").read_text().splitlines()
+    assert len(summary) == 12
+
+
+def test_an_interrupted_batch_resumes_on_ray(tmp_path: Path) -> None:
+    from tests.test_cli_funnel import HoldAfter, press_ctrl_c
+
+    batch = write_batch(tmp_path, 4)
+    out = tmp_path / "out"
+    holder = HoldAfter(20)  # two items' ten calls each are answered; later calls are held
+    with FakeOpenAIServer(responder=holder) as server:
+        # its own process: it starts (and stops) a local Ray of its own
+        run = ["batch", str(batch), "--out", str(out), "--concurrency", "2", "--workers", "2"]
+        code, err = press_ctrl_c(run, server, holder)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted: ")
+    first = results(out)
+    assert first and all(line["status"] == "ok" and line["calls"] == 10 for line in first)
+    assert all((out / line["id"] / "result.json").is_file() for line in first)
+    with FakeOpenAIServer(responder=same_reply) as server:
+        rerun = argv(batch, server, out, "--concurrency", "2", "--engine", "ray")
+        assert main(rerun) == 0
+        calls = len(server.records)
+    lines = results(out)
+    assert [r["id"] for r in lines] == ["d0", "d1", "d2", "d3"]
+    assert all(r["status"] == "ok" for r in lines)
+    assert calls == 10 * (4 - len(first))  # only the items not finished ran again
+    assert [r for r in lines if r["id"] in {f["id"] for f in first}] == first
+
+
+def test_progress_jsonl_on_ray_is_one_stream_of_every_call(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     batch = write_batch(tmp_path, 3)
     with FakeOpenAIServer(responder=same_reply) as server:
         run = [a for a in argv(batch, server, tmp_path / "o") if a != "--quiet"]
-        code = main([*run, "--workers", "2", "--concurrency", "2", "--progress", "jsonl"])
+        code = main([*run, "--engine", "ray", "--concurrency", "2", "--progress", "jsonl"])
         calls = len(server.records)
     assert code == 0
     stream = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
@@ -260,9 +218,28 @@ def test_a_missing_key_found_by_the_workers_stops_the_batch_before_any_call(
     rows.append({"id": "b", "topic": "Or?", "config": {"api_key_env": "NO_SUCH_KEY_VAR"}})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with FakeOpenAIServer(responder=same_reply) as server:
-        code = main(argv(path, server, tmp_path / "o", "--workers", "2", "--concurrency", "2"))
+        code = main(argv(path, server, tmp_path / "o", "--engine", "ray", "--concurrency", "2"))
         assert server.records == []  # not one call before the bad item was found
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("error: batch item b: ")
     assert "NO_SUCH_KEY_VAR" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--engine", "local", "--workers", "2"), "error: --workers: 2 workers need --engine ray"),
+        (("--engine", "local", "--ray-address", "auto"), "error: --ray-address: a Ray cluster"),
+        (("--workers", "3", "--concurrency", "2"), "error: --workers: 3 workers need --concur"),
+    ],
+)
+def test_engine_flags_that_contradict_each_other_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str
+) -> None:
+    batch = write_batch(tmp_path, 1)
+    run = ["batch", str(batch), "--model", "scripted", "--out", str(tmp_path / "o"), *extra]
+    assert main(run) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(message)
+    assert not (tmp_path / "o" / "results.jsonl").exists()
