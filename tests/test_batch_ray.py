@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from tests.batch_helpers import argv, results, same_reply, write_batch
 from tests.openai_server import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
+ROOT = Path(__file__).resolve().parents[1]
 
 PRICES = "[models.m]\nprompt = 1.0\ncompletion = 2.0\n"
 """Dollars per million tokens of the test model: every line has a cost to compare."""
@@ -243,3 +246,23 @@ def test_engine_flags_that_contradict_each_other_are_one_line(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(message)
     assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("127.0.0.1:1", "error: --ray-address: nothing answers at 127.0.0.1:1 "),
+        ("cluster", "error: --ray-address: 'cluster' is not host:port"),
+    ],
+)
+def test_a_ray_address_nobody_answers_is_one_line(
+    tmp_path: Path, address: str, message: str
+) -> None:
+    # its own process: this one is connected to the session's Ray, which a batch then uses
+    batch = write_batch(tmp_path, 1)
+    run = ["batch", str(batch), "--model", "scripted", "--out", str(tmp_path / "o")]
+    command = [sys.executable, "-m", "debate", *run, "--ray-address", address]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(message)

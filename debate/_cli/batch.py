@@ -166,7 +166,7 @@ def _on_ray(
     store: RunStore | None,
 ) -> list[BatchLine]:
     """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
-    from debate.batch._ray import run_batch_ray, start_ray
+    from debate.batch._ray import run_batch_ray, start_ray, stop_ray
 
     cpus = args.workers if args.ray_address is None else None
     started = start_ray(args.ray_address, cpus)
@@ -188,9 +188,7 @@ def _on_ray(
         return asyncio.run(work)
     finally:
         if started:
-            import ray
-
-            ray.shutdown()
+            stop_ray()
 
 
 def summarise(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> int:

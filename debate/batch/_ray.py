@@ -38,6 +38,7 @@ import asyncio
 import itertools
 import logging
 import os
+import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ ITEM_RETRIES = 2
 """How many times Ray runs an item again after its worker died running it."""
 GLOBAL_LIMITER = ""
 """The key of the batch's ``--rpm``/``--tpm`` window (endpoints' windows have their own)."""
+REACH_TIMEOUT_S = 5.0
 LOCAL_HOST = "127.0.0.1"
 """A local Ray binds here: the batch needs no network beyond this machine."""
 
@@ -121,6 +123,7 @@ def start_ray(address: str | None, cpus: int | None) -> bool:
             os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (source, path) if p)
         ray.init(num_cpus=cpus, _node_ip_address=LOCAL_HOST, **common)
         return True
+    _check_reachable(address)
     try:
         ray.init(address=address, **common)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -130,6 +133,35 @@ def start_ray(address: str | None, cpus: int | None) -> bool:
             "--ray-address out for a local Ray"
         ) from exc
     return True
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``host:port`` where nothing listens in one line, within seconds.
+
+    ``ray.init`` itself keeps retrying an address nobody answers for minutes. ``auto`` and
+    ``ray://`` addresses are left to Ray (it refuses a missing local cluster at once).
+    """
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigurationError(
+            f"--ray-address: {address!r} is not host:port (e.g. 10.0.0.5:6379), auto or "
+            "ray://host:port"
+        )
+    try:
+        socket.create_connection((host, int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--ray-address: nothing answers at {address} ({exc.strerror or exc}); give the "
+            "address of a running head node (ray start --head prints it), or leave "
+            "--ray-address out for a local Ray"
+        ) from exc
+
+
+def stop_ray() -> None:
+    """Leave the cluster (a local Ray this process started stops with it)."""
+    ray.shutdown()
 
 
 def cluster_cpus() -> int:
