@@ -422,6 +422,7 @@ def batch_cases() -> Iterator[Case]:
         "--tpm": ["0", "-1", "abc"],
         "--workers": ["0", "-1", "abc", "1.5", "257", "9"],  # 9: more than --concurrency 8
         "--engine": ["gpu", "RAY", ""],
+        "--ray-address": ["cluster", "host:0", "127.0.0.1:1"],  # 1: nothing listens there
         "--shard": ["0/2", "3/2", "x", "1/0", "1/", "/2", "1/2/3", "-1/2", "a/b", "1/20000"],
     }.items():
         for value in values:

@@ -266,3 +266,4 @@ def test_a_ray_address_nobody_answers_is_one_line(
     assert done.returncode == 2
     err = done.stderr.strip()
     assert len(err.splitlines()) == 1 and err.startswith(message)
+    assert not (tmp_path / "o").exists()  # refused before anything was written

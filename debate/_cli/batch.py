@@ -148,9 +148,11 @@ def _engine(args: argparse.Namespace) -> str:
                 "this one process)"
             )
         return engine
-    from debate.batch._ray import require_ray
+    from debate.batch._ray_cluster import check_address, require_ray
 
     require_ray("--engine ray")
+    if args.ray_address is not None:  # before any file is written
+        check_address(args.ray_address)
     return engine
 
 
@@ -166,7 +168,8 @@ def _on_ray(
     store: RunStore | None,
 ) -> list[BatchLine]:
     """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
-    from debate.batch._ray import run_batch_ray, start_ray, stop_ray
+    from debate.batch._ray import run_batch_ray
+    from debate.batch._ray_cluster import start_ray, stop_ray
 
     cpus = args.workers if args.ray_address is None else None
     started = start_ray(args.ray_address, cpus)

@@ -10,11 +10,11 @@ cluster of machines more again. Ray runs the items (a local Ray is started when 
   ``--concurrency`` (items in flight in all). The driver hands an item to a worker with a
   free slot, so a slow worker gets fewer items.
 - **one rate limit**: ``--rpm``/``--tpm`` and each endpoint's limits are windows kept by
-  one actor (:class:`LimitsActor`); a worker's call asks it for a grant (one round trip
-  per call) and tells it the real token count after.
-- **one cost ledger**: ``--max-cost``/``--max-tokens`` are checked and held in one actor
-  (:class:`LedgerActor`); a hold is one blocking round trip, a settle a message. The whole
-  cluster can no more pass a cap than the items of one process can.
+  one actor; a worker's call asks it for a grant (one round trip per call) and tells it the
+  real token count after.
+- **one cost ledger**: ``--max-cost``/``--max-tokens`` are checked and held in one actor; a
+  hold is one blocking round trip, a settle a message. The whole cluster can no more pass a
+  cap than the items of one process can (both actors: :mod:`debate.batch._ray_limits`).
 - **results**: a worker returns the item's :class:`~debate.records._result.DebateResult`
   (with the item's events and log records); the driver writes ``OUT/<id>/result.json``,
   its reports and the run store's row, then ``results.jsonl``, ``summary.jsonl`` and
@@ -35,10 +35,8 @@ when a batch asks for it, never by ``import debate`` or a one-process batch.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
-import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,11 +58,13 @@ from debate.batch import (
     keep,
     write_batch_files,
 )
-from debate.exceptions import BudgetExceeded, ConfigurationError, DebateError
+from debate.batch._ray_cluster import cluster_cpus
+from debate.batch._ray_limits import GLOBAL_LIMITER, LedgerActor, LimitsActor, RayLedger
+from debate.exceptions import ConfigurationError, DebateError
 from debate.records._config import RunConfig
 from debate.records._input import NotUnicodeError
 from debate.records._result import DebateResult
-from debate.runtime._budget import Budget, Ledger
+from debate.runtime._budget import Budget
 from debate.runtime._events import Event, ItemFinished, StepFinished
 from debate.runtime._limiter import RateLimiter, RemoteLimiter
 from debate.runtime._pool import ModelPool
@@ -81,93 +81,6 @@ logger = logging.getLogger(__name__)
 
 ITEM_RETRIES = 2
 """How many times Ray runs an item again after its worker died running it."""
-GLOBAL_LIMITER = ""
-"""The key of the batch's ``--rpm``/``--tpm`` window (endpoints' windows have their own)."""
-REACH_TIMEOUT_S = 5.0
-LOCAL_HOST = "127.0.0.1"
-"""A local Ray binds here: the batch needs no network beyond this machine."""
-
-
-def require_ray(flag: str) -> None:
-    """Refuse ``flag`` in one line when Ray is not installed."""
-    if ray is None:
-        raise ConfigurationError(
-            f"{flag}: Ray is not installed; pip install 'debate[ray]' (or leave out {flag} "
-            "to run the batch in this process)"
-        )
-
-
-def start_ray(address: str | None, cpus: int | None) -> bool:
-    """Connect to the cluster at ``address``, or start a local one; True if this started it.
-
-    When this process is already connected (a program or a test that called ``ray.init``)
-    that connection is used as it is. A local Ray binds to 127.0.0.1, without dashboard,
-    with ``cpus`` CPUs (None: this machine's), and its workers import this very ``debate``
-    package (its folder is put first on ``PYTHONPATH``, which they inherit). A cluster's
-    machines need ``debate`` installed (the same version) in their own environment.
-    """
-    require_ray("--engine ray")
-    if ray.is_initialized():
-        return False
-    common: dict[str, Any] = {
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": logging.ERROR,
-    }
-    if address is None:
-        # A local Ray's processes inherit this environment: its workers import this very
-        # package, whichever folder it was imported from (a checkout, not only an install).
-        source = str(Path(__file__).resolve().parents[2])
-        path = os.environ.get("PYTHONPATH", "")
-        if source not in path.split(os.pathsep):
-            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (source, path) if p)
-        ray.init(num_cpus=cpus, _node_ip_address=LOCAL_HOST, **common)
-        return True
-    _check_reachable(address)
-    try:
-        ray.init(address=address, **common)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigurationError(
-            f"--ray-address: cannot join a Ray cluster at {address!r} ({exc}); give the "
-            "address of a running head node (ray start --head prints it), or leave "
-            "--ray-address out for a local Ray"
-        ) from exc
-    return True
-
-
-def _check_reachable(address: str) -> None:
-    """Refuse a ``host:port`` where nothing listens in one line, within seconds.
-
-    ``ray.init`` itself keeps retrying an address nobody answers for minutes. ``auto`` and
-    ``ray://`` addresses are left to Ray (it refuses a missing local cluster at once).
-    """
-    if address == "auto" or "://" in address:
-        return
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigurationError(
-            f"--ray-address: {address!r} is not host:port (e.g. 10.0.0.5:6379), auto or "
-            "ray://host:port"
-        )
-    try:
-        socket.create_connection((host, int(port)), timeout=REACH_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ConfigurationError(
-            f"--ray-address: nothing answers at {address} ({exc.strerror or exc}); give the "
-            "address of a running head node (ray start --head prints it), or leave "
-            "--ray-address out for a local Ray"
-        ) from exc
-
-
-def stop_ray() -> None:
-    """Leave the cluster (a local Ray this process started stops with it)."""
-    ray.shutdown()
-
-
-def cluster_cpus() -> int:
-    """The CPUs of the cluster this process is connected to (at least 1)."""
-    resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
-    return max(1, int(resources.get("CPU", 1)))
 
 
 @dataclass
@@ -220,89 +133,6 @@ class _Collect(logging.Handler):
     def drain(self) -> list[tuple[str, int, str]]:
         records, self.records = self.records, []
         return records
-
-
-class LimitsActor:
-    """The one window of each rate limit of the batch, for every worker of the cluster."""
-
-    def __init__(self) -> None:
-        self.limiters: dict[str, RateLimiter] = {}
-        self.grants: dict[int, tuple[RateLimiter, Any]] = {}
-        self.refs = itertools.count(1)
-
-    async def acquire(self, key: str, rpm: int | None, tpm: int | None, tokens: int) -> int:
-        """Wait for room for a request of ``tokens`` in window ``key``; the grant's number."""
-        limiter = self.limiters.get(key)
-        if limiter is None:
-            limiter = self.limiters[key] = RateLimiter(rpm, tpm)
-        entry = await limiter.acquire(tokens)
-        ref = next(self.refs)
-        self.grants[ref] = (limiter, entry)
-        return ref
-
-    async def settle(self, ref: int, tokens: int) -> None:
-        """Replace a grant's estimate with the provider's count."""
-        grant = self.grants.pop(ref, None)
-        if grant is not None:
-            grant[0].settle(grant[1], tokens)
-
-
-class LedgerActor:
-    """The batch's one :class:`~debate.runtime._budget.Ledger`, for every worker.
-
-    A plain (not async) actor: Ray runs its calls one at a time, in the order each worker
-    sent them, so a check and its hold are one step for the whole cluster.
-    """
-
-    def __init__(self) -> None:
-        self.ledger = Ledger()
-
-    def hold(
-        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
-    ) -> str | None:
-        """Hold, or say why not (BudgetExceeded's message)."""
-        try:
-            self.ledger.hold(usd, tokens, max_cost_usd, max_tokens)
-        except BudgetExceeded as exc:
-            return str(exc)
-        return None
-
-    def settle(self, held_usd: float, held_tokens: int, cost: float, used: int) -> None:
-        """Replace a hold with what the request cost."""
-        self.ledger.settle(held_usd, held_tokens, cost, used)
-
-    def spent(self) -> tuple[float, int]:
-        """Dollars and tokens spent by the whole cluster."""
-        return self.ledger.spent()
-
-
-class RayLedger(Ledger):
-    """A worker's view of the :class:`LedgerActor`: every hold asks it, every settle tells it.
-
-    A hold waits for the actor's answer (``ray.get``, one round trip; the budget's check
-    is synchronous in the call path and must be decided before the request is sent).
-    """
-
-    def __init__(self, actor: Any) -> None:
-        super().__init__()
-        self.actor = actor
-
-    def spent(self) -> tuple[float, int]:
-        """What the cluster has spent (asked of the actor)."""
-        usd, tokens = ray.get(self.actor.spent.remote())
-        return float(usd), int(tokens)
-
-    def hold(
-        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
-    ) -> None:
-        """Hold in the actor, or raise BudgetExceeded with its reason."""
-        refused = ray.get(self.actor.hold.remote(usd, tokens, max_cost_usd, max_tokens))
-        if refused is not None:
-            raise BudgetExceeded(refused)
-
-    def settle(self, held_usd: float, held_tokens: int, cost: float, used: int) -> None:
-        """Tell the actor (no wait: it applies each worker's calls in order)."""
-        self.actor.settle.remote(held_usd, held_tokens, cost, used)
 
 
 class BatchWorker:
@@ -516,7 +346,14 @@ class _Driver:
             self.actors.append(actor)
             for _ in range(share):
                 slots.put_nowait(number)
-        refused = await asyncio.gather(*(a.check.remote() for a in self.actors))
+        try:
+            refused = await asyncio.gather(*(a.check.remote() for a in self.actors))
+        except ray.exceptions.RayError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigurationError(
+                f"--engine ray: a batch worker could not start ({first}); every machine of "
+                "the cluster needs debate installed (the same version)"
+            ) from exc
         if any(refused):
             self.fatal = next(r for r in refused if r)
             return
@@ -533,9 +370,14 @@ class _Driver:
         try:
             config = self.plans[item_id][1]
             outcome: Outcome = await self.actors[number].run.remote(item_id, item, config)
-        except ray.exceptions.RayError as exc:
-            why = f"its worker stopped {ITEM_RETRIES + 1} times while running it ({exc})"
-            error = f"WorkerStopped: {why.splitlines()[0]}; run the batch again to run it"
+        except ray.exceptions.RayTaskError as exc:  # the item raised what no item should
+            cause = exc.cause if exc.cause is not None else exc
+            message = (str(cause).strip().splitlines() or [""])[0]
+            error = f"{type(cause).__name__}: {message}"
+            outcome = Outcome(failed=BatchLine(id=item_id, status="failed", error=error))
+        except ray.exceptions.RayError as exc:  # its worker died more than Ray retries
+            why = f"its worker stopped {ITEM_RETRIES + 1} times while running it"
+            error = f"WorkerStopped: {why} ({type(exc).__name__}); run the batch again to run it"
             outcome = Outcome(failed=BatchLine(id=item_id, status="failed", error=error))
         finally:
             slots.put_nowait(number)
