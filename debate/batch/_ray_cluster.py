@@ -53,10 +53,15 @@ def start_ray(address: str | None, cpus: int | None) -> bool:
         # A local Ray's processes inherit this environment: its workers import this very
         # package, whichever folder it was imported from (a checkout, not only an install).
         source = str(Path(__file__).resolve().parents[2])
-        path = os.environ.get("PYTHONPATH", "")
-        if source not in path.split(os.pathsep):
-            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (source, path) if p)
-        ray.init(num_cpus=cpus, _node_ip_address=LOCAL_HOST, **common)
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (source, before) if p)
+        try:
+            ray.init(num_cpus=cpus, _node_ip_address=LOCAL_HOST, **common)
+        finally:  # Ray's processes have it; this process's environment is left as it was
+            if before is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = before
         return True
     check_address(address)
     try:
