@@ -169,6 +169,27 @@ def test_killed_workers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     assert len(summary) == 12
 
 
+def test_an_item_that_kills_its_worker_every_time_fails_alone(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 3)
+    kills = [0]
+
+    def kill_whoever_runs_d0(body: dict[str, Any]) -> Reply:
+        if any("team 0 " in m["content"] for m in body["messages"]):
+            kills[0] += 1
+            for pid in batch_workers():  # the one worker: it runs d0 alone
+                os.kill(pid, signal.SIGKILL)
+        return same_reply(body)
+
+    with FakeOpenAIServer(responder=kill_whoever_runs_d0) as server:
+        extra = ("--engine", "ray", "--workers", "1", "--concurrency", "1", "--no-cache")
+        assert main(argv(batch, server, tmp_path / "o", *extra)) == 1
+    lines = results(tmp_path / "o")
+    assert [(r["id"], r["status"]) for r in lines] == [("d0", "failed"), ("d1", "ok"), ("d2", "ok")]
+    assert lines[0]["error"].startswith("WorkerStopped: its worker stopped 3 times while running")
+    assert kills[0] == 3  # run once and retried twice by Ray, then given up
+    assert not (tmp_path / "o" / "d0").exists()
+
+
 def test_an_interrupted_batch_resumes_on_ray(tmp_path: Path) -> None:
     from tests.test_cli_funnel import HoldAfter, press_ctrl_c
 

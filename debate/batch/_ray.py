@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -179,10 +178,6 @@ class BatchWorker:
         except ConfigurationError as exc:
             return str(exc)
         return None
-
-    async def pid(self) -> int:
-        """This worker's process id (for the tests that kill it)."""
-        return os.getpid()
 
     async def run(self, item_id: str, item: BatchItem, config: RunConfig) -> Outcome:
         """Run one item as one process would; never raises for the item's own failure."""
