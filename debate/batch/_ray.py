@@ -13,7 +13,7 @@ cluster of machines more again. Ray runs the items (a local Ray is started when 
   one actor; a worker's call asks it for a grant (one round trip per call) and tells it the
   real token count after.
 - **one cost ledger**: ``--max-cost``/``--max-tokens`` are checked and held in one actor; a
-  hold is one blocking round trip, a settle a message. The whole cluster can no more pass a
+  hold is one awaited round trip, a settle a message. The whole cluster can no more pass a
   cap than the items of one process can (both actors: :mod:`debate.batch._ray_limits`).
 - **results**: a worker returns the item's :class:`~debate.records._result.DebateResult`
   (with the item's events and log records); the driver writes ``OUT/<id>/result.json``,

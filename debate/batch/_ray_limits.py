@@ -84,8 +84,8 @@ class LedgerActor:
 class RayLedger(Ledger):
     """A worker's view of the :class:`LedgerActor`: every hold asks it, every settle tells it.
 
-    A hold waits for the actor's answer (``ray.get``, one round trip; the budget's check
-    is synchronous in the call path and must be decided before the request is sent).
+    A call's hold awaits the actor's answer (:meth:`hold_async`, one round trip) before
+    the request is sent; :meth:`hold` (``ray.get``) is for a caller outside a call.
     """
 
     def __init__(self, actor: Any) -> None:
@@ -102,6 +102,14 @@ class RayLedger(Ledger):
     ) -> None:
         """Hold in the actor, or raise BudgetExceeded with its reason."""
         refused = ray.get(self.actor.hold.remote(usd, tokens, max_cost_usd, max_tokens))
+        if refused is not None:
+            raise BudgetExceeded(refused)
+
+    async def hold_async(
+        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
+    ) -> None:
+        """Hold in the actor, awaiting its answer (the worker's other items go on)."""
+        refused = await self.actor.hold.remote(usd, tokens, max_cost_usd, max_tokens)
         if refused is not None:
             raise BudgetExceeded(refused)
 

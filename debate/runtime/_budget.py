@@ -93,6 +93,12 @@ class Ledger:
         values[HELD_USD] += usd
         values[HELD_TOKENS] += tokens
 
+    async def hold_async(
+        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
+    ) -> None:
+        """:meth:`hold`, awaited where the numbers live elsewhere (here: at once)."""
+        self.hold(usd, tokens, max_cost_usd, max_tokens)
+
     def settle(self, held_usd: float, held_tokens: int, cost: float, used: int) -> None:
         """Replace a hold of ``held_usd``/``held_tokens`` with what the request cost."""
         values = self.values
@@ -159,7 +165,25 @@ class Budget:
 
     def hold(self, model: str, prompt: int, max_tokens: int, prices: PriceTable) -> Hold:
         """Hold a request's worst case, or raise BudgetExceeded if it could pass a cap."""
-        tokens = prompt + max_tokens
+        worst = self._worst(model, prompt, max_tokens, prices)
+        self.ledger.hold(worst.usd, worst.tokens, self.max_cost_usd, self.max_tokens)
+        return worst
+
+    async def hold_async(
+        self, model: str, prompt: int, max_tokens: int, prices: PriceTable
+    ) -> Hold:
+        """:meth:`hold` for a call about to be sent: a ledger kept elsewhere is awaited.
+
+        With this process's ledger it is :meth:`hold` (nothing is awaited, so the check
+        and the hold stay one step); a Ray worker's ledger answers from its actor while
+        the worker's other items go on.
+        """
+        worst = self._worst(model, prompt, max_tokens, prices)
+        await self.ledger.hold_async(worst.usd, worst.tokens, self.max_cost_usd, self.max_tokens)
+        return worst
+
+    def _worst(self, model: str, prompt: int, max_tokens: int, prices: PriceTable) -> Hold:
+        """A request's worst case in tokens and (under a cost cap) dollars."""
         usd = 0.0
         if self.max_cost_usd is not None:
             price = prices.models.get(model)
@@ -167,8 +191,7 @@ class Budget:
                 self.check_priced([model], prices)
             else:
                 usd = price.worst(prompt, max_tokens)
-        self.ledger.hold(usd, tokens, self.max_cost_usd, self.max_tokens)
-        return Hold(model, tokens, usd)
+        return Hold(model, prompt + max_tokens, usd)
 
     def settle(self, hold: Hold, usage: TokenUsage | None, prices: PriceTable) -> None:
         """Replace a request's hold with what it really used (None: nothing came back)."""
