@@ -82,3 +82,20 @@ def pg_server() -> Iterator[Any]:
 def pg_url(pg_server: Any) -> str:
     """The URL of a fresh, empty database on the session's PostgreSQL server."""
     return str(pg_server.new_database())
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray of 2 CPUs for every test that asks for it, started once and stopped.
+
+    Started before any test's network guard (a session fixture is set up first), on
+    127.0.0.1, without dashboard. ``debate batch --engine ray`` finds it connected and runs
+    on it instead of starting its own (and leaves it running).
+    """
+    import ray
+
+    from debate.batch._ray_cluster import start_ray
+
+    start_ray(None, 2)
+    yield
+    ray.shutdown()

@@ -430,10 +430,15 @@ def batch_cases() -> Iterator[Case]:
         "--rpm": ["0", "-1", "abc", "nan", "1.5"],
         "--tpm": ["0", "-1", "abc"],
         "--workers": ["0", "-1", "abc", "1.5", "257", "9"],  # 9: more than --concurrency 8
+        "--engine": ["gpu", "RAY", ""],
+        "--ray-address": ["cluster", "host:0", "127.0.0.1:1"],  # 1: nothing listens there
         "--shard": ["0/2", "3/2", "x", "1/0", "1/", "/2", "1/2/3", "-1/2", "a/b", "1/20000"],
     }.items():
         for value in values:
             yield Case("batch", f"{flag} {value!r}", (*argv("topic.jsonl"), flag, value))
+    local = (*argv("topic.jsonl"), "--engine", "local")
+    yield Case("batch", "--ray-address with --engine local", (*local, "--ray-address", "auto"))
+    yield Case("batch", "--workers 2 with --engine local", (*local, "--workers", "2"))
     for name, data in {
         "missing": None,
         "non-UTF-8": NON_UTF8,

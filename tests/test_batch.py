@@ -304,9 +304,11 @@ def test_a_batch_whose_every_call_needed_a_re_ask_is_replayed_and_sends_nothing(
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_an_item_whose_text_is_not_unicode_fails_alone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: str, request: pytest.FixtureRequest
 ) -> None:
     """A lone surrogate in one item's topic or transcript fails that item; the others run."""
+    if workers != "1":
+        request.getfixturevalue("ray_cluster")  # --workers 2: on Ray
     from tests.helpers import transcript
 
     bad = transcript().model_dump()

@@ -68,6 +68,20 @@ def test_run_help_imports_nothing_a_debate_does_not_use() -> None:
     assert loaded(code, *UNUSED_BY_RUN, "openai") == []
 
 
+def test_a_batch_in_one_process_never_imports_ray(tmp_path: Path) -> None:
+    # Ray is the optional engine of batches: neither the package nor a plain batch loads it
+    assert loaded("import debate", "ray") == []
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(json.dumps({"topic": TOPIC}) + "\n")
+    code = (
+        "from debate._cli.main import main\n"
+        f"assert main(['batch', {str(batch)!r}, '--model', 'scripted', "
+        f"'--out', {str(tmp_path / 'o')!r}, '--quiet', '--no-store']) == 0"
+    )
+    assert loaded(code, "ray", *UNUSED_BY_RUN) == []
+    assert (tmp_path / "o" / "item-1" / "result.json").is_file()
+
+
 def test_a_run_on_a_server_loads_neither_scipy_nor_the_service(tmp_path: Path) -> None:
     # the scripted model stands in for the server: the openai SDK is the one import it skips
     code = (

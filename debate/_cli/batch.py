@@ -7,21 +7,27 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from debate._cli import common
 from debate._cli.common import EXIT_RUNTIME, Commands
 from debate.batch import (
+    BatchItem,
     BatchLine,
     Progress,
     check_concurrency,
+    check_workers,
     load_batch,
     planned_batch_calls,
     run_batch,
     summary_line,
 )
 from debate.batch._shards import parse_shard, take_shard
-from debate.batch._workers import check_workers, run_batch_workers
+from debate.exceptions import ConfigurationError
+from debate.records._config import RunConfig
 from debate.runtime._pool import ModelPool, closing_pool
+from debate.storage._cache import ResponseCache
+from debate.storage._runs import RunStore
 
 
 def add_parser(commands: Commands) -> None:
@@ -32,12 +38,25 @@ def add_parser(commands: Commands) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="items at once (in all workers)"
     )
     batch.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default=None,
+        help="local: this process (the default); ray: the worker processes of a Ray cluster "
+        "(needs the ray extra), one rate limit and one cost cap over all of them",
+    )
+    batch.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join (host:port of its head, or auto); implies --engine ray; "
+        "default: start a local Ray on this machine",
+    )
+    batch.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="worker processes on this machine, each with its own clients (default 1: this "
-        "process); for when one process's CPU is the limit",
+        help="Ray workers, each with its own clients (default: one per CPU of the cluster); "
+        "--workers N above 1 alone means --engine ray on a local Ray of N CPUs",
     )
     batch.add_argument(
         "--shard",
@@ -59,15 +78,16 @@ def batch_command(args: argparse.Namespace) -> int:
 
     ``--concurrency``, every item's config and every item's folder are checked by
     :func:`debate.batch.run_batch`, before any item starts; so is a cost cap over a model
-    without a price. ``--workers`` above 1 runs the items in that many processes
-    (:mod:`debate.batch._workers`); ``--shard K/N`` keeps only shard K's items
-    (:mod:`debate.batch._shards`).
+    without a price. ``--engine ray`` (or ``--ray-address``, or ``--workers`` above 1)
+    runs the items on Ray (:mod:`debate.batch._ray`, imported only then); ``--shard K/N``
+    keeps only shard K's items (:mod:`debate.batch._shards`).
     """
     config = common.run_config(args)
     with common.user_file(args.file, "batch file"):
         items = load_batch(args.file)
     check_concurrency(args.concurrency)
     check_workers(args.workers, args.concurrency)
+    engine = _engine(args)
     shard = None if args.shard is None else parse_shard(args.shard)
     money = common.cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
     out = common.out_folder(args)
@@ -82,24 +102,10 @@ def batch_command(args: argparse.Namespace) -> int:
     if jsonl is not None:
         common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     seed = args.seed if args.seed is not None else 0
-    if args.workers > 1:
+    if engine == "ray":
         if cache is not None:
             cache.close()  # each worker opens it
-        work = run_batch_workers(
-            items,
-            config=config,
-            out_dir=out,
-            workers=args.workers,
-            concurrency=args.concurrency,
-            cache=None if cache is None else cache.path,
-            **money,
-            seed=seed,
-            model_path=args.model_path,
-            progress=progress,
-            history=common.history(args),
-            store=None if store is None else store.path,
-        )
-        lines = asyncio.run(work)
+        lines = _on_ray(args, items, config, out, cache, money, seed, progress, store)
     else:
         # The CLI builds the pool so that --model-path reaches it, as it does for `debate run`.
         pool = ModelPool(config, seed=seed, model_path=args.model_path)
@@ -118,6 +124,74 @@ def batch_command(args: argparse.Namespace) -> int:
         )
         lines = asyncio.run(closing_pool(pool, work))
     return summarise(args, lines, out)
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """``--engine``, ``--ray-address`` and ``--workers`` checked together: local or ray.
+
+    ``--workers N`` above 1 with no engine named is a local Ray of N CPUs; with
+    ``--engine local`` it is refused (one process has no workers). Ray is imported here,
+    only when the batch uses it.
+    """
+    engine: str | None = args.engine
+    if engine is None:
+        wants_ray = args.ray_address is not None or (args.workers or 1) > 1
+        engine = "ray" if wants_ray else "local"
+    if engine == "local":
+        if args.ray_address is not None:
+            raise ConfigurationError(
+                "--ray-address: a Ray cluster needs --engine ray, not --engine local"
+            )
+        if (args.workers or 1) > 1:
+            raise ConfigurationError(
+                f"--workers: {args.workers} workers need --engine ray (--engine local is "
+                "this one process)"
+            )
+        return engine
+    from debate.batch._ray_cluster import check_address, require_ray
+
+    require_ray("--engine ray")
+    if args.ray_address is not None:  # before any file is written
+        check_address(args.ray_address)
+    return engine
+
+
+def _on_ray(
+    args: argparse.Namespace,
+    items: list[tuple[str, BatchItem]],
+    config: RunConfig,
+    out: Path,
+    cache: ResponseCache | None,
+    money: dict[str, Any],
+    seed: int,
+    progress: Progress,
+    store: RunStore | None,
+) -> list[BatchLine]:
+    """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
+    from debate.batch._ray import run_batch_ray
+    from debate.batch._ray_cluster import start_ray, stop_ray
+
+    cpus = args.workers if args.ray_address is None else None
+    started = start_ray(args.ray_address, cpus)
+    try:
+        work = run_batch_ray(
+            items,
+            config=config,
+            out_dir=out,
+            workers=args.workers,
+            concurrency=args.concurrency,
+            cache=None if cache is None else cache.path,
+            **money,
+            seed=seed,
+            model_path=args.model_path,
+            progress=progress,
+            history=common.history(args),
+            store=store,
+        )
+        return asyncio.run(work)
+    finally:
+        if started:
+            stop_ray()
 
 
 def summarise(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> int:

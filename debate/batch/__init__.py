@@ -38,6 +38,8 @@ from debate.storage._cache import ResponseCache
 from debate.storage._files import read_jsonl, validated, write_json_atomic
 from debate.storage._runs import RunStore
 
+MAX_WORKERS = 256
+"""Workers of a batch on Ray at most (``--workers``)."""
 SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 """An item id names its folder under ``--out``: one path component that cannot climb out of
 it (``..``), hide (``.name``) or mean the folder itself (``.``); matched with ``fullmatch``."""
@@ -302,6 +304,21 @@ def check_concurrency(concurrency: int) -> None:
         )
 
 
+def check_workers(workers: int | None, concurrency: int) -> None:
+    """``--workers``: 1 to :data:`MAX_WORKERS`, and no more than ``--concurrency``."""
+    if workers is None:
+        return
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ConfigurationError(
+            f"--workers: {workers} must be at least 1 and at most {MAX_WORKERS} (1: one worker)"
+        )
+    if workers > concurrency:
+        raise ConfigurationError(
+            f"--workers: {workers} workers need --concurrency {workers} or more (items in "
+            f"flight in all; each worker runs at least one), not {concurrency}"
+        )
+
+
 def item_folder(out_dir: Path, item_id: str) -> Path:
     """Where an item's result.json goes: a folder inside ``out_dir``, whatever the id says."""
     root = out_dir.resolve()
@@ -358,18 +375,25 @@ async def _kept(
     own that is not Unicode (:class:`~debate.records._input.NotUnicodeError`) fails only it.
     """
     try:
-        result = await run
-        write_result(result, folder)
-        write_report(result, folder)
-        if store is not None:
-            store.record(result)
-        return BatchLine.of(item_id, result)
+        return keep(await run, item_id, folder, store)
     except NotUnicodeError as exc:
         return BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
     except ConfigurationError:
         raise
     except (DebateError, ValidationError, OSError) as exc:
         return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def keep(result: DebateResult, item_id: str, folder: Path, store: RunStore | None) -> BatchLine:
+    """Write a finished item's result.json and reports, record it in ``store``; its line.
+
+    The result.json comes first: once it is there a re-run of the batch skips the item.
+    """
+    write_result(result, folder)
+    write_report(result, folder)
+    if store is not None:
+        store.record(result)
+    return BatchLine.of(item_id, result)
 
 
 def finished_line(item_id: str, folder: Path, progress: Progress) -> BatchLine | None:

@@ -280,7 +280,7 @@ class _Step:
         )
         return CallCost(attempts=self.attempts, answered=self.answered, usage=tokens)
 
-    def hold(self, messages: list[Message], schema: type[T], max_tokens: int) -> Hold | None:
+    async def hold(self, messages: list[Message], schema: type[T], max_tokens: int) -> Hold | None:
         """Hold the worst case of the request about to be sent; refuse it past the budget.
 
         A refused request is recorded in ``usage.skipped``; if it was a re-ask or a retry,
@@ -291,7 +291,7 @@ class _Step:
             return None
         prompt = prompt_bound(messages, schema)
         try:
-            return meter.budget.hold(self.model, prompt, max_tokens, meter.table)
+            return await meter.budget.hold_async(self.model, prompt, max_tokens, meter.table)
         except BudgetExceeded as exc:
             logger.warning("%s %s: not sent, %s", self.phase, self.actor, exc)
             meter.skipped.append(
@@ -496,7 +496,7 @@ async def _send(model: Model, request: _Request, schema: type[T], step: _Step) -
 
     A request the budget refuses is therefore no attempt.
     """
-    hold = step.hold(request.messages, schema, request.max_tokens)
+    hold = await step.hold(request.messages, schema, request.max_tokens)
     step.begin()
     try:
         reply = await model.complete(request.messages, schema, request.settings)

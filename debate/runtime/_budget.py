@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, MutableSequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable
 from dataclasses import dataclass
-from multiprocessing.context import BaseContext
 
 from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models._base import Message, ReplySchema, TokenUsage
@@ -59,29 +57,55 @@ SPENT_USD, HELD_USD, SPENT_TOKENS, HELD_TOKENS = range(4)
 class Ledger:
     """What a budget has spent and holds, in this process's memory.
 
-    asyncio is single-threaded and a check and its hold happen without an ``await`` between
-    them, so one process needs no lock: ``lock`` is a no-op here.
+    A hold is a check and an update with no ``await`` between them, so the items of one
+    process (one asyncio loop) need no lock. Several processes capped together share one
+    ledger kept elsewhere: a subclass that forwards :meth:`hold` and :meth:`settle` to
+    where the numbers live (``debate batch --engine ray`` keeps them in one Ray actor, see
+    :mod:`debate.batch._ray`).
     """
 
     def __init__(self) -> None:
-        self.values: MutableSequence[float] = [0.0, 0.0, 0.0, 0.0]
-        self.lock: AbstractContextManager[object] = nullcontext()
+        self.values: list[float] = [0.0, 0.0, 0.0, 0.0]
 
+    def spent(self) -> tuple[float, int]:
+        """Dollars and tokens the requests sent have cost."""
+        return self.values[SPENT_USD], int(self.values[SPENT_TOKENS])
 
-class SharedLedger(Ledger):
-    """The same four numbers in shared memory, for worker processes capped together.
+    def hold(
+        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
+    ) -> None:
+        """Hold a request's worst case, or raise BudgetExceeded if it could pass a cap."""
+        values = self.values
+        if max_cost_usd is not None and (values[SPENT_USD] + values[HELD_USD] + usd > max_cost_usd):
+            raise BudgetExceeded(
+                f"budget: this call could cost up to ${usd:.6f} ({tokens} tokens); "
+                f"${values[SPENT_USD]:.6f} spent and ${values[HELD_USD]:.6f} held by "
+                f"calls in flight of the ${max_cost_usd:g} cap (--max-cost)"
+            )
+        if max_tokens is not None and (
+            values[SPENT_TOKENS] + values[HELD_TOKENS] + tokens > max_tokens
+        ):
+            raise BudgetExceeded(
+                f"budget: this call could use up to {tokens} tokens; "
+                f"{int(values[SPENT_TOKENS])} spent and {int(values[HELD_TOKENS])} held by "
+                f"calls in flight of the {max_tokens} token cap (--max-tokens)"
+            )
+        values[HELD_USD] += usd
+        values[HELD_TOKENS] += tokens
 
-    ``debate batch --workers N`` gives every worker process one budget over this ledger:
-    a hold is a check and an update of the shared numbers under one process-shared lock
-    (a few microseconds, no message to another process), so the workers together can no
-    more pass a cap than the items of one process can. Made before the workers start and
-    handed to them as they are spawned (shared memory cannot be pickled later).
-    """
+    async def hold_async(
+        self, usd: float, tokens: int, max_cost_usd: float | None, max_tokens: int | None
+    ) -> None:
+        """:meth:`hold`, awaited where the numbers live elsewhere (here: at once)."""
+        self.hold(usd, tokens, max_cost_usd, max_tokens)
 
-    def __init__(self, context: BaseContext) -> None:
-        super().__init__()
-        self.values = context.RawArray("d", 4)
-        self.lock = context.Lock()
+    def settle(self, held_usd: float, held_tokens: int, cost: float, used: int) -> None:
+        """Replace a hold of ``held_usd``/``held_tokens`` with what the request cost."""
+        values = self.values
+        values[HELD_USD] = max(0.0, values[HELD_USD] - held_usd)
+        values[HELD_TOKENS] -= held_tokens
+        values[SPENT_TOKENS] += used
+        values[SPENT_USD] += cost
 
 
 class Budget:
@@ -89,8 +113,8 @@ class Budget:
 
     Give the same ``Budget`` to several runs (the items of a batch, a calibration) to cap
     them together; give each run its own to cap it alone. Tokens are prompt + completion
-    tokens of the requests sent. What is spent and held lives in a :class:`Ledger`; a
-    :class:`SharedLedger` caps several processes together.
+    tokens of the requests sent. What is spent and held lives in a :class:`Ledger`; one
+    ledger kept elsewhere (a Ray actor) caps several processes together.
     """
 
     def __init__(
@@ -117,12 +141,12 @@ class Budget:
     @property
     def spent_usd(self) -> float:
         """Dollars the requests sent have cost (of every process sharing the ledger)."""
-        return self.ledger.values[SPENT_USD]
+        return self.ledger.spent()[0]
 
     @property
     def spent_tokens(self) -> int:
         """Prompt + completion tokens of the requests sent."""
-        return int(self.ledger.values[SPENT_TOKENS])
+        return self.ledger.spent()[1]
 
     def check_priced(self, names: Iterable[str], prices: PriceTable | None) -> None:
         """Refuse a cost cap over a model the table (None: the shipped one) cannot price.
@@ -141,7 +165,25 @@ class Budget:
 
     def hold(self, model: str, prompt: int, max_tokens: int, prices: PriceTable) -> Hold:
         """Hold a request's worst case, or raise BudgetExceeded if it could pass a cap."""
-        tokens = prompt + max_tokens
+        worst = self._worst(model, prompt, max_tokens, prices)
+        self.ledger.hold(worst.usd, worst.tokens, self.max_cost_usd, self.max_tokens)
+        return worst
+
+    async def hold_async(
+        self, model: str, prompt: int, max_tokens: int, prices: PriceTable
+    ) -> Hold:
+        """:meth:`hold` for a call about to be sent: a ledger kept elsewhere is awaited.
+
+        With this process's ledger it is :meth:`hold` (nothing is awaited, so the check
+        and the hold stay one step); a Ray worker's ledger answers from its actor while
+        the worker's other items go on.
+        """
+        worst = self._worst(model, prompt, max_tokens, prices)
+        await self.ledger.hold_async(worst.usd, worst.tokens, self.max_cost_usd, self.max_tokens)
+        return worst
+
+    def _worst(self, model: str, prompt: int, max_tokens: int, prices: PriceTable) -> Hold:
+        """A request's worst case in tokens and (under a cost cap) dollars."""
         usd = 0.0
         if self.max_cost_usd is not None:
             price = prices.models.get(model)
@@ -149,27 +191,7 @@ class Budget:
                 self.check_priced([model], prices)
             else:
                 usd = price.worst(prompt, max_tokens)
-        values = self.ledger.values
-        with self.ledger.lock:
-            if self.max_cost_usd is not None and (
-                values[SPENT_USD] + values[HELD_USD] + usd > self.max_cost_usd
-            ):
-                raise BudgetExceeded(
-                    f"budget: this call could cost up to ${usd:.6f} ({tokens} tokens); "
-                    f"${values[SPENT_USD]:.6f} spent and ${values[HELD_USD]:.6f} held by "
-                    f"calls in flight of the ${self.max_cost_usd:g} cap (--max-cost)"
-                )
-            if self.max_tokens is not None and (
-                values[SPENT_TOKENS] + values[HELD_TOKENS] + tokens > self.max_tokens
-            ):
-                raise BudgetExceeded(
-                    f"budget: this call could use up to {tokens} tokens; "
-                    f"{int(values[SPENT_TOKENS])} spent and {int(values[HELD_TOKENS])} held by "
-                    f"calls in flight of the {self.max_tokens} token cap (--max-tokens)"
-                )
-            values[HELD_USD] += usd
-            values[HELD_TOKENS] += tokens
-        return Hold(model, tokens, usd)
+        return Hold(model, prompt + max_tokens, usd)
 
     def settle(self, hold: Hold, usage: TokenUsage | None, prices: PriceTable) -> None:
         """Replace a request's hold with what it really used (None: nothing came back)."""
@@ -177,12 +199,7 @@ class Budget:
         if usage is not None and (price := prices.models.get(hold.model)) is not None:
             cost = price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
         used = 0 if usage is None else usage.prompt_tokens + usage.completion_tokens
-        values = self.ledger.values
-        with self.ledger.lock:
-            values[HELD_USD] = max(0.0, values[HELD_USD] - hold.usd)
-            values[HELD_TOKENS] -= hold.tokens
-            values[SPENT_TOKENS] += used
-            values[SPENT_USD] += cost
+        self.ledger.settle(hold.usd, hold.tokens, cost, used)
         if usage is None:
             return
         if usage.prompt_tokens + usage.completion_tokens > hold.tokens:

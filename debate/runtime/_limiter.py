@@ -26,7 +26,7 @@ class _Entry:
     at: float
     tokens: int
     ref: int = 0
-    """The grant's number at the process that holds the window (:class:`RemoteLimiter`)."""
+    """The grant's number where the window is held (:class:`RemoteLimiter`)."""
 
 
 class RateLimiter:
@@ -94,18 +94,19 @@ class RateLimiter:
 
 
 Ask = Callable[[int], Awaitable[int]]
-"""Sends a request of ``tokens`` to the process holding the window; awaits its grant's number."""
+"""Asks the window's holder for a request of ``tokens``; awaits its grant's number."""
 Tell = Callable[[int, int], None]
 """Tells that process a grant's real token count (``ref``, ``tokens``)."""
 
 
 class RemoteLimiter(RateLimiter):
-    """A limiter whose window is kept by another process (a batch's parent, for its workers).
+    """A limiter whose window is kept by another process (a Ray actor, for a batch's workers).
 
-    Worker processes of ``debate batch --workers N`` share one ``--rpm``/``--tpm`` (and each
-    endpoint's limits) by asking the parent, which holds the one :class:`RateLimiter` of each:
-    ``acquire`` is one message there and one back, and ``settle`` one message there. The
-    window stays one window, first come first served, whichever process a call is from.
+    The workers of ``debate batch --engine ray`` share one ``--rpm``/``--tpm`` (and each
+    endpoint's limits) by asking the actor that holds the one :class:`RateLimiter` of each
+    (:mod:`debate.batch._ray`): ``acquire`` is one round trip there, and ``settle`` one
+    message. The window stays one window, first come first served, whichever worker or
+    machine a call is from.
     """
 
     def __init__(self, rpm: int | None, tpm: int | None, ask: Ask, tell: Tell) -> None:
@@ -114,11 +115,11 @@ class RemoteLimiter(RateLimiter):
         self._tell = tell
 
     async def acquire(self, tokens: int = 0) -> _Entry:
-        """Wait for the parent's grant of a request of (estimated) ``tokens``."""
+        """Wait for the window holder's grant of a request of (estimated) ``tokens``."""
         return _Entry(self.clock(), tokens, await self._ask(tokens))
 
     def settle(self, entry: _Entry, actual_tokens: int) -> None:
-        """Send the provider's count to the parent."""
+        """Send the provider's count to the window's holder."""
         self._tell(entry.ref, actual_tokens)
 
 

@@ -68,7 +68,7 @@ class ModelPool:
         self._built: dict[tuple[str, str, str | None, str | None], Model] = {}
         self._limiters: dict[str, RateLimiter] = {}
         self.limiter_factory: LimiterFactory = lambda _key, rpm, tpm: RateLimiter(rpm, tpm)
-        """A batch's worker process replaces it: its endpoints' windows are in the parent."""
+        """A batch's Ray worker replaces it: its endpoints' windows are in one actor."""
 
     async def aclose(self) -> None:
         """Close every model this pool built."""

@@ -1,26 +1,28 @@
-"""``debate batch --workers N``: throughput with 1, 2 and 4 worker processes.
+"""``debate batch`` end to end: one process against Ray, side by side in one run.
 
-Run: ``python benchmarks/bench_batch_workers.py`` (a few minutes; ``--items`` to shorten).
+Run: ``python benchmarks/bench_batch.py`` (a few minutes; ``--items`` to shorten,
+``--engine local`` or ``--engine ray`` for one engine only, ``--workers`` for Ray's).
 
 The OpenAI-compatible test server runs in its own process on 127.0.0.1 and answers every
 request after L seconds, all of them concurrently, so with C items in flight its ideal is
 C x (calls in flight per item, 1 or 2) / L calls per second -- above what one client process
 reaches at C = 256 and L = 0.2 s. Each run is the CLI end to end (``python -m debate
-batch``, a fresh process, no cache, no store), and reports:
+batch``, a fresh process, no cache, no store; with ``--engine ray`` it starts a local Ray
+of ``--workers`` CPUs and stops it), and reports:
 
-- model calls/s and items/s, each as a ratio against the 1-worker run of the same
+- model calls/s and items/s, each as a ratio against the one-process run of the same
   benchmark and against the server's ideal of the run's own schedule: the calls over the
   critical path of a debate with L per call (calls/item / debate steps x C / L);
-- the CPU the client processes (parent and workers) spent per model call, split into the
-  processes' start (measured on a tiny batch: mostly imports, about 1 s each) and the
-  marginal CPU per call;
-- the cost of sharing a rate limit over workers (``--rpm`` set far above the rate, so it
-  never waits: the difference is the round trip to the parent per call) and a budget
-  (``--max-tokens`` far above the use: the shared ledger).
+- the CPU the client side spent per model call (the CLI and every process it started and
+  stopped: Ray's workers and its own services), split into the start (measured on a tiny
+  batch: imports, and for Ray its cluster and actors) and the marginal CPU per call;
+- the cost of the cluster's one rate limit (``--rpm`` set far above the rate, so it never
+  waits: the difference is the round trip to the limiter actor per call) and one budget
+  (``--max-tokens`` far above the use: a round trip to the ledger actor per call).
 
-The server's own CPU per request is measured too (it shares the machine): on a machine
-with fewer cores than client processes + server, more workers cannot be faster; the figures
-say how far each part went.
+The server's own CPU per request is measured too (it shares the machine). On a machine with
+fewer cores than client processes + server (2 here), Ray cannot be faster than one process:
+the figures then show its overhead, not its scaling.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -65,9 +66,52 @@ def load() -> str:
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class TreeCpu:
+    """CPU seconds of a process and of every process it starts, however they end.
+
+    Ray's processes (its services, its workers under the raylet) are not all reaped by
+    the CLI, so the CLI's own child usage misses them: every process in the tree is
+    sampled from /proc every 0.2 s and its last sample kept (a process's last < 0.2 s is
+    missed). Linux only.
+    """
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[tuple[int, int], float] = {}
+        """(pid, start time) -> its user + system CPU seconds at the last sample."""
+
+    def sample(self) -> None:
+        parents: dict[int, int] = {}
+        stats: dict[int, list[str]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                text = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2 :].split()
+            pid = int(entry.name)
+            parents[pid] = int(fields[1])
+            stats[pid] = fields
+        tree, frontier = {self.root}, [self.root]
+        children: dict[int, list[int]] = {}
+        for pid, parent in parents.items():
+            children.setdefault(parent, []).append(pid)
+        while frontier:
+            for child in children.get(frontier.pop(), []):
+                if child not in tree:
+                    tree.add(child)
+                    frontier.append(child)
+        for pid in tree & stats.keys():
+            fields = stats[pid]  # utime, stime are fields 14 and 15 of stat (11, 12 here)
+            self.seen[(pid, int(fields[19]))] = (int(fields[11]) + int(fields[12])) / TICK
+
+    def total(self) -> float:
+        return sum(self.seen.values())
 
 
 def batch_file(folder: Path, items: int) -> Path:
@@ -78,40 +122,35 @@ def batch_file(folder: Path, items: int) -> Path:
 
 
 def run(
-    batch: Path, base_url: str, out: Path, workers: int, concurrency: int, *extra: str
+    batch: Path, base_url: str, out: Path, workers: int | None, concurrency: int, *extra: str
 ) -> tuple[float, float, int, int]:
-    """Wall seconds, client CPU seconds, model calls and items ok of one CLI run."""
+    """Wall seconds, client CPU seconds, model calls and items ok of one CLI run.
+
+    ``workers`` None is one process (``--engine local``); a number is a local Ray of that
+    many CPUs and workers.
+    """
     argv = [sys.executable, "-m", "debate", "batch", str(batch), "--model", "bench"]
     argv += ["--base-url", base_url, "--api-key-env", "", "--out", str(out), "--quiet"]
     argv += ["--no-cache", "--no-store", "--concurrency", str(concurrency)]
-    argv += ["--workers", str(workers), *extra]
-    cpu0, start = children_cpu(), time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
+    if workers is not None:
+        argv += ["--engine", "ray", "--workers", str(workers)]
+    argv += list(extra)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    cpu = TreeCpu(proc.pid)
+    while proc.poll() is None:
+        cpu.sample()
+        time.sleep(0.2)
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    done = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+    cpu_s = cpu.total()
     if done.returncode != 0:
         raise SystemExit(f"batch failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    return wall, cpu, sum(x["calls"] or 0 for x in lines), sum(x["status"] == "ok" for x in lines)
-
-
-def ledger_cost(n: int = 100_000) -> tuple[float, float]:
-    """Microseconds of one hold + settle on a budget in this process and in shared memory."""
-    import multiprocessing
-
-    sys.path.insert(0, str(ROOT))
-    from debate.models._base import TokenUsage
-    from debate.runtime._budget import Budget, SharedLedger
-    from debate.runtime._pricing import PriceTable
-
-    prices, usage = PriceTable(models={}), TokenUsage(prompt_tokens=900, completion_tokens=100)
-    times = []
-    for ledger in (None, SharedLedger(multiprocessing.get_context("spawn"))):
-        budget = Budget(max_tokens=10**12, ledger=ledger)
-        start = time.perf_counter()
-        for _ in range(n):
-            budget.settle(budget.hold("m", 1000, 256, prices), usage, prices)
-        times.append((time.perf_counter() - start) / n * 1e6)
-    return times[0], times[1]
+    return wall, cpu_s, sum(x["calls"] or 0 for x in lines), sum(x["status"] == "ok" for x in lines)
 
 
 def main() -> None:
@@ -119,7 +158,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--engine", default="local,ray", help="local, ray, or both (default)")
+    parser.add_argument("--workers", type=int, default=2, help="Ray's workers (and CPUs)")
     args = parser.parse_args()
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=args.latency)],
@@ -143,13 +183,16 @@ def main() -> None:
             batch = batch_file(folder, args.items)
             (folder / "warm").mkdir()
             warm = batch_file(folder / "warm", 2)
-            run(warm, base_url, folder / "warm-out", 1, 2)  # imports and page cache
-            tiny = batch_file(folder / "warm", 2 * max(int(w) for w in args.workers.split(",")))
-            plan = [(int(w), ()) for w in args.workers.split(",")]
-            plan += [(2, ("--rpm", str(10**9))), (2, ("--max-tokens", str(10**12)))]
+            run(warm, base_url, folder / "warm-out", None, 2)  # imports and page cache
+            tiny = batch_file(folder / "warm", 2 * args.workers)
+            engines = args.engine.split(",")
+            plan: list[tuple[int | None, tuple[str, ...]]] = []
+            if "local" in engines:
+                plan.append((None, ()))
+            if "ray" in engines:
+                w = args.workers
+                plan += [(w, ()), (w, ("--rpm", str(10**9))), (w, ("--max-tokens", str(10**12)))]
             for n, (workers, extra) in enumerate(plan):
-                if workers > args.concurrency:
-                    continue
                 # a tiny batch first: its CPU is mostly the processes' start (imports)
                 _, small_cpu, small_calls, _ = run(
                     tiny, base_url, folder / f"tiny{n}", workers, args.concurrency, *extra
@@ -163,11 +206,10 @@ def main() -> None:
                 fixed = small_cpu - marginal * small_calls
                 server_ms = (s_cpu1 - s_cpu0) / max(s_req1 - s_req0, 1) * 1000
                 rows.append((workers, extra, wall, cpu, calls, ok, marginal, fixed, server_ms))
-                print(f"  ran {workers} workers {' '.join(extra)}: {wall:.1f} s ({load()})")
+                print(f"  ran {label(workers, extra)}: {wall:.1f} s ({load()})", flush=True)
     finally:
         server.stdin.close()
         server.wait(10)
-    local_us, shared_us = ledger_cost()
     latency, concurrency = args.latency, args.concurrency
     print(
         f"\nserver latency L = {latency * 1000:.0f} ms, concurrency C = {concurrency} items, "
@@ -177,23 +219,24 @@ def main() -> None:
     for workers, extra, wall, cpu, calls, ok, marginal, fixed, server_ms in rows:
         rate, items = calls / wall, ok / wall
         ideal = calls / args.items / DEBATE_STEPS * concurrency / latency
-        if not extra and workers == 1:
+        if workers is None:
             base_calls, base_items = rate, items
-        label = f"{workers} worker{'s' if workers > 1 else ''} {' '.join(extra)}"
         vs_calls = f"{rate / base_calls:.2f}" if base_calls else "-"
         vs_items = f"{items / base_items:.2f}" if base_items else "-"
         print(
-            f"{label}\n  {rate:7.1f} calls/s = {vs_calls} x 1 worker = {rate / ideal:.3f} x the "
-            f"server's ideal {ideal:.0f}; {items:.2f} items/s = {vs_items} x 1 worker; "
+            f"{label(workers, extra)}\n  {rate:7.1f} calls/s = {vs_calls} x one process = "
+            f"{rate / ideal:.3f} x the server's ideal {ideal:.0f}; {items:.2f} items/s = "
+            f"{vs_items} x one process; "
             f"{ok}/{args.items} ok\n  client CPU {cpu / calls * 1000:.2f} ms/call in all = "
             f"{fixed:.2f} s to start the processes + {marginal * 1000:.2f} ms/call; server "
             f"CPU {server_ms:.2f} ms/request"
         )
-    print(
-        f"budget hold + settle: {local_us:.2f} us in one process, {shared_us:.2f} us on the "
-        f"shared ledger (+{shared_us - local_us:.2f} us per call = "
-        f"{(shared_us - local_us) / 1000 / 2:.4f} x the 2 ms per call bound)"
-    )
+
+
+def label(workers: int | None, extra: tuple[str, ...]) -> str:
+    """One process, or Ray with its workers, and the run's extra flags."""
+    engine = "one process" if workers is None else f"--engine ray --workers {workers}"
+    return " ".join([engine, *extra])
 
 
 if __name__ == "__main__":
