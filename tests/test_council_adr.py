@@ -1,0 +1,160 @@
+"""The council as ADR-007 and ADR-016 state it (issue 29, part 6): ceilings and shared ranks.
+
+Reviewers are function models whose rubric scores and rankings we plant, so each test
+states the ballot and the figure the council must report; the "before" figure of the
+issue is in the docstring.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from debate import FunctionModel, RunConfig
+from debate.council._run import run_council_sync
+from debate.models._base import Message
+from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult
+from debate.stats import Ranking, accuracy_ceiling, borda, ceiling_order, rubric_overall
+from tests.helpers import shown_candidates
+
+
+def answer(cid: str) -> str:
+    return f"answer {cid}"
+
+
+def rubric_reviewer(
+    name: str, scores: Mapping[str, Mapping[str, int]], ranking: list[str]
+) -> FunctionModel:
+    """A reviewer with a full rubric per candidate id (dimensions not given score 6)."""
+
+    def reply(messages: list[Message], schema: type[BaseModel]) -> str:
+        label_of = {text: label for label, text in shown_candidates(messages)}
+        gated = 'Set "unsafe"' in messages[1].content
+        evaluations = {
+            label_of[answer(cid)]: {
+                **dict.fromkeys(COUNCIL_DIMENSIONS, 6),
+                **dims,
+                "notes": "n",
+                **({"unsafe": False} if gated else {}),
+            }
+            for cid, dims in scores.items()
+        }
+        return json.dumps(
+            {"evaluations": evaluations, "ranking": [label_of[answer(c)] for c in ranking]}
+        )
+
+    return FunctionModel(reply, name=name)
+
+
+def council(
+    ids: list[str], reviewers: Mapping[str, FunctionModel], **settings: Any
+) -> CouncilResult:
+    config = RunConfig(model="f", max_retries=0, council=settings)
+    cands = [Candidate(id=c, text=answer(c)) for c in ids]
+    return run_council_sync(
+        "Which answer is best?", cands, reviewers=reviewers, config=config, seed=5
+    )
+
+
+# --- the accuracy ceiling binds every method ------------------------------------------
+
+POLISHED_LIE = {"accuracy": 3, "relevance": 9, "completeness": 9, "conciseness": 9, "clarity": 9}
+PLAIN_TRUTH = {"accuracy": 8, "relevance": 6, "completeness": 6, "conciseness": 6, "clarity": 6}
+MIDDLING = dict.fromkeys(COUNCIL_DIMENSIONS, 5)
+
+
+@pytest.mark.parametrize("method", ["borda", "normalized", "rubric"])
+def test_an_accuracy_3_answer_never_ranks_first(method: str) -> None:
+    """Before: under --method borda the polished lie A ranked first (Borda 2.00, 3 of 3
+    first places), since every reviewer ranked it first and Borda read only the ranking."""
+    scores = {"A": POLISHED_LIE, "B": PLAIN_TRUTH, "C": MIDDLING}
+    reviewers = {f"r{i}": rubric_reviewer(f"r{i}", scores, ["A", "B", "C"]) for i in range(3)}
+    result = council(["A", "B", "C"], reviewers, method=method)
+    assert [e.candidate for e in result.rankings] == ["B", "C", "A"]
+    a = next(e for e in result.rankings if e.candidate == "A")
+    assert a.first_places == 0 and a.borda == 0.0 and a.raw_mean == 4.0
+    assert result.reviews[0].ranking == ["A", "B", "C"]  # the record keeps what was said
+
+
+def test_random_ballots_never_put_a_capped_answer_above_one_scored_past_its_cap() -> None:
+    rng = random.Random(29)
+    for _ in range(500):
+        ids = [f"c{i}" for i in range(rng.randint(2, 6))]
+        accuracy = {c: rng.randint(1, 10) for c in ids}
+        overall = {
+            c: rubric_overall({d: rng.randint(1, 10) for d in COUNCIL_DIMENSIONS} | {"accuracy": a})
+            for c, a in accuracy.items()
+        }
+        caps = {c: cap for c, a in accuracy.items() if (cap := accuracy_ceiling(a)) is not None}
+        order = rng.sample(ids, rng.randint(1, len(ids)))  # partial rankings too
+        ballot = ceiling_order(order, overall, caps)
+        assert len(set(ballot)) == len(ballot) and set(order) <= set(ballot)
+        for c, cap in caps.items():
+            if c in ballot:
+                above = [d for d in ids if d != c and overall[d] > cap]
+                assert all(ballot.index(d) < ballot.index(c) for d in above)
+        uncapped = [c for c in order if c not in caps]
+        assert [c for c in ballot if c in uncapped] == uncapped  # their order is the reviewer's
+        top = ballot[0]
+        if top in caps and accuracy[top] <= 3:
+            assert all(overall[d] <= 4.0 for d in ids)  # first only when nothing scored higher
+
+
+def test_the_ceiling_thresholds_are_adr_016s() -> None:
+    assert [accuracy_ceiling(a) for a in (1, 4, 4.99, 5, 6.5, 7, 10)] == [
+        4.0,
+        4.0,
+        4.0,
+        7.0,
+        7.0,
+        None,
+        None,
+    ]
+    assert rubric_overall(POLISHED_LIE) == 4.0  # 7.2 by the weights alone
+
+
+# --- equal Borda scores share a rank ---------------------------------------------------
+
+
+def test_equal_borda_scores_share_a_rank() -> None:
+    """Before: a and b, both 1.5 points, got ranks 1 and 2 (the name broke the tie)."""
+    rows = borda([Ranking("r1", ["a", "b", "c"]), Ranking("r2", ["b", "a", "c"])], ["a", "b", "c"])
+    assert [(e.candidate, e.borda, e.rank) for e in rows] == [
+        ("a", 1.5, 1),
+        ("b", 1.5, 1),
+        ("c", 0.0, 3),
+    ]
+
+
+def test_shared_ranks_keep_their_listing_and_a_voteless_candidate_ranks_last() -> None:
+    rows = borda(
+        [Ranking("r1", ["b", "a", "c"]), Ranking("r2", ["a", "c", "b"]), Ranking("r3", ["c"])],
+        ["a", "b", "c", "d"],
+    )
+    assert [(e.candidate, e.rank) for e in rows] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]
+    zero = borda([Ranking("r1", ["a", "b"])], ["a", "b", "c"])
+    assert [(e.candidate, e.borda, e.votes, e.rank) for e in zero] == [
+        ("a", 2.0, 1, 1),
+        ("b", 1.0, 1, 2),
+        ("c", 0.0, 0, 3),
+    ]
+
+
+def test_a_borda_council_reports_the_shared_rank() -> None:
+    """Before: the council's Borda ranking printed "1. A" and "2. B" for equal points."""
+    flat = {c: dict.fromkeys(COUNCIL_DIMENSIONS, 7) for c in "ABC"}
+    reviewers = {
+        "r1": rubric_reviewer("r1", flat, ["A", "B", "C"]),
+        "r2": rubric_reviewer("r2", flat, ["B", "A", "C"]),
+    }
+    result = council(["A", "B", "C"], reviewers, method="borda")
+    assert [(e.candidate, e.rank, e.borda) for e in result.rankings] == [
+        ("A", 1, 1.5),
+        ("B", 1, 1.5),
+        ("C", 3, 0.0),
+    ]
