@@ -313,7 +313,8 @@ def aggregate(
     The safety gate and the accuracy ceiling, when they bind, apply whatever the method:
     they cap the rubric overall (normalised and rubric methods), a gate-failed answer goes
     below the others in every Borda ballot, and a capped one below every answer its
-    reviewer scored above its ceiling (:func:`ballot_order`). Candidates nobody but their author scored are listed as unranked.
+    reviewer scored above its ceiling (:func:`ballot_order`). Candidates nobody but their
+    author scored are listed as unranked.
     """
     settings = config.council
     failed = safety_failures(reviews, candidates) if settings.safety_gate else []
