@@ -1,4 +1,5 @@
-"""The council as ADR-007 and ADR-016 state it (issue 29, part 6): ceilings and shared ranks.
+"""The council as ADR-007 and ADR-016 state it (issue 29, part 6): ceilings, shared ranks,
+behavioural anchors.
 
 Reviewers are function models whose rubric scores and rankings we plant, so each test
 states the ballot and the figure the council must report; the "before" figure of the
@@ -19,6 +20,8 @@ from debate import FunctionModel, RunConfig
 from debate.council._run import run_council_sync
 from debate.models._base import Message
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult
+from debate.records._transcript import DIMENSIONS, STANDINGS
+from debate.runtime._prompts import PromptRenderer
 from debate.stats import Ranking, accuracy_ceiling, borda, ceiling_order, rubric_overall
 from tests.helpers import shown_candidates
 
@@ -158,3 +161,63 @@ def test_a_borda_council_reports_the_shared_rank() -> None:
         ("B", 1, 1.5),
         ("C", 3, 0.0),
     ]
+
+
+# --- behavioural anchors in the prompts -------------------------------------------------
+
+ANCHOR_POINTS = ("2", "5", "8", "10")
+
+
+def anchors(prompt: str, heading: str) -> list[str]:
+    """The score points named in the indented lines under ``- heading:``, in order."""
+    lines = prompt.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"- {heading}:"))
+    points = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        point, _, description = line.strip().partition(": ")
+        assert len(description.split()) >= 2, line  # says what the score looks like
+        points.append(point)
+    return points
+
+
+def council_prompt() -> str:
+    renderer = PromptRenderer().keyed(1)
+    return renderer.render(
+        "council_review.md.jinja",
+        question="Q?",
+        candidates=[{"label": "A", "text": "a"}, {"label": "B", "text": "b"}],
+        labels=("A", "B"),
+        perspective=None,
+        safety_gate=True,
+    )
+
+
+def test_every_council_dimension_has_anchors_for_2_5_8_and_10() -> None:
+    """Before: only accuracy had anchors (9-10, 5-6, 1-2), written inline."""
+    prompt = council_prompt()
+    for dimension in COUNCIL_DIMENSIONS:
+        assert tuple(anchors(prompt, dimension)) == ANCHOR_POINTS, dimension
+
+
+def test_every_debate_dimension_and_standing_has_anchors() -> None:
+    """Before: the judges' prompt named the dimensions and standings with no anchors."""
+    prompt = PromptRenderer().render("judge_system.md.jinja")
+    for dimension in DIMENSIONS:
+        assert tuple(anchors(prompt, dimension)) == ANCHOR_POINTS, dimension
+    described = {
+        line[2:].partition(":")[0]: line.partition(": ")[2]
+        for line in prompt.splitlines()
+        if line.startswith("- ") and line[2:].partition(":")[0] in STANDINGS
+    }
+    assert set(described) == set(STANDINGS)
+    assert all(len(text.split()) >= 4 for text in described.values())
+
+
+def test_anchor_lines_stay_short() -> None:
+    """A line per score point: the embedded model pays for every token of the prompt."""
+    for prompt in (council_prompt(), PromptRenderer().render("judge_system.md.jinja")):
+        for line in prompt.splitlines():
+            if line.startswith("  ") and line.strip().partition(":")[0] in ANCHOR_POINTS:
+                assert len(line) <= 80, line
