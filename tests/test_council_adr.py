@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import BaseModel
 
@@ -21,9 +23,19 @@ from debate.council._run import run_council_sync
 from debate.models._base import Message
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult
 from debate.records._transcript import DIMENSIONS, STANDINGS
+from debate.report._council import render_council_html
 from debate.runtime._prompts import PromptRenderer
-from debate.stats import Ranking, accuracy_ceiling, borda, ceiling_order, rubric_overall
+from debate.stats import (
+    Ranking,
+    accuracy_ceiling,
+    borda,
+    ceiling_order,
+    mean_interval,
+    rubric_overall,
+    t95,
+)
 from tests.helpers import shown_candidates
+from tests.test_service_page import CHROMIUM, Browser
 
 
 def answer(cid: str) -> str:
@@ -221,3 +233,72 @@ def test_anchor_lines_stay_short() -> None:
         for line in prompt.splitlines():
             if line.startswith("  ") and line.strip().partition(":")[0] in ANCHOR_POINTS:
                 assert len(line) <= 80, line
+
+
+# --- the bias checks: length and harsh/generous reviewers, in the report --------------
+
+
+def test_offsets_and_length_have_small_sample_intervals() -> None:
+    """Four candidates, reviewers 2 points apart: the harsh one and the generous one show."""
+    from tests.render_samples import council as sample
+
+    result = sample()
+    assert result.bias is not None
+    offsets = {r.reviewer: r for r in result.bias.reviewers}
+    harsh, lenient = offsets["harsh"].offset, offsets["lenient"].offset
+    # harsh scores 8-6=2 below lenient's offset on A..D: differences from the others' mean
+    assert harsh.value == pytest.approx(-2.0) and harsh.n == 4
+    assert offsets["harsh"].leaning == "harsh" and offsets["lenient"].leaning == "generous"
+    assert lenient.low is not None and lenient.high is not None and lenient.low > 0
+    length = result.bias.length
+    assert length.n == 4 and length.value is not None
+    assert length.low is not None and length.high is not None
+    assert length.low < length.value < length.high  # Fisher's interval, wide at n = 4
+    three = council(["A", "B", "C"], {"r": rubric_reviewer("r", {}, [])})
+    assert three.bias is not None and three.bias.length.note == "fewer than 4 pairs"
+
+
+def test_small_sample_quantiles_match_students_t() -> None:
+    from scipy import stats  # the package keeps its own table; scipy checks it
+
+    for df in (1, 2, 3, 5, 10, 29, 30, 31, 60, 200):
+        assert t95(df) == pytest.approx(float(stats.t.ppf(0.975, df)), abs=2e-4), df
+    values = [1.0, 2.0, 4.0]
+    interval = mean_interval(values)
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
+    assert (interval.low, interval.high) == (
+        pytest.approx(low, abs=1e-3),
+        pytest.approx(high, abs=1e-3),
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH")
+def test_the_council_page_shows_the_bias_checks_in_chromium(tmp_path: Path) -> None:
+    from tests.render_samples import council as sample
+
+    page = tmp_path / "council.html"
+    page.write_text(render_council_html(sample()))
+    rows_js = (
+        "[...document.querySelectorAll('#bias tbody tr')]"
+        ".map(tr => [...tr.cells].map(td => td.innerText.trim()))"
+    )
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(page.as_uri(), width=420, height=900)
+        loaded = "document.readyState === 'complete' && "
+        rows = browser.wait_for(loaded + rows_js, timeout=30)  # navigation does not wait
+        overflow = browser.evaluate(
+            "document.querySelector('#bias').getBoundingClientRect().right"
+            " <= document.documentElement.clientWidth"
+        )
+        browser.screenshot(tmp_path / "council.png", width=1280)
+    by_check = {r[0]: r[1:] for r in rows}
+    assert by_check["length vs raw mean, r"][2:] == ["4", "no evidence of a length preference"]
+    assert by_check["harsh offset, points"] == [
+        "-2.00",
+        "[-2.43, -1.57]",
+        "4",
+        "harsh: scores below the others",
+    ]
+    assert by_check["lenient offset, points"][3] == "generous: scores above the others"
+    assert overflow  # the section fits a phone's width
+    assert (tmp_path / "council.png").stat().st_size > 10_000

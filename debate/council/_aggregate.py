@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from debate.council._bias import council_bias
 from debate.panel._evidence import confidence, margin_evidence
 from debate.records._config import CouncilSettings, RunConfig
 from debate.records._council import (
@@ -334,6 +335,7 @@ def aggregate(
         top_pair=top_pair(entries, scored),
         interpretation=interpretation(entries, unranked, len(scored)),
         safety_failed=failed,
+        bias=council_bias(candidates, reviews, entries),
         usage=usage,
         config=config,
         seed=seed,

@@ -31,6 +31,7 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
 from debate.stats._latent import (
     FactorFit,
     LatentClassFit,
@@ -65,6 +66,10 @@ from debate.stats._selective import (
 )
 
 __all__ = [
+    "Interval",
+    "correlation_interval",
+    "mean_interval",
+    "t95",
     "ALPHA_BANDS",
     "BAND_BOUNDS",
     "BAND_TEXT",
