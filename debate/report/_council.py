@@ -351,7 +351,8 @@ def render_council_markdown(result: CouncilResult) -> str:
         )
     )
     if result.bias is not None:
-        lines += ["", "## Bias checks", "", md_table(BIAS_HEAD, [[cell(c) for c in row] for row in bias_rows(result.bias)])]
+        rows = [[cell(c) for c in row] for row in bias_rows(result.bias)]
+        lines += ["", "## Bias checks", "", md_table(BIAS_HEAD, rows)]
         lines += ["", BIAS_NOTE, ""]
     for r in result.reviews:
         if r.self_votes_excluded:
