@@ -139,7 +139,7 @@ def council() -> CouncilResult:
 
 
 WIDTHS = (1280, 420)
-HEIGHTS = {("council", 1280): 1820, ("council", 420): 2480}
+HEIGHTS = {("council", 1280): 1820, ("council", 420): 2360}
 """Screenshot heights that end with the page (a debate report is cut at 2400 px)."""
 
 
