@@ -19,8 +19,10 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig
+from debate._cli.main import main
 from debate.council._run import run_council_sync
 from debate.models._base import Message
+from debate.quality._audit import audit
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult
 from debate.records._transcript import DIMENSIONS, STANDINGS
 from debate.report._council import render_council_html
@@ -34,7 +36,8 @@ from debate.stats import (
     rubric_overall,
     t95,
 )
-from tests.helpers import shown_candidates
+from debate.storage._runs import RunStore
+from tests.helpers import review_reply, shown_candidates
 from tests.test_service_page import CHROMIUM, Browser
 
 
@@ -302,3 +305,51 @@ def test_the_council_page_shows_the_bias_checks_in_chromium(tmp_path: Path) -> N
     assert by_check["lenient offset, points"][3] == "generous: scores above the others"
     assert overflow  # the section fits a phone's width
     assert (tmp_path / "council.png").stat().st_size > 10_000
+
+
+def offset_reviewer(seed: int, name: str, offset: float) -> FunctionModel:
+    """Scores each answer's quality plus noise plus ``offset`` points (harsh below 0)."""
+
+    def reply(messages: list[Message], schema: type[BaseModel]) -> str:
+        scores = {}
+        for label, text in shown_candidates(messages):
+            rng = random.Random(f"{seed}:{name}:{text}")
+            quality = float(text.split()[-1])
+            scores[label] = int(min(10, max(1, round(quality + offset + rng.gauss(0, 0.7)))))
+        return review_reply(scores)
+
+    return FunctionModel(reply, name=name)
+
+
+def test_the_audit_finds_harsh_and_generous_reviewers_across_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `debate audit` checked council reviewers for position only."""
+    store = RunStore(tmp_path / "s.sqlite")
+    for seed in range(12):
+        rng = random.Random(f"offsets:{seed}")
+        answers = [
+            Candidate(id=f"c{i}", text=f"answer {i} of quality {rng.uniform(4, 7):.2f}")
+            for i in range(5)
+        ]
+        reviewers = {
+            name: offset_reviewer(seed, name, k)
+            for name, k in (("harsh", -1.5), ("fair", 0.0), ("kind", 1.5))
+        }
+        store.record_council(
+            run_council_sync("Which answer?", answers, reviewers=reviewers, seed=seed)
+        )
+    found = {r.reviewer: r.offset for r in audit(store).council.reviewers}
+    harsh, fair, kind = found["harsh"], found["fair"], found["kind"]
+    assert harsh is not None and fair is not None and kind is not None
+    assert harsh.n == 60 and harsh.runs == 12 and harsh.unit == "points"
+    # planted: harsh is 1.5 below the others' mean (0 and +1.5), i.e. -2.25; kind +2.25
+    assert (
+        harsh.high is not None and harsh.high < 0 and harsh.value == pytest.approx(-2.25, abs=0.4)
+    )
+    assert kind.low is not None and kind.low > 0 and kind.value == pytest.approx(2.25, abs=0.4)
+    assert fair.covers_zero
+    assert main(["audit", "--store", str(tmp_path / "s.sqlite")]) == 0
+    text = capsys.readouterr().out
+    assert "harsh: scores below the others" in text and "generous: scores above" in text
+    assert "no evidence of a harsh or generous reviewer" in text
