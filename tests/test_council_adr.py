@@ -257,8 +257,14 @@ def test_offsets_and_length_have_small_sample_intervals() -> None:
     assert length.n == 4 and length.value is not None
     assert length.low is not None and length.high is not None
     assert length.low < length.value < length.high  # Fisher's interval, wide at n = 4
-    three = council(["A", "B", "C"], {"r": rubric_reviewer("r", {}, [])})
+    plan = {"A": POLISHED_LIE, "B": PLAIN_TRUTH, "C": MIDDLING}
+    pair = {n: rubric_reviewer(n, plan, ["B", "C", "A"]) for n in ("r1", "r2")}
+    three = council(["A", "B", "C"], pair)
     assert three.bias is not None and three.bias.length.note == "fewer than 4 pairs"
+    assert three.bias.length.n == 3 and three.bias.length.value is None
+    same = three.bias.reviewers[0].offset  # identical reviewers: offset 0, zero-width interval
+    assert (same.value, same.low, same.high, same.n) == (0.0, 0.0, 0.0, 3)
+    assert three.bias.reviewers[0].leaning == "no evidence"
 
 
 def test_small_sample_quantiles_match_students_t() -> None:
