@@ -104,11 +104,12 @@ def debate(split: bool) -> DebateResult:
     return judge_transcript_sync(transcript(), model=model, config=config, seed=7)
 
 
-QUALITY = {"a": 8.0, "b": 7.0, "c": 4.0}
+QUALITY = {"a": 8.0, "b": 7.0, "c": 4.0, "d": 5.0}
 ANSWERS = [
     Candidate(id="A", text="Paris, on the Seine; capital since 987 (a)"),
     Candidate(id="B", text="Paris (b)"),
     Candidate(id="C", text="Lyon (c)"),
+    Candidate(id="D", text="Marseille, France's oldest city and its largest port (d)"),
 ]
 
 
@@ -124,7 +125,7 @@ def _reviewer(offset: float, spread: float) -> Callable[[list[Message], type[Bas
 
 
 def council() -> CouncilResult:
-    """Three candidates, four reviewers of different harshness."""
+    """Four candidates, four reviewers of different harshness."""
     reviewers = {
         name: FunctionModel(_reviewer(offset, spread), name=name)
         for name, offset, spread in (
@@ -138,7 +139,7 @@ def council() -> CouncilResult:
 
 
 WIDTHS = (1280, 420)
-HEIGHTS = {("council", 1280): 1300, ("council", 420): 1560}
+HEIGHTS = {("council", 1280): 1820, ("council", 420): 2360}
 """Screenshot heights that end with the page (a debate report is cut at 2400 px)."""
 
 

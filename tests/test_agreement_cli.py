@@ -109,3 +109,101 @@ def test_fleiss_reads_the_transposed_layout_too(
     csv.write_text("1,1,2,3,3,2\n1,2,2,3,1,2\n")  # test_fleiss_format's table, rows = raters
     code, out, _ = run(capsys, str(csv), "--format", "fleiss", "--layout", "raters-by-items")
     assert code == 0 and "Fleiss' kappa = 0.4894" in out and "6 items x 2 raters" in out
+
+
+# --- an id column is not a rater (issue 29, part 7) ------------------------------------
+
+IDS_AND_RATINGS = "id,r1,r2,r3\n" + "".join(
+    f"{i},{s},{s},{min(5, s + (i % 4 == 0))}\n"
+    for i, s in enumerate([1, 2, 3, 4, 5, 2, 3, 4, 1, 5, 3, 2], start=1)
+)
+
+
+@pytest.mark.parametrize(
+    ("header", "flags", "why"),
+    [
+        ("id", ("--header",), "its header is 'id'"),
+        ("Item ID", ("--header",), "its header is 'Item ID'"),
+        ("n", ("--header",), "distinct per row and unlike the ratings"),
+        (None, (), "distinct per row and unlike the ratings"),
+    ],
+)
+def test_an_id_column_is_refused_naming_names(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    header: str | None,
+    flags: tuple[str, ...],
+    why: str,
+) -> None:
+    """Before: --header on this file counted the ids as a fourth rater: alpha 0.102, not 0.957."""
+    lines = IDS_AND_RATINGS.splitlines(keepends=True)
+    text = "".join(lines[1:]) if header is None else f"{header},r1,r2,r3\n" + "".join(lines[1:])
+    csv = tmp_path / "ids.csv"
+    csv.write_text(text)
+    code, out, err = run(capsys, str(csv), *flags, "--bootstrap", "0")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error: --names:") and why in err and "give --names" in err
+    code, out, _ = run(capsys, str(csv), *flags, "--names", "--bootstrap", "0", "--json")
+    assert code == 0 and json.loads(out)["raters"] == 3
+    assert json.loads(out)["alpha"] == pytest.approx(0.9571, abs=1e-4)  # by hand: D_o/D_e
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "a,b\nlow,low\nmid,high\nhigh,high\n",  # labels a rater used: ratings
+        "r1,r2\n1,1\n2,2\n3,3\n4,4\n5,5\n",  # a climbing rater inside the others' range
+        "r1,r2\n1,2\n1,3\n2,5\n",  # repeats
+    ],
+)
+def test_a_rater_column_is_not_taken_for_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    csv = tmp_path / "r.csv"
+    csv.write_text(content)
+    code, _, err = run(capsys, str(csv), "--header", "--level", "nominal", "--bootstrap", "0")
+    assert code == 0 and "--names" not in err
+
+
+# --- ordinal errors name the flag (issue 29, part 7) ------------------------------------
+
+
+def test_ordinal_labels_without_an_order_name_the_domain_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "ordinal labels need their order: pass value_domain, e.g. [...]"."""
+    csv = tmp_path / "o.csv"
+    csv.write_text("a,b\nlow,low\nmid,high\nhigh,high\nlow,mid\n")
+    code, _, err = run(capsys, str(csv), "--header", "--level", "ordinal", "--bootstrap", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: --domain:") and "value_domain" not in err
+    assert "--domain low,mid,high" in err
+    code, _, err = run(
+        capsys,
+        str(csv),
+        "--header",
+        "--level",
+        "ordinal",
+        "--domain",
+        "low,mid",
+        "--bootstrap",
+        "0",
+    )
+    assert code == 2 and "'high' is not in --domain" in err and "value_domain" not in err
+    code, out, _ = run(
+        capsys, str(csv), "--header", "--level", "ordinal", "--domain", "low,mid,high", "--json"
+    )
+    assert code == 0 and json.loads(out)["alpha"] is not None
+
+
+def test_a_numeric_domain_matches_numeric_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: --domain 1,2,3 refused cells read as 1.0 ("value 1.0 is not in value_domain")."""
+    csv = tmp_path / "n.csv"
+    csv.write_text("a,b\n1,1\n2,2\n3,3\n1,2\n")
+    flags = ("--header", "--level", "ordinal", "--bootstrap", "0", "--json")
+    code, out, err = run(capsys, str(csv), *flags, "--domain", "1,2,3")
+    assert code == 0, err
+    assert json.loads(out)["alpha"] == pytest.approx(0.79, abs=1e-4)

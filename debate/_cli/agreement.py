@@ -85,12 +85,81 @@ def _cell(text: str, numeric: bool) -> Any:
         return text
 
 
+ID_HEADERS = frozenset(
+    {"id", "item", "items", "itemid", "unit", "unitid", "name", "names", "key", "index", "no"}
+    | {"row", "rater", "raters", "raterid", "judge", "annotator", "case", "story", "storyid"}
+)
+"""Header names (lower case, letters and digits only) that name items or raters, not ratings."""
+MIN_ID_ROWS = 3
+"""Below this many rows, distinct values in a column say nothing about it being ids."""
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _looks_like_ids(values: list[str], others: set[str]) -> bool:
+    """Distinct per row, and either labels no rater used or a run of integers past theirs.
+
+    Integers must run 1, 2, 3, ... (any start) and reach outside the range of the other
+    columns' numbers: a rater whose ratings happen to climb by one stays a rater.
+    """
+    cells = [v.strip() for v in values]
+    if len(cells) < MIN_ID_ROWS or "" in cells or len(set(cells)) != len(cells):
+        return False
+    numbers = [_number(c) for c in cells]
+    if any(n is None for n in numbers):
+        return not set(cells) & others  # labels: none of them is anyone's rating
+    run = [n for n in numbers if n is not None]
+    if not all(b - a == 1 for a, b in zip(run, run[1:], strict=False)):
+        return False
+    rated = [n for n in (_number(c) for c in others if c) if n is not None]
+    return bool(rated) and (max(run) > max(rated) or min(run) < min(rated))
+
+
+def id_column_problem(header: list[str] | None, rows: list[list[str]]) -> str | None:
+    """Why the first column looks like item (or rater) names rather than ratings, if it does.
+
+    Without ``--names`` such a column is read as one more rater, who agrees with no one:
+    ``--header`` on a file with an ``id`` column gave alpha 0.51 where the raters' own
+    agreement is 0.96, with no warning. A header named like ``id`` or ``item`` says so; so
+    do values distinct per row that no other column holds, when they are labels or a run
+    of consecutive integers (1, 2, 3, ...).
+    """
+    if not rows or len(rows[0]) < 2:
+        return None
+    name = header[0].strip() if header else ""
+    if "".join(ch for ch in name.lower() if ch.isalnum()) in ID_HEADERS:
+        return f"its header is {name!r}"
+    others = {c.strip() for row in rows for c in row[1:]}
+    if _looks_like_ids([row[0] for row in rows], others):
+        return "its values are distinct per row and unlike the ratings"
+    return None
+
+
 def read_ratings(path: Path, *, names: bool, header: bool, numeric: bool) -> list[list[Any]]:
-    """Rows of cells; blanks are None; numbers parsed when ``numeric``."""
+    """Rows of cells; blanks are None; numbers parsed when ``numeric``.
+
+    Raises:
+        ValueError: a first column that looks like names or ids while ``--names`` is not
+            given (it would be counted as a rater), ragged rows, or a label where a number
+            belongs.
+    """
     with path.open(newline="", encoding="utf-8") as handle:
         rows = [row for row in csv.reader(handle) if any(c.strip() for c in row)]
+    head = rows[0] if header and rows else None
     if header and rows:
         rows = rows[1:]
+    if not names:
+        problem = id_column_problem(head, [r for r in rows if len(r) == len(rows[0])])
+        if problem is not None:
+            raise ValueError(
+                f"--names: the first column looks like item or rater names ({problem}), and "
+                "would be counted as a rater; give --names to leave it out"
+            )
     if names:
         rows = [row[1:] for row in rows]
     if not rows:
@@ -160,8 +229,12 @@ def _statistic(args: argparse.Namespace) -> dict[str, Any]:
             "raters": len(items[0]),
         }
     raters = _transpose(items)  # bootstrap_alpha takes one row per rater
-    domain = args.domain.split(",") if args.domain else None
-    result = bootstrap_alpha(raters, args.level, domain, n_boot=args.bootstrap, seed=args.seed)
+    # parsed as the cells are, so --domain 1,2,3 matches cells read as 1.0, 2.0, 3.0
+    domain = [_cell(v, False) for v in args.domain.split(",")] if args.domain else None
+    try:
+        result = bootstrap_alpha(raters, args.level, domain, n_boot=args.bootstrap, seed=args.seed)
+    except ValueError as exc:
+        raise ValueError(cli_words(str(exc))) from exc
     return {
         "statistic": "krippendorff_alpha",
         "layout": layout,
@@ -172,6 +245,25 @@ def _statistic(args: argparse.Namespace) -> dict[str, Any]:
         "raters": len(raters),
         "units": len(items),
     }
+
+
+LIBRARY_WORDS = (
+    ("pass value_domain, e.g. ['low', 'mid', 'high']", "give --domain low,mid,high (lowest first)"),
+    ("pass value_domain", "give --domain with the values lowest first"),
+    ("value_domain", "--domain"),
+    ("level='nominal'", "--level nominal"),
+    ("level='ordinal'", "--level ordinal"),
+)
+"""The library's argument names in its errors, and the flags that set them here."""
+
+
+def cli_words(message: str) -> str:
+    """An error of :mod:`debate.stats` in the flags' words: ``--domain``, not value_domain."""
+    for library, flag in LIBRARY_WORDS:
+        message = message.replace(library, flag)
+    if "--domain" in message and not message.startswith("--domain"):
+        message = "--domain: " + message
+    return message
 
 
 def _layout(given: str | None, rows: list[list[Any]]) -> str:

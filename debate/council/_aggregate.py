@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from debate.council._bias import council_bias
 from debate.panel._evidence import confidence, margin_evidence
 from debate.records._config import CouncilSettings, RunConfig
 from debate.records._council import (
@@ -26,7 +27,9 @@ from debate.stats import (
     BordaEntry,
     NormalizedEntry,
     Ranking,
+    accuracy_ceiling,
     borda,
+    ceiling_order,
     intervals_tie,
     krippendorff_alpha,
     normalized_scores,
@@ -158,11 +161,32 @@ def _rankable(
     return reviewed, unranked
 
 
+def ballot_order(review: Review) -> list[str] | None:
+    """The reviewer's ranking with the accuracy ceiling enforced (ADR-016, every method).
+
+    The rubric methods get the ceiling through the capped overall scores; Borda counts
+    the explicit ranking, so the ceiling is applied to the ranking itself: an answer is
+    moved below every answer the same reviewer scored above its ceiling
+    (:func:`debate.stats.ceiling_order`).
+    """
+    if not review.ranking or review.scores is None or review.overall is None:
+        return review.ranking
+    ceilings = {
+        cid: cap
+        for cid, score in review.scores.items()
+        if (cap := accuracy_ceiling(float(score.accuracy))) is not None
+    }
+    return ceiling_order(review.ranking, review.overall, ceilings)
+
+
 def _votes(scored: list[Review], ids: list[str]) -> _Votes:
     authored = {r.reviewer: frozenset(r.self_votes_excluded) for r in scored}
     rankings = [
         Ranking(
-            reviewer=r.reviewer, order=r.ranking, scores=r.overall, authored=authored[r.reviewer]
+            reviewer=r.reviewer,
+            order=ballot_order(r),
+            scores=r.overall,
+            authored=authored[r.reviewer],
         )
         for r in scored
     ]
@@ -195,8 +219,9 @@ def _order(
 ) -> list[str]:
     """The candidates best first by the primary method (Borda breaks ties in the others)."""
     ids = votes.ids
-    if method == "borda":
-        return sorted(ids, key=lambda c: borda_rows[c].rank)
+    if method == "borda":  # the listing order: shared ranks broken by first places, name
+        listing = list(borda_rows)
+        return sorted(ids, key=listing.index)
     if method == "rubric":
         return sorted(ids, key=lambda c: (-raw.get(c, -math.inf), -borda_rows[c].borda, c))
     return sorted(ids, key=lambda c: normalized[c].rank if c in normalized else len(ids) + 1)
@@ -233,10 +258,11 @@ def _rank(votes: _Votes, settings: CouncilSettings, failed: list[str]) -> list[R
     means = {c: n.mean_score for c, n in normalized.items()}
     errors = {c: n.std_error for c, n in normalized.items()}
     tied = _ties(order, means, errors, settings.tie_z)
+    shared = settings.method == "borda"  # equal Borda points share a rank (ADR-007)
     return [
         RankingEntry(
             candidate=cid,
-            rank=i + 1,
+            rank=borda_rows[cid].rank if shared else i + 1,
             mean_score=means.get(cid),
             std_error=errors.get(cid),
             raw_mean=raw.get(cid),
@@ -285,9 +311,11 @@ def aggregate(
 ) -> CouncilResult:
     """Rank the candidates by the configured method; report the other methods beside it.
 
-    The safety gate, when on, applies whatever the method: it caps the rubric overall
-    (normalised and rubric methods) and puts a failed answer below the others in every
-    Borda ballot. Candidates nobody but their author scored are listed as unranked.
+    The safety gate and the accuracy ceiling, when they bind, apply whatever the method:
+    they cap the rubric overall (normalised and rubric methods), a gate-failed answer goes
+    below the others in every Borda ballot, and a capped one below every answer its
+    reviewer scored above its ceiling (:func:`ballot_order`). Candidates nobody but their
+    author scored are listed as unranked.
     """
     settings = config.council
     failed = safety_failures(reviews, candidates) if settings.safety_gate else []
@@ -307,6 +335,7 @@ def aggregate(
         top_pair=top_pair(entries, scored),
         interpretation=interpretation(entries, unranked, len(scored)),
         safety_failed=failed,
+        bias=council_bias(candidates, reviews, entries),
         usage=usage,
         config=config,
         seed=seed,

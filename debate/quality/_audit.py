@@ -12,7 +12,9 @@ when no argument was ever read at two positions (a fixed order without the swap 
 says the position effect cannot be told apart from the arguments.
 
 Council runs are audited with ADR-017's measure: the correlation of a reviewer's score with
-the display position, within candidates, judged against the 0.1 bound.
+the display position, within candidates, judged against the 0.1 bound; and with ADR-010's
+harsh/generous check: a reviewer's offset from the other reviewers on the same candidates.
+(Length against score is in each council report: the store keeps no candidate text.)
 """
 
 from __future__ import annotations
@@ -106,6 +108,10 @@ class ReviewerAudit(Frozen):
     """Points per display position later, within candidates."""
     within_bound: bool | None
     """|correlation| below ADR-017's bound (None without an estimate)."""
+    offset: Estimate | None = None
+    """Points this reviewer scores above (+, generous) or below (-, harsh) the other
+    reviewers on the same candidates (ADR-010), interval clustered by run; None pooled
+    (the offsets of all reviewers average out by construction) and in older audits."""
 
 
 class CouncilAudit(Frozen):
@@ -290,6 +296,39 @@ def _self_preference(design: Design, own: FloatArray) -> tuple[list[Estimate], E
     )
 
 
+def reviewer_offset(rows: Sequence[dict[str, object]], reviewer: tuple[str, str]) -> Estimate:
+    """The reviewer's score minus the others' mean on the same candidate, over every run.
+
+    The mean difference with a cluster-robust (by run) t interval, G - 1 degrees of
+    freedom: candidates of one run share that run's question and reviewers' mood.
+    """
+    from scipy import stats  # the audit command already pays for scipy
+
+    by_item: dict[tuple[object, object], dict[tuple[str, str], float]] = {}
+    for r in rows:
+        key = (str(r["reviewer"]), str(r["model"]))
+        by_item.setdefault((r["run_id"], r["candidate"]), {})[key] = float(r["score"])  # type: ignore[arg-type]
+    runs: list[object] = []
+    differences: list[float] = []
+    for (run, _), scores in by_item.items():
+        others = [v for k, v in scores.items() if k != reviewer]
+        if reviewer in scores and others:
+            runs.append(run)
+            differences.append(scores[reviewer] - float(np.mean(others)))
+    n, groups = len(differences), len(set(runs))
+    if groups < MIN_RUNS:
+        return too_small(n, MIN_RUNS, " runs")
+    if n < MIN_SAMPLE:
+        return too_small(n)
+    d = np.asarray(differences)
+    mean = float(d.mean())
+    cluster = codes(runs)
+    sums = np.bincount(cluster, weights=d - mean)
+    se = math.sqrt(groups / (groups - 1) * float((sums**2).sum())) / n
+    half = float(stats.t.ppf(0.975, groups - 1)) * se
+    return Estimate(value=mean, low=mean - half, high=mean + half, n=n, runs=groups, unit="points")
+
+
 def council_figures(rows: Sequence[dict[str, object]]) -> CouncilAudit:
     """ADR-017's measure per reviewer and pooled; self-votes are left out, as in the ranking."""
     counted = [r for r in rows if not r["self_vote"]]
@@ -303,17 +342,28 @@ def council_figures(rows: Sequence[dict[str, object]]) -> CouncilAudit:
     correlation = estimates(design, position, within, "", scale=scale, absorbed=same)
     step = estimates(design, position, within, "points/position", absorbed=same)
 
-    def reviewer(name: str, model: str, r: Estimate, s: Estimate) -> ReviewerAudit:
+    def reviewer(
+        name: str, model: str, r: Estimate, s: Estimate, offset: Estimate | None
+    ) -> ReviewerAudit:
         inside = None if r.value is None else abs(r.value) < BOUND
-        return ReviewerAudit(reviewer=name, model=model, correlation=r, step=s, within_bound=inside)
+        return ReviewerAudit(
+            reviewer=name,
+            model=model,
+            correlation=r,
+            step=s,
+            within_bound=inside,
+            offset=offset,
+        )
 
     return CouncilAudit(
         runs=design.runs,
         reviewers=[
-            reviewer(name, model, correlation[0][i], step[0][i])
+            reviewer(
+                name, model, correlation[0][i], step[0][i], reviewer_offset(counted, (name, model))
+            )
             for i, (name, model) in enumerate(design.units)
         ],
-        pooled=reviewer("all", "all", correlation[1], step[1]),
+        pooled=reviewer("all", "all", correlation[1], step[1], None),
     )
 
 

@@ -61,10 +61,24 @@ def _reviewer_lines(r: ReviewerAudit, bound: float) -> list[str]:
             if max(-corr.low, corr.high) >= bound:
                 verdict += f" (the interval reaches past +-{bound}: more runs would settle it)"
         verdict += f"; {position_verdict(corr, earlier_positive=False)}"
-    return [
+    lines = [
         _line("position correlation", corr, verdict),
         _line("per position later", r.step),
     ]
+    if r.offset is not None:
+        lines.append(_line("offset vs other reviewers", r.offset, offset_verdict(r.offset)))
+    return lines
+
+
+def offset_verdict(est: Estimate) -> str:
+    """Harsh, generous, or no evidence of either (nothing without an interval)."""
+    if est.covers_zero is None or est.value is None:
+        return ""
+    if est.covers_zero:
+        return "no evidence of a harsh or generous reviewer"
+    return (
+        "generous: scores above the others" if est.value > 0 else "harsh: scores below the others"
+    )
 
 
 def council_lines(council: CouncilAudit) -> list[str]:

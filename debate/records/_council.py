@@ -129,6 +129,45 @@ class TopPair(Frozen):
     """Reviewers who scored both (their author's own reviews excluded)."""
 
 
+class BiasFigure(Frozen):
+    """One bias check of a council run: a figure with its 95 % interval, or why not."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int
+    note: str | None = None
+    """Why there is no value or no interval (too few candidates, no variation)."""
+
+
+Leaning = Literal["harsh", "generous", "no evidence"]
+
+
+class ReviewerOffset(Frozen):
+    """How much one reviewer scores above (+) or below (-) the others on the same answers."""
+
+    reviewer: str
+    model: str
+    offset: BiasFigure
+    """Mean of (its overall score - the other reviewers' mean) over the candidates both
+    scored, in rubric points, with a t interval."""
+    leaning: Leaning | None
+    """``harsh`` or ``generous`` when the interval excludes 0; None without an interval."""
+
+
+class CouncilBias(Frozen):
+    """ADR-010 and ADR-016's bias checks on one council run (position is ``debate audit``'s).
+
+    Length can favour verbose answers; a harsh or generous reviewer moves raw means and
+    Borda (z-normalisation removes its offset from the default ranking, ADR-010).
+    """
+
+    length: BiasFigure
+    """Pearson r of candidate length (characters) with its raw mean score, Fisher interval;
+    across candidates, so a run of fewer than four has no figure."""
+    reviewers: list[ReviewerOffset] = Field(default_factory=list)
+
+
 class CouncilResult(Frozen):
     """The council's answer: a ranking, its ties, and how much the reviewers agree."""
 
@@ -154,6 +193,8 @@ class CouncilResult(Frozen):
     ``tier`` together (1 without tiers)."""
     cascade: Cascade | None = None
     """The tiers asked, why, and what they cost; None in results written before tiers."""
+    bias: CouncilBias | None = None
+    """Length and reviewer-offset checks; None in results written before them."""
 
     @field_validator("question")
     @classmethod

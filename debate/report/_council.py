@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from debate.records._council import CouncilResult, RankingEntry, Review
+from debate.records._council import BiasFigure, CouncilBias, CouncilResult, RankingEntry, Review
 from debate.report._gauges import at, fluid_svg, hline, nice_ticks, pct, ptext, vline
 from debate.report._markup import esc, section, table
 from debate.report._svg import INK, MUTED, text
@@ -229,6 +229,75 @@ def _agreement_section(result: CouncilResult) -> str:
     )
 
 
+def _length_reading(figure: BiasFigure) -> str:
+    """What the length correlation says: nothing, or which way answers' length pulls."""
+    if figure.low is None or figure.high is None:
+        return figure.note or ""
+    if figure.low <= 0 <= figure.high:
+        return "no evidence of a length preference"
+    return "longer answers scored higher" if figure.low > 0 else "shorter answers scored higher"
+
+
+def bias_rows(bias: CouncilBias) -> list[list[str]]:
+    """One row per check: what, figure, 95 % interval, n, what it says (plain text)."""
+
+    def interval(f: BiasFigure, digits: int) -> str:
+        if f.low is None or f.high is None:
+            return "-"
+        return f"[{f.low:+.{digits}f}, {f.high:+.{digits}f}]"
+
+    length = bias.length
+    rows = [
+        [
+            "length vs raw mean, r",
+            fmt(length.value, 2, signed=True),
+            interval(length, 2),
+            str(length.n),
+            _length_reading(length),
+        ]
+    ]
+    for r in bias.reviewers:
+        f = r.offset
+        reading = r.leaning or (f.note or "")
+        if r.leaning in ("harsh", "generous"):
+            reading = (
+                f"{r.leaning}: scores {'below' if r.leaning == 'harsh' else 'above'} the others"
+            )
+        rows.append(
+            [
+                f"{r.reviewer if r.model == r.reviewer else f'{r.reviewer} ({r.model})'}"
+                " offset, points",
+                fmt(f.value, 2, signed=True),
+                interval(f, 2),
+                str(f.n),
+                reading,
+            ]
+        )
+    return rows
+
+
+BIAS_HEAD = ["check", "figure", "95% interval", "n", "reading"]
+BIAS_NOTE = (
+    "Length: Pearson r of each candidate's length (characters) with its raw mean, Fisher "
+    "interval, across candidates. Offset: a reviewer's overall score minus the other "
+    "reviewers' mean on the same answers, t interval. The z-normalised ranking removes a "
+    "reviewer's offset; raw means and Borda do not (ADR-010). Position bias needs many "
+    "runs: see debate audit."
+)
+
+
+def _bias_section(result: CouncilResult) -> str:
+    if result.bias is None:
+        return ""
+    return section(
+        "bias",
+        "Bias checks",
+        table(BIAS_HEAD, [[esc(c) for c in row] for row in bias_rows(result.bias)], {1, 2, 3})
+        + f'<p class="note">{esc(BIAS_NOTE)}</p>',
+        "Does answer length or a harsh or generous reviewer move the scores?",
+    )
+
+
 def _candidates_section(result: CouncilResult) -> str:
     answers = "".join(
         f"<details><summary>{esc(c.id)}{' · ' + esc(c.author_model) if c.author_model else ''}"
@@ -247,6 +316,7 @@ def render_council_html(result: CouncilResult) -> str:
         verdict,
         _ranking_section(result),
         _agreement_section(result),
+        _bias_section(result),
         _reviews_section(result),
         _candidates_section(result),
     ]
@@ -280,6 +350,10 @@ def render_council_markdown(result: CouncilResult) -> str:
             ],
         )
     )
+    if result.bias is not None:
+        rows = [[cell(c) for c in row] for row in bias_rows(result.bias)]
+        lines += ["", "## Bias checks", "", md_table(BIAS_HEAD, rows)]
+        lines += ["", BIAS_NOTE, ""]
     for r in result.reviews:
         if r.self_votes_excluded:
             lines.append(

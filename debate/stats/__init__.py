@@ -10,9 +10,11 @@ from debate.stats._aggregation import (
     NormalizedEntry,
     Ranking,
     SideVote,
+    accuracy_ceiling,
     argument_variance,
     bootstrap_margin,
     borda,
+    ceiling_order,
     check_weights,
     intervals_tie,
     normalized_scores,
@@ -29,6 +31,7 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
 from debate.stats._latent import (
     FactorFit,
     LatentClassFit,
@@ -63,6 +66,10 @@ from debate.stats._selective import (
 )
 
 __all__ = [
+    "Interval",
+    "correlation_interval",
+    "mean_interval",
+    "t95",
     "ALPHA_BANDS",
     "BAND_BOUNDS",
     "BAND_TEXT",
@@ -82,7 +89,9 @@ __all__ = [
     "Ranking",
     "SideVote",
     "argument_variance",
+    "accuracy_ceiling",
     "borda",
+    "ceiling_order",
     "bootstrap_alpha",
     "bootstrap_margin",
     "calibrate",

@@ -208,6 +208,56 @@ def _rubric_scores(scores: Mapping[str, float], dimensions: Sequence[str]) -> di
     return checked
 
 
+ACCURACY_CEILINGS: tuple[tuple[float, float], ...] = ((5.0, 4.0), (7.0, 7.0))
+"""ADR-016's ceiling: (accuracy below this, overall at most this), strictest first."""
+
+
+def accuracy_ceiling(accuracy: float) -> float | None:
+    """The most an answer of this accuracy may score overall (None: no ceiling).
+
+    Accuracy is a prerequisite, not just a weight: below 5 the overall is capped at 4.0,
+    below 7 at 7.0 (ADR-016), whatever the other dimensions say.
+    """
+    for below, cap in ACCURACY_CEILINGS:
+        if accuracy < below:
+            return cap
+    return None
+
+
+def ceiling_order(
+    order: Sequence[str], scores: Mapping[str, float], ceilings: Mapping[str, float]
+) -> list[str]:
+    """A reviewer's ranking with every ceiling enforced: the ranking wins, within its caps.
+
+    A candidate with a ceiling is moved down below every candidate the same reviewer
+    scored above that ceiling, so a reviewer cannot rank a well-written wrong answer above
+    an answer it scored higher than the wrong one may ever score: the accuracy ceiling
+    binds Borda as it binds the rubric. A candidate so scored but missing from a partial
+    ranking is placed just above the capped one (the scores say it belongs there). Other
+    candidates keep the reviewer's order. The moves always end: a capped candidate only
+    goes below candidates scored above its cap, which are never capped below it.
+    """
+    result = list(order)
+    for _ in range(len(result) + len(scores) + 1):
+        moved = False
+        for capped in [c for c in result if c in ceilings]:
+            above = [c for c, v in scores.items() if c != capped and float(v) > ceilings[capped]]
+            missing = sorted(
+                (c for c in above if c not in result), key=lambda c: (-float(scores[c]), c)
+            )
+            here = result.index(capped)
+            result[here:here] = missing
+            last = max((result.index(c) for c in above), default=-1)
+            here = result.index(capped)
+            if last > here:
+                result.insert(last, result.pop(here))
+                moved = True
+            moved = moved or bool(missing)
+        if not moved:
+            return result
+    return result  # pragma: no cover - the moves end, see the docstring
+
+
 def rubric_overall(
     scores: Mapping[str, float],
     weights: Mapping[str, float] | None = None,
@@ -235,10 +285,9 @@ def rubric_overall(
         raise ValueError(f"safety_failed is {safety_failed!r}; give True or False")
     overall = sum(w[d] * checked[d] for d in w)
     if "accuracy" in checked:
-        if checked["accuracy"] < 5:
-            overall = min(overall, 4.0)
-        elif checked["accuracy"] < 7:
-            overall = min(overall, 7.0)
+        ceiling = accuracy_ceiling(checked["accuracy"])
+        if ceiling is not None:
+            overall = min(overall, ceiling)
     if safety_failed:
         overall = min(overall, cap)
     return round(overall, 6)
@@ -359,8 +408,9 @@ def borda(
     abstentions (no order, no scores) skipped, partial rankings use the positions given,
     unknown candidates ignored; an empty order falls back on the reviewer's scores
     (ADR-007). Candidates in ``gated`` (failed the safety gate) rank below every other
-    candidate in each ballot. Ties are broken by first places, then by name; a candidate
-    with no votes ranks last; with a single voting reviewer every result is low
+    candidate in each ballot. Equal scores share a rank (see :func:`shared_ranks`); the
+    listing puts more first places, then the name, first; a candidate with no votes ranks
+    last; with a single voting reviewer every result is low
     confidence; otherwise confidence follows vote coverage (>= 0.8 high, >= 0.5 medium).
 
     Raises:
@@ -394,9 +444,24 @@ def borda(
     rows = [(c, means[c], len(points[c]), firsts[c]) for c in ids]
     rows.sort(key=lambda r: (r[2] == 0, -r[1], -r[3], r[0]))
     return [
-        BordaEntry(c, score, votes, first, i + 1, _coverage(votes, possible[c], voters == 1))
-        for i, (c, score, votes, first) in enumerate(rows)
+        BordaEntry(c, score, votes, first, rank, _coverage(votes, possible[c], voters == 1))
+        for rank, (c, score, votes, first) in zip(shared_ranks(rows), rows, strict=True)
     ]
+
+
+def shared_ranks(rows: Sequence[tuple[str, float, int, int]]) -> list[int]:
+    """Competition ranks (1, 1, 3) of rows sorted best first: equal Borda scores share a rank.
+
+    The tie-breakers (first places, then name) order the listing only; a rank is what
+    the points earned (ADR-007), so two candidates with the same points are both first.
+    A candidate without votes never shares the rank of one whose votes gave it 0 points.
+    """
+    ranks: list[int] = []
+    for i, (_, score, votes, _) in enumerate(rows):
+        previous = rows[i - 1] if i else None
+        same = previous is not None and previous[1] == score and (previous[2] == 0) == (votes == 0)
+        ranks.append(ranks[-1] if same else i + 1)
+    return ranks
 
 
 def intervals_tie(upper: tuple[float, float], lower: tuple[float, float], z: float) -> bool:
