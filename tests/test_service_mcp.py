@@ -212,7 +212,7 @@ def test_a_bad_argument_is_a_tool_error_that_names_the_field(tmp_path: Path) -> 
     ]
     assert errors[0]["message"] == "arguments: 11 is out of range; use 1 to 10"
     assert "astrologer" in errors[2]["message"] and "technical" in errors[2]["message"]
-    assert errors[3]["message"].startswith("judges: the panel has 1 judge")
+    assert errors[3]["message"].startswith("judges: the panel has 1 regular judge")
     for result, error in zip(results, errors, strict=True):
         assert error["kind"] == "configuration"
         assert result.content[0].text == error["message"]

@@ -68,6 +68,7 @@ def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
     """A statistic as text: fixed digits (a sign with ``signed``), or ``undefined``."""
     if value is None or not math.isfinite(value):
         return UNDEFINED
+    value = round(value, digits) + 0.0  # -0.0001 reads 0.000, as its mirror image +0.0001 does
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
