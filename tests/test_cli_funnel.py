@@ -227,7 +227,14 @@ class HoldAfter:
 def press_ctrl_c(argv: list[str], server: FakeOpenAIServer, holder: HoldAfter) -> tuple[int, str]:
     """Run ``debate`` in a process, press Ctrl-C (SIGINT) once calls are held; code, stderr."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    command = [sys.executable, "-m", "debate", *argv, "--model", "m", "--base-url"]
+    # `python -m debate`, with Ctrl-C's default handler installed first: a test run started
+    # in the background of a non-interactive shell ignores SIGINT, the child would inherit
+    # that, and Python leaves an ignored SIGINT ignored (the press would do nothing).
+    start = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('debate', run_name='__main__', alter_sys=True)"
+    )
+    command = [sys.executable, "-c", start, *argv, "--model", "m", "--base-url"]
     proc = subprocess.Popen(
         [*command, server.base_url, "--api-key-env", "", "--quiet", "--no-store"],
         env=env,
@@ -239,8 +246,7 @@ def press_ctrl_c(argv: list[str], server: FakeOpenAIServer, holder: HoldAfter) -
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    # a held call is dropped after 30 s; on a loaded machine the exit can take about as long
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=30)
     holder.release.set()
     return proc.returncode, err
 
