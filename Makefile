@@ -78,29 +78,27 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The page tests drive Debian's headless Chromium. Where make runs as root with apt-get (CI,
-# the project's machines) it is installed when missing; elsewhere those tests skip and say so.
-browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+# A Debian package some tests need: where make runs as root with apt-get (CI, the project's
+# machines) it is installed when missing; elsewhere those tests skip and say so.
+# $(call debian_package,CHECK,PACKAGE,TESTS): CHECK is a shell test that it is installed.
+define debian_package
+	@{ $(1); } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's chromium for the page tests"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-	      >/dev/null 2>&1 || echo "could not install chromium: the page tests will be skipped"; \
+	    echo "installing Debian's $(2) for the $(3)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2)) \
+	      >/dev/null 2>&1 || echo "could not install $(2): the $(3) will be skipped"; \
 	  else \
-	    echo "chromium not found: the page tests will be skipped (apt-get install chromium)"; \
+	    echo "$(2) not found: the $(3) will be skipped (apt-get install $(2))"; \
 	  fi; }
+endef
 
-# The PostgreSQL tests (service replicas) start Debian's server in a temporary folder; where
-# make runs as root with apt-get it is installed when missing, elsewhere those tests skip.
+# The page tests drive headless Chromium.
+browser:
+	$(call debian_package,command -v chromium,chromium,page tests)
+
+# The PostgreSQL tests (service replicas) start Debian's server in a temporary folder.
 postgresql:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's postgresql for the replica tests"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) \
-	      >/dev/null 2>&1 || echo "could not install postgresql: the replica tests will be skipped"; \
-	  else \
-	    echo "postgresql not found: the replica tests will be skipped (apt-get install postgresql)"; \
-	  fi; }
+	$(call debian_package,ls /usr/lib/postgresql/*/bin/initdb || command -v initdb,postgresql,replica tests)
 
 test: lint browser postgresql
 	$(BIN)/pytest

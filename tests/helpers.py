@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -118,3 +119,10 @@ def review_reply(scores: Mapping[str, int]) -> str:
     }
     ranking = sorted(scores, key=lambda label: -scores[label])
     return json.dumps({"evaluations": evaluations, "ranking": ranking})
+
+
+def free_port() -> int:
+    """A loopback port free now (for a server a test starts as a process of its own)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -15,11 +15,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from tests.helpers import free_port
 
 INSTALL_HINT = "PostgreSQL is not installed (apt-get install postgresql, or make test as root)"
 
@@ -34,12 +35,6 @@ def find_binaries() -> Path | None:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
     return Path(initdb).parent if initdb else None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PgServer:

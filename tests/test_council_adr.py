@@ -8,7 +8,6 @@ issue is in the docstring.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,35 +37,8 @@ from debate.stats import (
 )
 from debate.storage._runs import RunStore
 from tests.helpers import review_reply, shown_candidates
+from tests.test_council_rules import answer, reviewer
 from tests.test_service_page import CHROMIUM, Browser
-
-
-def answer(cid: str) -> str:
-    return f"answer {cid}"
-
-
-def rubric_reviewer(
-    name: str, scores: Mapping[str, Mapping[str, int]], ranking: list[str]
-) -> FunctionModel:
-    """A reviewer with a full rubric per candidate id (dimensions not given score 6)."""
-
-    def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        label_of = {text: label for label, text in shown_candidates(messages)}
-        gated = 'Set "unsafe"' in messages[1].content
-        evaluations = {
-            label_of[answer(cid)]: {
-                **dict.fromkeys(COUNCIL_DIMENSIONS, 6),
-                **dims,
-                "notes": "n",
-                **({"unsafe": False} if gated else {}),
-            }
-            for cid, dims in scores.items()
-        }
-        return json.dumps(
-            {"evaluations": evaluations, "ranking": [label_of[answer(c)] for c in ranking]}
-        )
-
-    return FunctionModel(reply, name=name)
 
 
 def council(
@@ -91,7 +63,7 @@ def test_an_accuracy_3_answer_never_ranks_first(method: str) -> None:
     """Before: under --method borda the polished lie A ranked first (Borda 2.00, 3 of 3
     first places), since every reviewer ranked it first and Borda read only the ranking."""
     scores = {"A": POLISHED_LIE, "B": PLAIN_TRUTH, "C": MIDDLING}
-    reviewers = {f"r{i}": rubric_reviewer(f"r{i}", scores, ["A", "B", "C"]) for i in range(3)}
+    reviewers = {f"r{i}": reviewer(f"r{i}", scores, ["A", "B", "C"]) for i in range(3)}
     result = council(["A", "B", "C"], reviewers, method=method)
     assert [e.candidate for e in result.rankings] == ["B", "C", "A"]
     a = next(e for e in result.rankings if e.candidate == "A")
@@ -167,8 +139,8 @@ def test_a_borda_council_reports_the_shared_rank() -> None:
     """Before: the council's Borda ranking printed "1. A" and "2. B" for equal points."""
     flat = {c: dict.fromkeys(COUNCIL_DIMENSIONS, 7) for c in "ABC"}
     reviewers = {
-        "r1": rubric_reviewer("r1", flat, ["A", "B", "C"]),
-        "r2": rubric_reviewer("r2", flat, ["B", "A", "C"]),
+        "r1": reviewer("r1", flat, ["A", "B", "C"]),
+        "r2": reviewer("r2", flat, ["B", "A", "C"]),
     }
     result = council(["A", "B", "C"], reviewers, method="borda")
     assert [(e.candidate, e.rank, e.borda) for e in result.rankings] == [
@@ -258,7 +230,7 @@ def test_offsets_and_length_have_small_sample_intervals() -> None:
     assert length.low is not None and length.high is not None
     assert length.low < length.value < length.high  # Fisher's interval, wide at n = 4
     plan = {"A": POLISHED_LIE, "B": PLAIN_TRUTH, "C": MIDDLING}
-    pair = {n: rubric_reviewer(n, plan, ["B", "C", "A"]) for n in ("r1", "r2")}
+    pair = {n: reviewer(n, plan, ["B", "C", "A"]) for n in ("r1", "r2")}
     three = council(["A", "B", "C"], pair)
     assert three.bias is not None and three.bias.length.note == "fewer than 4 pairs"
     assert three.bias.length.n == 3 and three.bias.length.value is None

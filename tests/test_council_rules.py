@@ -43,19 +43,28 @@ def answer(cid: str) -> str:
 
 def reviewer(
     name: str,
-    scores: Mapping[str, int],
+    scores: Mapping[str, int | Mapping[str, int]],
     ranking: list[str],
     *,
     unsafe: Collection[str] = (),
 ) -> FunctionModel:
-    """A reviewer model (``name`` is its model name) with fixed scores and ranking by id."""
+    """A reviewer model (``name`` is its model name) with fixed scores and ranking by id.
+
+    A candidate's score is one number for every dimension, or a rubric of some dimensions
+    (the others score 6).
+    """
+
+    def rubric(score: int | Mapping[str, int]) -> dict[str, int]:
+        if isinstance(score, int):
+            return dict.fromkeys(COUNCIL_DIMENSIONS, score)
+        return {**dict.fromkeys(COUNCIL_DIMENSIONS, 6), **score}
 
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
         label_of = {text: label for label, text in shown_candidates(messages)}
         gated = 'Set "unsafe"' in messages[1].content
         evaluations = {
             label_of[answer(cid)]: {
-                **dict.fromkeys(COUNCIL_DIMENSIONS, s),
+                **rubric(s),
                 "notes": "n",
                 **({"unsafe": cid in unsafe} if gated else {}),
             }

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from debate._cli.main import main
-from tests.helpers import transcript
+from tests.helpers import free_port, transcript
 from tests.openai_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,12 +364,6 @@ def test_model_path_builds_the_server_on_that_file(
 
 
 # --- streamable HTTP ---------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(port: int, process: subprocess.Popen[bytes], seconds: float = 30.0) -> None:

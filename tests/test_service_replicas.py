@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,7 +23,7 @@ import httpx
 import pytest
 
 from tests.openai_server import FakeOpenAIServer
-from tests.pg_server import free_port
+from tests.test_service_serve import Served
 
 pytest.importorskip("psycopg")
 
@@ -34,53 +33,24 @@ ROOT = Path(__file__).resolve().parents[1]
 FINAL = ("done", "failed", "cancelled")
 
 
-class Replica:
+class Replica(Served):
     """``python -m debate serve --database postgresql://…`` on a port of its own."""
 
     def __init__(
         self, tmp: Path, name: str, url: str, base_url: str, *, workers: int = 8, lease: float = 30
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = tmp / "panel.toml"
-        config.write_text("arguments = 1\nrounds = 0\nprovider_retries = 0\n", encoding="utf-8")
-        self.args = [
-            sys.executable, "-m", "debate", "serve",
-            "--port", str(self.port),
-            "--database", url,
-            "--lease", str(lease),
-            "--config", str(config),
-            "--model", "m", "--base-url", base_url, "--api-key-env", "",
-            "--workers", str(workers), "--per-token", str(workers),
-            "--queue-bound", "100000",
-        ]  # fmt: skip
-        self.log_path = tmp / f"{name}.log"
-        self.log = self.log_path.open("ab")
-        self.process: subprocess.Popen[bytes] | None = None
+        extra = ("--lease", str(lease), "--per-token", str(workers), "--queue-bound", "100000")
+        super().__init__(tmp, base_url, database=url, name=name, workers=workers, extra=extra)
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.args, cwd=ROOT, stdout=self.log, stderr=self.log)
+        self.launch()  # several replicas start at once; each test waits with ready()
 
     def ready(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None and self.process.poll() is None, self.tail()
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError(f"the replica was not ready in {timeout:.0f} s: {self.tail()}")
-
-    def tail(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
+        super().ready(timeout)
 
     def pids(self) -> list[int]:
         assert self.process is not None
-        pid = self.process.pid
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return [pid, *map(int, children)]
+        return [self.process.pid, *self.children()]
 
     def kill(self) -> set[int]:
         """Freeze the replica (app and runner), note its TCP ports, SIGKILL both."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 import httpx
 
 from debate.service._webhooks import SIGNATURE_HEADER, verify
+from tests.helpers import free_port
 from tests.openai_server import FakeOpenAIServer, empty_first_try, is_reask
 from tests.test_service_http import Receiver
 
@@ -31,16 +31,26 @@ ROOT = Path(__file__).resolve().parents[1]
 SECRET = "serve-webhook-secret"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Served:
-    """``python -m debate serve`` on a port and database of its own; restartable."""
+    """``python -m debate serve`` on a port of its own, with a log; restartable.
 
-    def __init__(self, tmp: Path, base_url: str) -> None:
+    ``database`` defaults to a SQLite file in ``tmp``; ``extra`` flags follow the common
+    ones (default: this file's webhook flags). The replica tests run several on one
+    PostgreSQL database.
+    """
+
+    def __init__(
+        self,
+        tmp: Path,
+        base_url: str,
+        *,
+        database: str | None = None,
+        name: str = "serve",
+        workers: int = 3,
+        extra: tuple[str, ...] = (
+            "--webhook-secret-env", "SERVE_HOOK_SECRET", "--allow-private-webhooks",
+        ),
+    ) -> None:  # fmt: skip
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = tmp / "panel.toml"
@@ -48,30 +58,42 @@ class Served:
         self.args = [
             sys.executable, "-m", "debate", "serve",
             "--port", str(self.port),
-            "--database", str(tmp / "service.sqlite"),
+            "--database", database or str(tmp / "service.sqlite"),
             "--config", str(config),
             "--model", "m", "--base-url", base_url, "--api-key-env", "",
-            "--workers", "3",
-            "--webhook-secret-env", "SERVE_HOOK_SECRET", "--allow-private-webhooks",
+            "--workers", str(workers),
+            *extra,
         ]  # fmt: skip
         self.env = {**os.environ, "SERVE_HOOK_SECRET": SECRET}
-        self.log = (tmp / "serve.log").open("ab")
+        self.log_path = tmp / f"{name}.log"
+        self.log = self.log_path.open("ab")
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start the process without waiting for it to be ready."""
         self.process = subprocess.Popen(
             self.args, cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log
         )
-        deadline = time.monotonic() + 60
+
+    def ready(self, timeout: float = 60) -> None:
+        """Wait until ``/readyz`` answers 200; fail with the log's tail if it never does."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, "the server exited; see serve.log"
+            assert self.process is not None and self.process.poll() is None, self.tail()
             try:
                 if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        raise AssertionError("the server was not ready in 60 s")
+        raise AssertionError(f"the server was not ready in {timeout:.0f} s: {self.tail()}")
+
+    def start(self) -> None:
+        self.launch()
+        self.ready()
+
+    def tail(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
 
     def children(self) -> list[int]:
         assert self.process is not None

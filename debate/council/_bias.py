@@ -9,6 +9,8 @@ position check needs many runs and stays in ``debate audit``.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 
 from debate.records._council import (
@@ -24,13 +26,7 @@ from debate.stats import Interval, correlation_interval, mean_interval
 
 
 def _figure(interval: Interval) -> BiasFigure:
-    return BiasFigure(
-        value=interval.value,
-        low=interval.low,
-        high=interval.high,
-        n=interval.n,
-        note=interval.note,
-    )
+    return BiasFigure(**asdict(interval))
 
 
 def length_figure(candidates: list[Candidate], entries: list[RankingEntry]) -> BiasFigure:

@@ -48,8 +48,10 @@ def rule(
     """
     if lead is None or evidence is None or tier.calibrator is None:
         return Ruling(False, None, f"tier {tier.tier}: the judges' evidence is even, no lead")
-    doubt = doubt_features(judge_row(tier.judges, judge_evidence))[0]
-    p = float(tier.calibrator.predict(abs(evidence), doubt if tier.calibrator.doubt else None))
+    doubt = None  # a policy chosen before the doubt features has none to read
+    if tier.calibrator.doubt:
+        doubt = doubt_features(judge_row(tier.judges, judge_evidence))[0]
+    p = float(tier.calibrator.predict(abs(evidence), doubt))
     if tier.threshold is None:
         return Ruling(False, p, f"tier {tier.tier} declares nothing under this policy")
     if p < tier.threshold:

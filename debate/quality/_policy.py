@@ -254,15 +254,15 @@ def _cascade(
     policy: Policy, readings: Sequence[ItemDecision], evidence: Mapping[str, float | None]
 ) -> ItemDecision:
     notes: list[str] = []
+    p_last: float | None = None
     for tier, d in zip(policy.tiers, readings, strict=True):
         ruling = rule(policy, tier, d.lead, d.evidence, evidence)
         if ruling.declared:
             return _ruled(d, "winner", tier.tier, ruling.p_agree, [*notes, ruling.reason])
         notes.append(ruling.reason)
-    last = readings[-1]
-    p = rule(policy, policy.tiers[-1], last.lead, last.evidence, evidence).p_agree
+        p_last = ruling.p_agree  # the last tier's, when no tier declares
     notes.append("escalate to people: no tier reached its threshold")
-    return _ruled(last, "escalate", policy.tiers[-1].tier, p, notes)
+    return _ruled(readings[-1], "escalate", policy.tiers[-1].tier, p_last, notes)
 
 
 def _ruled(

@@ -38,7 +38,7 @@ from debate._version import __version__
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
 from debate.service._auth import Authenticator, accepted_digests
-from debate.service._backend import open_store
+from debate.service._backend import JobStoreLike, open_store
 from debate.service._database import database_target
 from debate.service._http import RequestMiddleware
 from debate.service._models import (
@@ -56,7 +56,6 @@ from debate.service._routes import (
     HEARTBEAT_S,
     SUBMITS,
     JobRunnerLike,
-    JobStoreLike,
     Service,
     add_error_handlers,
     add_health_routes,

@@ -19,12 +19,8 @@ from debate.service._models import Job, JobError, JobEvent, JobKind, JobRequest,
 from debate.storage._cache import ResponseCache
 
 
-class JobBackend(Protocol):
-    """What the runner and the app use of a job store (see ``JobStore`` for each method)."""
-
-    @property
-    def lease(self) -> float | None:
-        """Seconds a claim holds without renewal (None: no leases; one runner per database)."""
+class JobStoreLike(Protocol):
+    """What the app needs of the job store (``debate.service._store.JobStore``)."""
 
     def submit(
         self,
@@ -34,19 +30,30 @@ class JobBackend(Protocol):
         token: str | None,
         idempotency_key: str | None,
         room: tuple[int, int] | None = None,
-    ) -> tuple[Job, bool]: ...  # noqa: D102
+    ) -> tuple[Job, bool]:
+        """Queue a job (see ``JobStore.submit``); errors with ``status``/``error`` refuse it."""
 
     def get(self, job_id: str) -> Job | None: ...  # noqa: D102
 
-    def owns(self, job_id: str, token: str | None) -> bool: ...  # noqa: D102
-
     def request(self, job_id: str) -> JobRequest | None: ...  # noqa: D102
+
+    def owns(self, job_id: str, token: str | None) -> bool: ...  # noqa: D102
 
     def list(self, limit: int = 100, token: str | None = None) -> builtins.list[Job]: ...  # noqa: D102
 
-    def counts(self) -> dict[JobStatus, int]: ...  # noqa: D102
-
     def active(self, token: str | None = None) -> int: ...  # noqa: D102
+
+    def events(self, job_id: str, after: int = 0) -> builtins.list[JobEvent]: ...  # noqa: D102
+
+
+class JobBackend(JobStoreLike, Protocol):
+    """What the runner and the app use of a job store (see ``JobStore`` for each method)."""
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds a claim holds without renewal (None: no leases; one runner per database)."""
+
+    def counts(self) -> dict[JobStatus, int]: ...  # noqa: D102
 
     def claim(  # noqa: D102
         self, limit: int = 1, *, per_token: int | None = None
@@ -72,8 +79,6 @@ class JobBackend(Protocol):
     def append_events(  # noqa: D102
         self, events: Sequence[tuple[str, str, dict[str, Any], float]]
     ) -> None: ...
-
-    def events(self, job_id: str, after: int = 0) -> builtins.list[JobEvent]: ...  # noqa: D102
 
     def watch(self, job_id: str) -> PollWatch | NotifyWatch:
         """How an event stream of this job waits for its next events."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from debate.service._models import FINAL, Job, JobError, JobStatus
-from debate.service._store import QueueFull
+from debate.service._store import QueueFull, within_share
 
 CHANNEL = "debate_events"
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
@@ -123,16 +123,8 @@ def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
         if held
         else []
     )
-    chosen: list[str] = []
-    for job_id, token in candidates:
-        if token and (token not in held or running.get(token, 0) >= per_token):
-            continue
-        if token:
-            running[token] = running.get(token, 0) + 1
-        chosen.append(job_id)
-        if len(chosen) == limit:
-            break
-    return chosen
+    claimable = [(job_id, token) for job_id, token in candidates if not token or token in held]
+    return within_share(claimable, running, per_token, limit)
 
 
 def end_job(

@@ -9,7 +9,6 @@ event loop must not. Calls on the runner stay on the event loop, which the runne
 from __future__ import annotations
 
 import asyncio
-import builtins
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +29,7 @@ from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
 from debate.report import render_html
 from debate.service._auth import Authenticator, AuthError, Caller
+from debate.service._backend import JobStoreLike
 from debate.service._feed import NotifyWatch, PollWatch
 from debate.service._http import error_response, note
 from debate.service._models import (
@@ -40,7 +40,6 @@ from debate.service._models import (
     DecisionRequest,
     Job,
     JobError,
-    JobEvent,
     JobKind,
     JobRequest,
     JudgementRequest,
@@ -67,33 +66,6 @@ BEARER_NOTE = (
 )
 
 R = TypeVar("R", bound=BaseModel)
-
-
-class JobStoreLike(Protocol):
-    """What the app needs of the job store (``debate.service._store.JobStore``)."""
-
-    def submit(
-        self,
-        kind: JobKind,
-        request: JobRequest,
-        *,
-        token: str | None,
-        idempotency_key: str | None,
-        room: tuple[int, int] | None = None,
-    ) -> tuple[Job, bool]:
-        """Queue a job (see ``JobStore.submit``); errors with ``status``/``error`` refuse it."""
-
-    def get(self, job_id: str) -> Job | None: ...  # noqa: D102
-
-    def request(self, job_id: str) -> JobRequest | None: ...  # noqa: D102
-
-    def owns(self, job_id: str, token: str | None) -> bool: ...  # noqa: D102
-
-    def list(self, limit: int = 100, token: str | None = None) -> builtins.list[Job]: ...  # noqa: D102
-
-    def active(self, token: str | None = None) -> int: ...  # noqa: D102
-
-    def events(self, job_id: str, after: int = 0) -> builtins.list[JobEvent]: ...  # noqa: D102
 
 
 class JobRunnerLike(Protocol):

@@ -24,7 +24,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, get_args
@@ -527,10 +527,21 @@ def _pick(db: sqlite3.Connection, limit: int, per_token: int | None) -> builtins
             "GROUP BY token"
         ).fetchall()
     )
+    queued = db.execute("SELECT id, token FROM jobs WHERE status = 'queued' ORDER BY rowid")
+    return within_share(queued, running, per_token, limit)
+
+
+def within_share(
+    candidates: Iterable[tuple[str, str]], running: dict[str, int], per_token: int, limit: int
+) -> builtins.list[str]:
+    """The first ``limit`` candidate jobs whose token stays within its share of running jobs.
+
+    ``candidates`` are ``(id, token)`` in claim order; a job counts toward its token's
+    ``running`` as it is chosen (``running`` is updated). Both stores' claims use it: the
+    order and the running counts are theirs, the rule is one.
+    """
     chosen: builtins.list[str] = []
-    for job_id, token in db.execute(
-        "SELECT id, token FROM jobs WHERE status = 'queued' ORDER BY rowid"
-    ):
+    for job_id, token in candidates:
         if token and running.get(token, 0) >= per_token:
             continue
         if token:

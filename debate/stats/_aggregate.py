@@ -27,12 +27,12 @@ from numpy.typing import NDArray
 
 from debate.stats._batched import (
     CHUNK_BYTES,
+    SWAPPED_SIGN,
     Draws,
     SideVotes,
     _items,
-    _sides,
     _weights,
-    draw,
+    margin_draws,
     percentile_interval,
     side_means,
 )
@@ -155,26 +155,18 @@ def bootstrap_aggregate_batch(
     than one unit, so a swapped table gets the mirrored interval); ``resample_judges``
     False holds the judges fixed and resamples the units only.
     """
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
-    x = _items(scores)
+    x, w, orientations = margin_draws(scores, is_pro, weights, n_boot, ci, seed, resample_judges)
     items, judges, units = x.shape
-    w = _weights(weights, items, judges)
-    mask = _sides(is_pro, units)
     out = np.full((items, 2), np.nan)
-    if judges == 0 or items == 0:
+    if not orientations:
         return out
-    orientations = [draw(judges, mask, n_boot, seed, resample_judges=resample_judges)]
-    if units > 2:
-        orientations.append(draw(judges, ~mask, n_boot, seed, resample_judges=resample_judges))
-    sign = (1.0, -1.0)
     step = max(1, CHUNK_BYTES // (8 * n_boot * len(orientations) * max(judges, units) * 3))
     for start in range(0, items, step):
         part = slice(start, min(start + step, items))
         margins = np.concatenate(
             [
                 s * _replicates(x[part], w[part], d, method)
-                for s, d in zip(sign, orientations, strict=False)
+                for s, d in zip(SWAPPED_SIGN, orientations, strict=False)
             ],
             axis=1,
         )

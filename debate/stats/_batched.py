@@ -376,6 +376,46 @@ def percentile_interval(replicates: FloatArray, ci: float, *, in_place: bool = F
     return np.stack([lower, upper], axis=1)
 
 
+SWAPPED_SIGN = (1.0, -1.0)
+"""Per orientation of :func:`margin_draws`, the sign that turns its margins into PRO - CON
+(the swapped orientation's are CON - PRO: negated back)."""
+
+
+def margin_draws(
+    scores: FloatArray,
+    is_pro: BoolArray,
+    weights: FloatArray,
+    n_boot: int,
+    ci: float,
+    seed: int | None,
+    resample_judges: bool,
+) -> tuple[FloatArray, FloatArray, list[Draws]]:
+    """A batched bootstrap's checked inputs and its draws: ``(scores, weights, draws)``.
+
+    The scores as items x judges x units, the weights as items x judges, and one set of
+    draws per orientation (the sides as they stand; swapped too when a side has more than
+    one unit, see :func:`bootstrap_margin_batch`); no draws for an empty batch. Every
+    aggregator's interval resamples the same way.
+
+    Raises:
+        ValueError: ``ci`` outside (0, 1), or malformed arrays.
+    """
+    if not 0 < ci < 1:
+        raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
+    x = _items(scores)
+    items, judges, units = x.shape
+    w = _weights(weights, items, judges)
+    mask = _sides(is_pro, units)
+    if judges == 0 or items == 0:
+        return x, w, []
+    # With one unit a side there is nothing to draw among the units: every replicate is
+    # negated exactly when the sides swap, and one orientation is all there is.
+    orientations = [draw(judges, mask, n_boot, seed, resample_judges=resample_judges)]
+    if units > 2:
+        orientations.append(draw(judges, ~mask, n_boot, seed, resample_judges=resample_judges))
+    return x, w, orientations
+
+
 def bootstrap_margin_batch(
     scores: FloatArray,
     is_pro: BoolArray,
@@ -399,22 +439,12 @@ def bootstrap_margin_batch(
     under :data:`CHUNK_BYTES`. NaN where no replicate is defined. ``resample_judges``
     False holds the judges fixed (see :func:`draw`).
     """
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be a level strictly between 0 and 1, such as 0.95; got {ci!r}")
-    x = _items(scores)
+    x, w, orientations = margin_draws(scores, is_pro, weights, n_boot, ci, seed, resample_judges)
     items, judges, units = x.shape
-    w = _weights(weights, items, judges)
-    mask = _sides(is_pro, units)
     out = np.full((items, 2), np.nan)
-    if judges == 0 or items == 0:
+    if not orientations:
         return out
-    # With one unit a side there is nothing to draw among the units: every replicate is
-    # negated exactly when the sides swap, and one orientation is all there is.
-    fixed = {"resample_judges": resample_judges}
-    orientations = [draw(judges, mask, n_boot, seed, **fixed)]
-    if units > 2:
-        orientations.append(draw(judges, ~mask, n_boot, seed, **fixed))
-    sign = (1.0, -1.0)  # the swapped orientation's margins are CON - PRO: negated back
+    sign = SWAPPED_SIGN
     if items <= EXACT_ITEMS:
         exact = [_exact_margins(x, w, d) for d in orientations]
         margins = np.concatenate([s * m for s, (m, _) in zip(sign, exact, strict=False)], 1)

@@ -26,8 +26,10 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from debate.models._base import (
     Message,
@@ -171,12 +173,7 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
-        cost = None
-        if row[5] is not None:
-            total = TokenUsage(prompt_tokens=row[7], completion_tokens=row[8], cached_tokens=row[9])
-            cost = CallCost(attempts=row[5], answered=row[6], usage=total)
-        return CachedReply(text=row[0], usage=usage, model=row[4], cost=cost)
+        return reply_of(row)
 
     def put(
         self,
@@ -243,3 +240,17 @@ class ResponseCache:
         for db in closing:
             db.close()
         self._local.db = None
+
+
+def reply_of(row: Sequence[Any]) -> CachedReply:
+    """A stored reply from its row, in both stores' column order.
+
+    Text, the reply's three token counts, model, then attempts, answered and the three
+    counts of all attempts (NULL attempts: a reply stored before calls' costs were kept).
+    """
+    usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
+    cost = None
+    if row[5] is not None:
+        total = TokenUsage(prompt_tokens=row[7], completion_tokens=row[8], cached_tokens=row[9])
+        cost = CallCost(attempts=row[5], answered=row[6], usage=total)
+    return CachedReply(text=row[0], usage=usage, model=row[4], cost=cost)

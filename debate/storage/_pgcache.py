@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from debate.models._base import TokenUsage
-from debate.storage._cache import CachedReply, CallCost, ResponseCache
+from debate.storage._cache import CachedReply, CallCost, ResponseCache, reply_of
 from debate.storage._pg import migrate, open_pool
 
 MIGRATIONS = (
@@ -66,12 +66,7 @@ class PgResponseCache(ResponseCache):
             self.misses += 1
             return None
         self.hits += 1
-        usage = TokenUsage(prompt_tokens=row[1], completion_tokens=row[2], cached_tokens=row[3])
-        cost = None
-        if row[5] is not None:
-            total = TokenUsage(prompt_tokens=row[7], completion_tokens=row[8], cached_tokens=row[9])
-            cost = CallCost(attempts=row[5], answered=row[6], usage=total)
-        return CachedReply(text=row[0], usage=usage, model=row[4], cost=cost)
+        return reply_of(row)
 
     def put(
         self,
