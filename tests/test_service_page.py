@@ -34,7 +34,15 @@ import uvicorn  # noqa: E402
 from fastapi import FastAPI, Header, Request  # noqa: E402
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse  # noqa: E402
 
-from debate.service._models import FINAL, Accepted, Job, JobError, JobEvent  # noqa: E402
+from debate.service._models import (  # noqa: E402
+    FINAL,
+    Accepted,
+    DebateRequest,
+    Job,
+    JobError,
+    JobEvent,
+    JobSummary,
+)
 from debate.service._page import (  # noqa: E402
     PAGE_CSS,
     PAGE_SCRIPT,
@@ -42,6 +50,7 @@ from debate.service._page import (  # noqa: E402
     content_security_policy,
     render_page,
 )
+from debate.service._summary import job_summary  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +69,8 @@ class StandIn:
         """Break each job's first event stream off after this many events (a lost
         connection), so the page must reconnect with ``Last-Event-ID``."""
         self.jobs: dict[str, Job] = {}
+        self.topics: dict[str, str] = {}
+        """Each debate job's topic, as its request held it."""
         self.events: dict[str, list[JobEvent]] = {}
         self.requests: list[tuple[str, str]] = []
         """(path, Authorization header) of each ``/v1`` request, in order."""
@@ -115,8 +126,13 @@ def stand_in_app(stand_in: StandIn, *, calls: int = 12, pause: float = 0.25) -> 
         return await call_next(request)
 
     @app.get("/v1/jobs")
-    def list_jobs() -> list[Job]:
-        return sorted(stand_in.jobs.values(), key=lambda job: -job.created)
+    def list_jobs(status: str | None = None, outcome: str | None = None) -> list[JobSummary]:
+        jobs = sorted(stand_in.jobs.values(), key=lambda job: -job.created)
+        return [
+            job_summary(job, DebateRequest(topic=stand_in.topics.get(job.id, "?")))
+            for job in jobs
+            if status in (None, job.status) and outcome in (None, job.outcome)
+        ]
 
     @app.get("/v1/jobs/{job_id}")
     def get_job(job_id: str) -> Job:
@@ -129,6 +145,7 @@ def stand_in_app(stand_in: StandIn, *, calls: int = 12, pause: float = 0.25) -> 
     @app.post("/v1/debates", status_code=202)
     async def submit(body: dict[str, Any]) -> Accepted:
         job_id = f"job-{len(stand_in.jobs) + 1}"
+        stand_in.topics[job_id] = body["topic"]
         stand_in.add(Job(id=job_id, kind="debate", status="queued", created=time.time()))
         stand_in.emit(job_id, "queued")
         task = asyncio.get_running_loop().create_task(stand_in.script(job_id, calls, pause))
@@ -174,6 +191,17 @@ def ulid(created: float, n: int) -> str:
     return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
+TOPICS = {
+    "queued": "Should cities ban cars from their centres?",
+    "running": "Should we adopt a four-day working week?",
+    "winner": "Should the service keep results for 30 days rather than 7?",
+    "too_close": "Is remote work better for junior engineers?",
+    "irreconcilable": "Should the team rewrite the billing system in Rust?",
+    "failed": "Should we move the database to PostgreSQL this quarter?",
+}
+"""A topic for each job of ``several_jobs``."""
+
+
 def several_jobs(stand_in: StandIn, now: float) -> dict[str, str]:
     """One job in each state the page shows; their ids by name."""
     made = {
@@ -189,6 +217,7 @@ def several_jobs(stand_in: StandIn, now: float) -> dict[str, str]:
         created = now - age
         job_id = ids[name] = ulid(created, n)
         stand_in.add(Job(id=job_id, kind=kind, status="queued", created=created))
+        stand_in.topics[job_id] = TOPICS[name]
         stand_in.emit(job_id, "queued")
         if status == "queued":
             continue
@@ -418,7 +447,8 @@ def test_page_follows_the_event_stream_until_the_job_is_done(
         dom = browser.evaluate("document.documentElement.outerHTML")
     assert stand_in.jobs[job_id].status == "done"
     cells = text.split("\t")
-    assert cells[0] == job_id and cells[1] == "debate" and cells[2] == "done"
+    assert cells[0].strip() == f"Adopt the plan?\n{job_id}"  # the topic, then the id
+    assert cells[1] == "debate" and cells[2] == "done"
     assert cells[3] == "12/12 calls"  # progress counted from the plan and finish events
     assert "winner" in cells[4] and "CON" in cells[4]
     assert cells[6] == "report"
@@ -441,8 +471,9 @@ def test_page_lists_every_state_newest_first(
             "[...document.querySelectorAll('#jobs tr')].map(tr => tr.innerText.split('\\t'))"
         )
     # Newest first; the running job's progress came from replaying its stream.
-    assert [r[0] for r in rows] == list(ids.values())
-    by_id = {r[0]: r for r in rows}
+    assert [r[0].strip().split("\n")[-1] for r in rows] == list(ids.values())
+    by_id = {r[0].strip().split("\n")[-1]: r for r in rows}
+    assert by_id[ids["winner"]][0].startswith(TOPICS["winner"])
     assert by_id[ids["queued"]][2:4] == ["queued", "waiting"]
     assert by_id[ids["running"]][2:4] == ["running", "7/12 calls"]
     assert by_id[ids["winner"]][2] == "done" and by_id[ids["winner"]][4] == "winner PRO"
@@ -466,13 +497,15 @@ def test_page_shows_hostile_text_as_text(stand_in: StandIn, served: str, tmp_pat
     job_id = "job-<i>x</i>"
     hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     stand_in.add(Job(id=job_id, kind="debate", status="queued", created=time.time()))
+    stand_in.topics[job_id] = "<b>bold</b>" + hostile
     stand_in.finish(job_id, status="failed", error=JobError(kind="runtime", message=hostile))
     with Browser(tmp_path / "profile") as browser:
         browser.open(served + "/")
         text = browser.wait_for(row_of(job_id), timeout=20)
-        assert text.split("\t")[0] == job_id
-        assert hostile in text
-        assert browser.evaluate("document.querySelectorAll('#jobs img, #jobs i').length") == 0
+        assert text.split("\t")[0].strip() == f"<b>bold</b>{hostile}\n{job_id}"
+        assert hostile in text.split("\t")[4]
+        found = "document.querySelectorAll('#jobs img, #jobs i, #jobs b:not(.fault b)').length"
+        assert browser.evaluate(found) == 0
         assert browser.evaluate("document.querySelectorAll('script').length") == 1
         assert browser.evaluate("typeof window.pwned") == "undefined"
 

@@ -6,6 +6,11 @@ injected ``<script>`` or ``style`` would not run. The page holds no data when se
 script reads ``GET /v1/jobs`` with the visitor's bearer token and follows each unfinished
 job's event stream, so it shows exactly what that token may see.
 
+Each job is listed by its topic (or question), status, outcome and winner, from the
+summaries of ``GET /v1/jobs``, filtered there by status and outcome; two forms submit a
+debate (a topic, a seed) and a transcript (pasted, or read from a chosen file) with the
+same token, and show the API's refusal, field named, beside the form.
+
 The script reads Server-Sent Events through ``fetch`` and a streaming body reader rather
 than ``EventSource``, because ``EventSource`` cannot send an ``Authorization`` header; the
 token lives in ``sessionStorage`` (typed into the page, gone with the tab), never in a URL
@@ -22,6 +27,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from debate.report._html import CSS as REPORT_CSS
+from debate.service._summary import OUTCOMES, STATUSES
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -48,7 +54,46 @@ button:hover { background:#f0f3f6; }
 #notice.error { color:#b3261e; font-weight:600; }
 .scroll table.jobs { width:100%; margin:0; }
 table.jobs td { vertical-align:middle; }
-table.jobs td.c-id code { font-size:13px; overflow-wrap:anywhere; }
+table.jobs td.c-job { min-width:18em; }
+table.jobs td.c-job code { display:block; font-size:12px; color:var(--muted);
+  overflow-wrap:anywhere; }
+.subject { display:block; font-weight:600; overflow-wrap:anywhere; }
+.subject.none { font-weight:400; font-style:italic; color:var(--muted); }
+section.new { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:10px 28px; }
+section.new h2 { grid-column:1/-1; margin:0; font-size:17px; }
+form.submit { display:flex; flex-direction:column; gap:8px; min-width:0; margin:0; }
+form.submit h3 { margin:0; font-size:14px; }
+.field { display:flex; flex-direction:column; gap:3px; font-size:13px; color:var(--muted); }
+.line { display:flex; flex-wrap:wrap; gap:8px; align-items:flex-end; }
+.line .field { flex:1 1 10em; }
+input, textarea, select { font:inherit; font-size:14px; color:var(--ink); padding:4px 8px;
+  border:1px solid #b8c0c8; border-radius:6px; background:#fff; min-width:0; }
+input[type=file] { padding:2px; border:0; background:none; font-size:13px; flex:1 1 12em; }
+textarea { min-height:4.6em; resize:vertical; font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,
+  Consolas,monospace; }
+[aria-invalid="true"] { border-color:#b3261e; outline:2px solid #f6c9c4; }
+button:disabled { opacity:.6; cursor:progress; }
+#submitted { grid-column:1/-1; margin:0; min-height:1.5em; font-size:13px;
+  overflow-wrap:anywhere; }
+#submitted.error { color:#b3261e; font-weight:600; }
+#submitted.ok { color:#1e5317; }
+.listbar { display:flex; flex-wrap:wrap; align-items:center; gap:6px 16px; margin:0 0 8px; }
+.listbar #notice { margin:0; }
+.filters { display:flex; flex-wrap:wrap; gap:6px 14px; font-size:14px; }
+.filters label { display:flex; gap:6px; align-items:center; }
+@media (max-width:700px) {
+  section.new { grid-template-columns:1fr; }
+  form.auth { margin-left:0; width:100%; }
+  form.auth input { flex:1 1 8em; width:auto; }
+  table.jobs thead { display:none; }
+  table.jobs, table.jobs tbody { display:block; }
+  table.jobs tr { display:flex; flex-wrap:wrap; align-items:center; gap:4px 10px;
+    padding:8px 2px; border-bottom:1px solid var(--line); }
+  table.jobs td { border:0; padding:0; }
+  table.jobs td.c-job, table.jobs tr.empty td { flex:1 0 100%; min-width:0; }
+  table.jobs td.c-outcome:empty, table.jobs td.c-report:empty,
+  table.jobs td.c-progress:empty { display:none; }
+}
 table.jobs td.c-age, table.jobs td.c-progress { white-space:nowrap; color:var(--muted);
   font-variant-numeric:tabular-nums; }
 table.jobs td.c-outcome { max-width:28em; overflow-wrap:anywhere; }
@@ -85,11 +130,12 @@ const STATUSES = new Set(["queued", "running", "done", "failed", "cancelled"]);
 const OUTCOMES = new Set([
   "winner", "too_close", "tied", "irreconcilable", "insufficient", "escalate",
 ]);
-const COLUMNS = ["id", "kind", "status", "progress", "outcome", "age", "report"];
+const COLUMNS = ["job", "kind", "status", "progress", "outcome", "age", "report"];
 const MAX_STREAMS = __MAX_STREAMS__;
 const RETRY_MS = 2000;
 const jobs = new Map();
 let streams = 0;
+let listing = 0;
 
 const $ = (id) => document.getElementById(id);
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
@@ -107,16 +153,23 @@ function say(text, isError) {
   $("notice").classList.toggle("error", Boolean(isError));
 }
 
-async function problem(response) {
+async function problemOf(response) {
   let text = response.status + " " + response.statusText;
+  let field = null;
   try {
     const body = await response.json();
     const error = body.error || body;
     const message = error.message || (typeof body.detail === "string" ? body.detail : "");
-    if (message) text = response.status + ": " + (error.field ? error.field + ": " : "") + message;
+    field = typeof error.field === "string" ? error.field : null;
+    const named = field && !String(message).startsWith(field + ":") ? field + ": " : "";
+    if (message) text = response.status + ": " + named + message;
   } catch (_) { /* not JSON: the status line says enough */ }
   if (response.status === 401 || response.status === 403) text += " (enter a token above)";
-  return text;
+  return { text, field };
+}
+
+async function problem(response) {
+  return (await problemOf(response)).text;
 }
 
 async function getJSON(path) {
@@ -195,7 +248,7 @@ function outcomeNode(job) {
   if (!job.outcome) return document.createTextNode(FINAL.has(job.status) ? "—" : "");
   const wrap = document.createElement("span");
   wrap.appendChild(badge("outcome", job.outcome, OUTCOMES));
-  const winner = job.result && job.result.decision && job.result.decision.winner;
+  const winner = job.winner;
   if (winner) {
     wrap.appendChild(document.createTextNode(" "));
     const side = wrap.appendChild(document.createElement("span"));
@@ -230,12 +283,21 @@ async function download(id) {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
+function subjectNode(job) {
+  const span = document.createElement("span");
+  const text = job.topic || job.question;
+  span.className = text ? "subject" : "subject none";
+  span.textContent = text || (job.kind === "decision" ? "decision on recorded judgments" : "—");
+  if (text) span.title = text;
+  return span;
+}
+
 function render(state) {
   const { job, cells, tr } = state;
   tr.dataset.status = job.status;
   const code = document.createElement("code");
   code.textContent = job.id;
-  cells.id.replaceChildren(code);
+  cells.job.replaceChildren(subjectNode(job), code);
   cells.kind.textContent = job.kind;
   cells.status.replaceChildren(badge("status", job.status, STATUSES));
   cells.progress.textContent = progressText(state);
@@ -330,8 +392,13 @@ async function follow(state) {
 }
 
 async function refresh(state) {
+  // The whole job (its result included): its listed fields, the winner from its decision.
   const job = await getJSON(jobPath(state.job.id));
-  state.job = job;
+  const decision = job.result && job.result.decision;
+  state.job = Object.assign({}, state.job, {
+    status: job.status, outcome: job.outcome, error: job.error, started: job.started,
+    finished: job.finished, winner: (decision && decision.winner) || null,
+  });
   render(state);
 }
 
@@ -343,20 +410,145 @@ function pump() {
   while (streams < MAX_STREAMS && waiting.length) follow(waiting.shift());
 }
 
+function listQuery() {
+  const params = new URLSearchParams();
+  for (const name of ["status", "outcome"]) {
+    const value = $(name + "-filter").value;
+    if (value) params.set(name, value);
+  }
+  const query = params.toString();
+  return query ? "?" + query : "";
+}
+
+function showEmpty(filtered) {
+  const body = $("jobs");
+  const old = body.querySelector("tr.empty");
+  if (old) old.remove();
+  if (body.children.length) return;
+  const tr = body.appendChild(document.createElement("tr"));
+  tr.className = "empty";
+  const td = tr.appendChild(document.createElement("td"));
+  td.colSpan = COLUMNS.length;
+  td.textContent = filtered ? "No jobs match these filters."
+    : "No jobs yet: start one above, or POST one to /v1/debates.";
+}
+
 async function loadJobs() {
+  const mine = ++listing;
+  const query = listQuery();
   try {
-    const body = await getJSON("v1/jobs");
-    const list = Array.isArray(body) ? body : (body.jobs || body.items || []);
+    const body = await getJSON("v1/jobs" + query);
+    if (mine !== listing) return;  // the filters changed meanwhile: a newer list is coming
+    const list = Array.isArray(body) ? body : [];
+    const listed = new Set(list.map((job) => job.id));
+    for (const [id, state] of jobs) {  // no longer listed (filtered out, or past the limit)
+      if (!listed.has(id)) { state.tr.remove(); jobs.delete(id); }
+    }
     for (const job of list) {
       const state = stateOf(job);
       if (!state.following) { state.job = job; render(state); }
     }
+    showEmpty(Boolean(query));
     const live = list.filter((job) => !FINAL.has(job.status)).length;
-    say(list.length + " jobs, " + live + " unfinished · listed " + new Date().toLocaleTimeString());
+    const shown = query ? " matching " + query.slice(1).replace(/&/g, ", ") : "";
+    say(list.length + " jobs" + shown + ", " + live + " unfinished · listed "
+      + new Date().toLocaleTimeString());
     pump();
   } catch (error) {
-    say(String(error.message || error), true);
+    if (mine === listing) say(String(error.message || error), true);
   }
+}
+
+function tell(text, kind) {
+  $("submitted").textContent = text;
+  $("submitted").className = kind || "";
+}
+
+function inputFor(field) {
+  if (field === "topic") return $("topic");
+  if (field && field.startsWith("config.seed")) return $("seed");
+  if (field && (field.startsWith("transcript") || field === "body")) return $("transcript");
+  return null;
+}
+
+function refuse(text, field) {
+  tell(text, "error");
+  const input = inputFor(field);
+  if (input) { input.setAttribute("aria-invalid", "true"); input.focus(); }
+}
+
+async function submitJob(form, path, body) {
+  for (const marked of form.querySelectorAll("[aria-invalid]")) {
+    marked.removeAttribute("aria-invalid");
+  }
+  const button = form.querySelector("button[type=submit]");
+  button.disabled = true;
+  try {
+    const response = await fetch(path, {
+      method: "POST", cache: "no-store", body: JSON.stringify(body),
+      headers: authHeaders({ "Content-Type": "application/json" }),
+    });
+    if (!response.ok) {
+      const { text, field } = await problemOf(response);
+      refuse(text, field);
+      return;
+    }
+    const accepted = await response.json();
+    form.reset();
+    tell("Accepted: job " + accepted.id + " is " + accepted.status + ".", "ok");
+    $("status-filter").value = "";  // so that the new job is in the list
+    $("outcome-filter").value = "";
+    await loadJobs();
+  } catch (error) {
+    tell(String(error.message || error), "error");
+  } finally {
+    button.disabled = false;
+  }
+}
+
+$("new-debate").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const body = { topic: $("topic").value };
+  const seed = $("seed").value.trim();  // not a number: sent as typed, for the API to name
+  if (seed) body.config = { seed: /^[0-9]+$/.test(seed) ? Number(seed) : seed };
+  submitJob(event.target, "v1/debates", body);
+});
+
+$("transcript-file").addEventListener("change", async () => {
+  const file = $("transcript-file").files[0];
+  if (!file) return;
+  try {
+    $("transcript").value = await file.text();
+    $("transcript").removeAttribute("aria-invalid");
+    tell(file.name + ": " + file.size + " bytes read; judge it below", "");
+  } catch (error) {
+    refuse(file.name + ": cannot be read (" + String(error.message || error) + ")", "transcript");
+  }
+});
+
+$("new-judgement").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("transcript").value.trim();
+  if (!text) {
+    refuse("transcript: paste a transcript's JSON, or choose its file", "transcript");
+    return;
+  }
+  let transcript;
+  try {
+    transcript = JSON.parse(text);
+  } catch (error) {
+    refuse("transcript: not JSON (" + String(error.message || error) + ")", "transcript");
+    return;
+  }
+  const record = transcript && typeof transcript === "object" && !Array.isArray(transcript);
+  if (record && transcript.transcript && !("arguments" in transcript)) {
+    transcript = transcript.transcript;  // a result.json: judge the transcript it holds
+  }
+  submitJob(event.target, "v1/judgements", { transcript });
+});
+
+for (const name of ["status", "outcome"]) {
+  $(name + "-filter").addEventListener("change", loadJobs);
 }
 
 function tick() {
@@ -384,16 +576,52 @@ _BODY = """<main>
 <label for="token">Token</label>
 <input id="token" type="password" placeholder="bearer token" spellcheck="false">
 <button type="submit">Use</button></form></header>
-<p id="notice" role="status">Loading jobs…</p>
+<section class="new" aria-labelledby="new-title"><h2 id="new-title">New job</h2>
+<form class="submit" id="new-debate" autocomplete="off" novalidate>
+<h3>Debate a topic</h3>
+<label class="field" for="topic">Topic
+<input id="topic" type="text" spellcheck="true" placeholder="Should we adopt a four-day week?">
+</label>
+<div class="line"><label class="field" for="seed">Seed (optional)
+<input id="seed" type="text" inputmode="numeric" placeholder="drawn by the server"></label>
+<button type="submit">Start debate</button></div>
+</form>
+<form class="submit" id="new-judgement" autocomplete="off" novalidate>
+<h3>Judge a transcript</h3>
+<label class="field" for="transcript">Transcript JSON: paste it, or choose its file
+(a result.json: its transcript)
+<textarea id="transcript" spellcheck="false" rows="3"
+placeholder='{"topic": "…", "arguments": […], "closings": […]}'></textarea></label>
+<div class="line"><input id="transcript-file" type="file" accept=".json,application/json"
+aria-label="Transcript file"><button type="submit">Judge transcript</button></div>
+</form>
+<p id="submitted" role="status"></p>
+</section>
+<div class="listbar"><div class="filters" id="filters">
+<label for="status-filter">Status <select id="status-filter">__STATUS_OPTIONS__</select></label>
+<label for="outcome-filter">Outcome <select id="outcome-filter">__OUTCOME_OPTIONS__</select>
+</label></div>
+<p id="notice" role="status">Loading jobs…</p></div>
 <section class="scroll">
 <table class="jobs"><thead><tr><th>Job</th><th>Kind</th><th>Status</th><th>Progress</th>
 <th>Outcome</th><th>Age</th><th>Report</th></tr></thead>
-<tbody id="jobs"><tr class="empty"><td colspan="7">No jobs yet: POST one to
-<code>/v1/debates</code>.</td></tr></tbody></table>
+<tbody id="jobs"><tr class="empty"><td colspan="7">Loading…</td></tr></tbody></table>
 </section>
 <footer>Updates live from each job's event stream · the token stays in this tab
 (sessionStorage)</footer>
 </main>"""
+
+
+def _options(values: tuple[str, ...]) -> str:
+    """A filter's options: "all" (no filter), then the values the API takes."""
+    options = ['<option value="">all</option>']
+    options += [f'<option value="{v}">{v.replace("_", " ")}</option>' for v in values]
+    return "".join(options)
+
+
+_BODY = _BODY.replace("__STATUS_OPTIONS__", _options(STATUSES)).replace(
+    "__OUTCOME_OPTIONS__", _options(OUTCOMES)
+)
 
 
 def _digest(text: str) -> str:
