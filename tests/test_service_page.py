@@ -50,7 +50,7 @@ from debate.service._page import (  # noqa: E402
     content_security_policy,
     render_page,
 )
-from debate.service._summary import job_summary  # noqa: E402
+from debate.service._summary import OUTCOMES, STATUSES, job_summary  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parents[1]
@@ -413,6 +413,14 @@ def test_page_is_self_contained_and_allows_only_its_own_script_and_style() -> No
     # Untrusted text never goes through an HTML sink, and the token never into a URL.
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", page)
     assert "EventSource" not in PAGE_SCRIPT and "sessionStorage" in PAGE_SCRIPT
+    # The forms and the filters, with every value the API's filters take and no other.
+    for form in ('id="new-debate"', 'id="topic"', 'id="seed"', 'id="new-judgement"'):
+        assert form in page
+    assert 'id="transcript"' in page and 'type="file"' in page
+    for name, values in (("status", STATUSES), ("outcome", OUTCOMES)):
+        select = re.search(f'<select id="{name}-filter">(.*?)</select>', page)
+        assert select is not None
+        assert re.findall(r'value="([^"]*)"', select.group(1)) == ["", *values]
 
 
 def test_page_route_sends_the_policy_and_stays_out_of_the_api_document(served: str) -> None:
@@ -605,3 +613,90 @@ def test_page_watches_a_real_debate_job_finish(tmp_path: Path) -> None:
     assert job["status"] == "done" and cells[2] == "done"
     assert re.fullmatch(r"(\d+)/\1 calls", cells[3])  # every planned call finished
     assert cells[4].startswith(job["outcome"].replace("_", " "))
+
+
+def notice_after(browser: Browser, before: str) -> str:
+    """Wait for the form's notice to change from ``before``; its class and text."""
+    read = "(() => { const p = document.getElementById('submitted');"
+    read += " return p.className + '|' + p.textContent; })()"
+    value = browser.wait_for(f"(v => v !== {json.dumps(before)} && v)({read})", timeout=20)
+    return str(value)
+
+
+def press(browser: Browser, form: str, **values: str) -> None:
+    """Fill the form's fields by id, then submit it as its button would."""
+    for field, value in values.items():
+        browser.evaluate(
+            f"document.getElementById({json.dumps(field)}).value = {json.dumps(value)}"
+        )
+    browser.evaluate(f"document.getElementById({json.dumps(form)}).requestSubmit()")
+
+
+@needs_chromium
+def test_page_submits_a_debate_and_a_transcript_and_shows_refusals(tmp_path: Path) -> None:
+    from tests.helpers import transcript
+    from tests.openai_server import FakeOpenAIServer
+
+    upload = tmp_path / "transcript.json"
+    upload.write_text(transcript(topic="Judge the uploaded debate?").model_dump_json())
+    with FakeOpenAIServer(latency=0.05) as model:
+        app = real_app(tmp_path / "service.sqlite", model.base_url)
+        assert app is not None
+        with Served(app) as url, Browser(tmp_path / "profile") as browser:
+            browser.open(url + "/")
+            browser.wait_for(
+                "document.getElementById('notice')?.textContent.includes('0 jobs')", 20
+            )
+            shown: dict[str, str] = {}
+            press(browser, "new-debate", topic="", seed="")
+            shown["empty"] = notice_after(browser, "|")
+            invalid = "document.getElementById('topic').getAttribute('aria-invalid')"
+            shown["empty_marked"] = browser.evaluate(invalid)
+            press(browser, "new-debate", topic="Adopt the plan?", seed="abc")
+            shown["seed"] = notice_after(browser, shown["empty"])
+            press(browser, "new-judgement", transcript="{not json")
+            shown["json"] = notice_after(browser, shown["seed"])
+            press(browser, "new-judgement", transcript='{"topic": "No arguments?"}')
+            shown["arguments"] = notice_after(browser, shown["json"])
+            refused = httpx.get(url + "/v1/jobs").json()
+            press(browser, "new-debate", topic="Adopt the plan?", seed="7")
+            shown["debate"] = notice_after(browser, shown["arguments"])
+            debate_id = shown["debate"].split("job ")[1].split(" ")[0]
+            browser.wait_for(row_of(debate_id), timeout=20)
+            # The file chooser: the file's text lands in the field, then it is judged.
+            node = browser.send(
+                "Runtime.evaluate", expression="document.getElementById('transcript-file')"
+            )["result"]["objectId"]
+            browser.send("DOM.setFileInputFiles", files=[str(upload)], objectId=node)
+            shown["read"] = notice_after(browser, shown["debate"])
+            browser.evaluate("document.getElementById('new-judgement').requestSubmit()")
+            shown["judgement"] = notice_after(browser, shown["read"])
+            judged_id = shown["judgement"].split("job ")[1].split(" ")[0]
+            for job_id in (debate_id, judged_id):
+                selector = json.dumps(f'tr[data-job="{job_id}"][data-status="done"]')
+                browser.wait_for(f"!!document.querySelector({selector})", timeout=90)
+            rows = {i: browser.evaluate(row_of(i)).split("\t") for i in (debate_id, judged_id)}
+            # The filters ask the API: none failed; the judged job's outcome lists it.
+            browser.evaluate(
+                "const s = document.getElementById('status-filter');"
+                "s.value = 'failed'; s.dispatchEvent(new Event('change'))"
+            )
+            empty = browser.wait_for(
+                "document.querySelector('#jobs tr.empty')?.innerText", timeout=20
+            )
+            debate = httpx.get(f"{url}/v1/jobs/{debate_id}").json()
+    assert shown["empty"].startswith("error|422: topic: ")
+    assert shown["empty_marked"] == "true"
+    assert shown["seed"].startswith("error|422: config.seed: ")
+    assert shown["json"].startswith("error|transcript: not JSON")
+    assert shown["arguments"].startswith("error|422: transcript.arguments: ")
+    assert refused == []  # nothing refused was queued
+    assert shown["debate"].startswith("ok|Accepted: job ")
+    assert shown["read"].startswith("|transcript.json: ")
+    assert shown["judgement"].startswith("ok|Accepted: job ")
+    assert rows[debate_id][0].strip() == f"Adopt the plan?\n{debate_id}"
+    assert rows[judged_id][0].strip() == f"Judge the uploaded debate?\n{judged_id}"
+    assert rows[judged_id][1] == "judgement"
+    assert debate["result"]["seed"] == 7  # the seed typed in the form
+    assert rows[debate_id][4].startswith(debate["outcome"].replace("_", " "))
+    assert empty == "No jobs match these filters."
