@@ -557,8 +557,12 @@ def test_page_resumes_a_broken_stream_where_it_left_off(tmp_path: Path) -> None:
     assert text.split("\t")[3] == "8/8 calls"  # no event counted twice, none missed
 
 
-def write_screenshot(path: Path) -> None:
-    """docs/service.png: the page with a job in each state, 1280 px wide."""
+def write_screenshot(path: Path, width: int = 1280) -> None:
+    """The page with a job in each state of the stand-in, ``width`` px wide.
+
+    docs/service.png and docs/service-420.png are of ``debate serve --model scripted``
+    instead (README's screenshots show what a person gets); this one needs no model.
+    """
     import tempfile
 
     stand_in = StandIn()
@@ -570,11 +574,13 @@ def write_screenshot(path: Path) -> None:
     ):
         browser.open(url + "/")
         browser.wait_for(f"({row_of(ids['running'])} || '').includes('7/12 calls')", timeout=20)
-        browser.screenshot(path)
+        browser.screenshot(path, width=width)
 
 
 if __name__ == "__main__":
-    write_screenshot(ROOT / "docs" / "service.png")
+    import sys
+
+    write_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "service-stand-in.png"))
 
 
 def real_app(database: Path, base_url: str) -> FastAPI | None:

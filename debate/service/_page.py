@@ -75,6 +75,7 @@ textarea { min-height:4.6em; resize:vertical; font:12px/1.4 ui-monospace,SFMono-
 button:disabled { opacity:.6; cursor:progress; }
 #submitted { grid-column:1/-1; margin:0; min-height:1.5em; font-size:13px;
   overflow-wrap:anywhere; }
+#submitted:empty { display:none; }
 #submitted.error { color:#b3261e; font-weight:600; }
 #submitted.ok { color:#1e5317; }
 .listbar { display:flex; flex-wrap:wrap; align-items:center; gap:6px 16px; margin:0 0 8px; }
@@ -90,7 +91,12 @@ button:disabled { opacity:.6; cursor:progress; }
   table.jobs tr { display:flex; flex-wrap:wrap; align-items:center; gap:4px 10px;
     padding:8px 2px; border-bottom:1px solid var(--line); }
   table.jobs td { border:0; padding:0; }
-  table.jobs td.c-job, table.jobs tr.empty td { flex:1 0 100%; min-width:0; }
+  table.jobs td { order:2; }
+  table.jobs td.c-job { order:0; flex:1 1 0; min-width:0; }
+  table.jobs td.c-report { order:1; align-self:flex-start; }
+  table.jobs tr::after { content:""; order:1; flex-basis:100%; }
+  table.jobs tr.empty td { flex:1 0 100%; }
+  table.jobs td.c-age { margin-left:auto; }
   table.jobs td.c-outcome:empty, table.jobs td.c-report:empty,
   table.jobs td.c-progress:empty { display:none; }
 }
