@@ -51,10 +51,12 @@ from debate.service._models import (
     JobEvent,
     JobKind,
     JobRequest,
+    JobSummary,
     JudgementRequest,
     ServiceLimits,
     ServiceSettings,
 )
+from debate.service._summary import job_summary
 from debate.service._webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, check_url, verify
 from tests.helpers import transcript
 
@@ -154,6 +156,18 @@ class MemoryStore:
         with self.lock:
             rows = [r for r in self.rows.values() if token is None or r.owner == self._owner(token)]
             return [r.job for r in reversed(rows)][:limit]
+
+    def summaries(
+        self,
+        limit: int = 100,
+        token: str | None = None,
+        *,
+        status: str | None = None,
+        outcome: str | None = None,
+    ) -> list[JobSummary]:
+        jobs = [j for j in self.list(10**6, token) if status in (None, j.status)]
+        jobs = [j for j in jobs if outcome in (None, j.outcome)]
+        return [job_summary(job, self.request(job.id)) for job in jobs[:limit]]
 
     def active(self, token: str | None = None) -> int:
         jobs = self.list(10**6, token)
@@ -382,9 +396,48 @@ def test_every_kind_of_job_is_accepted_runs_and_is_read_back() -> None:
         listed = client.get("/v1/jobs").json()
         assert sorted(j["kind"] for j in listed) == ["council", "debate", "decision", "judgement"]
         decision = next(j for j in listed if j["kind"] == "decision")
-        assert decision["result"]["decisions"][0]["winner"] == "a"
+        assert "result" not in decision  # a summary; the whole job is at its href
+        assert client.get(decision["href"]).json()["result"]["decisions"][0]["winner"] == "a"
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/readyz").status_code == 200
+
+
+def test_job_list_is_summaries_filtered_by_status_and_outcome() -> None:
+    served, _, _ = serve()
+    long = json.loads(transcript(pro=5, con=5, topic="Judge the long one?").model_dump_json())
+    for argument in long["arguments"]:
+        argument["reasoning"] = "because " + "r" * 2000
+    with served, httpx.Client(base_url=served.url) as client:
+        ids = [
+            client.post("/v1/debates", json={"topic": "Adopt the plan?"}).json()["id"],
+            client.post("/v1/judgements", json={"transcript": long}).json()["id"],
+        ]
+        jobs = [wait_final(client, job_id) for job_id in ids]
+        response = client.get("/v1/jobs")
+        listed = {job["id"]: job for job in response.json()}
+        by_status = client.get("/v1/jobs", params={"status": "done"}).json()
+        none_queued = client.get("/v1/jobs", params={"status": "queued"}).json()
+        outcome = jobs[1]["outcome"]
+        by_outcome = client.get("/v1/jobs", params={"outcome": outcome}).json()
+        names = ("status", "outcome")
+        bad = {name: client.get("/v1/jobs", params={name: "finished"}) for name in names}
+    assert len(json.dumps(jobs[1]["result"])) > 20_000  # the whole job carries its transcript
+    assert len(response.content) < 2 * 2048  # its summary does not
+    judged = listed[ids[1]]
+    assert set(judged) == set(JobSummary.model_fields)
+    assert judged["topic"] == "Judge the long one?" and judged["status"] == "done"
+    assert judged["outcome"] == outcome and judged["href"] == f"/v1/jobs/{ids[1]}"
+    assert judged["winner"] == (jobs[1]["result"]["decision"]["winner"])
+    assert listed[ids[0]]["topic"] == "Adopt the plan?"
+    assert {job["id"] for job in by_status} == set(ids) and none_queued == []
+    assert ids[1] in {job["id"] for job in by_outcome}
+    assert all(job["outcome"] == outcome for job in by_outcome)
+    for name, answer in bad.items():
+        assert answer.status_code == 422
+        error = answer.json()["error"]
+        assert error["field"] == name and error["message"].startswith(f"{name}: ")
+    assert "'queued'" in bad["status"].json()["error"]["message"]
+    assert "'too_close'" in bad["outcome"].json()["error"]["message"]
 
 
 def test_report_is_the_html_of_a_done_debate_and_409_before() -> None:

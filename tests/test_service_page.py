@@ -34,7 +34,15 @@ import uvicorn  # noqa: E402
 from fastapi import FastAPI, Header, Request  # noqa: E402
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse  # noqa: E402
 
-from debate.service._models import FINAL, Accepted, Job, JobError, JobEvent  # noqa: E402
+from debate.service._models import (  # noqa: E402
+    FINAL,
+    Accepted,
+    DebateRequest,
+    Job,
+    JobError,
+    JobEvent,
+    JobSummary,
+)
 from debate.service._page import (  # noqa: E402
     PAGE_CSS,
     PAGE_SCRIPT,
@@ -42,6 +50,7 @@ from debate.service._page import (  # noqa: E402
     content_security_policy,
     render_page,
 )
+from debate.service._summary import OUTCOMES, STATUSES, job_summary  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +69,8 @@ class StandIn:
         """Break each job's first event stream off after this many events (a lost
         connection), so the page must reconnect with ``Last-Event-ID``."""
         self.jobs: dict[str, Job] = {}
+        self.topics: dict[str, str] = {}
+        """Each debate job's topic, as its request held it."""
         self.events: dict[str, list[JobEvent]] = {}
         self.requests: list[tuple[str, str]] = []
         """(path, Authorization header) of each ``/v1`` request, in order."""
@@ -115,8 +126,13 @@ def stand_in_app(stand_in: StandIn, *, calls: int = 12, pause: float = 0.25) -> 
         return await call_next(request)
 
     @app.get("/v1/jobs")
-    def list_jobs() -> list[Job]:
-        return sorted(stand_in.jobs.values(), key=lambda job: -job.created)
+    def list_jobs(status: str | None = None, outcome: str | None = None) -> list[JobSummary]:
+        jobs = sorted(stand_in.jobs.values(), key=lambda job: -job.created)
+        return [
+            job_summary(job, DebateRequest(topic=stand_in.topics.get(job.id, "?")))
+            for job in jobs
+            if status in (None, job.status) and outcome in (None, job.outcome)
+        ]
 
     @app.get("/v1/jobs/{job_id}")
     def get_job(job_id: str) -> Job:
@@ -129,6 +145,7 @@ def stand_in_app(stand_in: StandIn, *, calls: int = 12, pause: float = 0.25) -> 
     @app.post("/v1/debates", status_code=202)
     async def submit(body: dict[str, Any]) -> Accepted:
         job_id = f"job-{len(stand_in.jobs) + 1}"
+        stand_in.topics[job_id] = body["topic"]
         stand_in.add(Job(id=job_id, kind="debate", status="queued", created=time.time()))
         stand_in.emit(job_id, "queued")
         task = asyncio.get_running_loop().create_task(stand_in.script(job_id, calls, pause))
@@ -174,6 +191,17 @@ def ulid(created: float, n: int) -> str:
     return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
+TOPICS = {
+    "queued": "Should cities ban cars from their centres?",
+    "running": "Should we adopt a four-day working week?",
+    "winner": "Should the service keep results for 30 days rather than 7?",
+    "too_close": "Is remote work better for junior engineers?",
+    "irreconcilable": "Should the team rewrite the billing system in Rust?",
+    "failed": "Should we move the database to PostgreSQL this quarter?",
+}
+"""A topic for each job of ``several_jobs``."""
+
+
 def several_jobs(stand_in: StandIn, now: float) -> dict[str, str]:
     """One job in each state the page shows; their ids by name."""
     made = {
@@ -189,6 +217,7 @@ def several_jobs(stand_in: StandIn, now: float) -> dict[str, str]:
         created = now - age
         job_id = ids[name] = ulid(created, n)
         stand_in.add(Job(id=job_id, kind=kind, status="queued", created=created))
+        stand_in.topics[job_id] = TOPICS[name]
         stand_in.emit(job_id, "queued")
         if status == "queued":
             continue
@@ -384,6 +413,14 @@ def test_page_is_self_contained_and_allows_only_its_own_script_and_style() -> No
     # Untrusted text never goes through an HTML sink, and the token never into a URL.
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", page)
     assert "EventSource" not in PAGE_SCRIPT and "sessionStorage" in PAGE_SCRIPT
+    # The forms and the filters, with every value the API's filters take and no other.
+    for form in ('id="new-debate"', 'id="topic"', 'id="seed"', 'id="new-judgement"'):
+        assert form in page
+    assert 'id="transcript"' in page and 'type="file"' in page
+    for name, values in (("status", STATUSES), ("outcome", OUTCOMES)):
+        select = re.search(f'<select id="{name}-filter">(.*?)</select>', page)
+        assert select is not None
+        assert re.findall(r'value="([^"]*)"', select.group(1)) == ["", *values]
 
 
 def test_page_route_sends_the_policy_and_stays_out_of_the_api_document(served: str) -> None:
@@ -418,7 +455,8 @@ def test_page_follows_the_event_stream_until_the_job_is_done(
         dom = browser.evaluate("document.documentElement.outerHTML")
     assert stand_in.jobs[job_id].status == "done"
     cells = text.split("\t")
-    assert cells[0] == job_id and cells[1] == "debate" and cells[2] == "done"
+    assert cells[0].strip() == f"Adopt the plan?\n{job_id}"  # the topic, then the id
+    assert cells[1] == "debate" and cells[2] == "done"
     assert cells[3] == "12/12 calls"  # progress counted from the plan and finish events
     assert "winner" in cells[4] and "CON" in cells[4]
     assert cells[6] == "report"
@@ -441,8 +479,9 @@ def test_page_lists_every_state_newest_first(
             "[...document.querySelectorAll('#jobs tr')].map(tr => tr.innerText.split('\\t'))"
         )
     # Newest first; the running job's progress came from replaying its stream.
-    assert [r[0] for r in rows] == list(ids.values())
-    by_id = {r[0]: r for r in rows}
+    assert [r[0].strip().split("\n")[-1] for r in rows] == list(ids.values())
+    by_id = {r[0].strip().split("\n")[-1]: r for r in rows}
+    assert by_id[ids["winner"]][0].startswith(TOPICS["winner"])
     assert by_id[ids["queued"]][2:4] == ["queued", "waiting"]
     assert by_id[ids["running"]][2:4] == ["running", "7/12 calls"]
     assert by_id[ids["winner"]][2] == "done" and by_id[ids["winner"]][4] == "winner PRO"
@@ -466,13 +505,15 @@ def test_page_shows_hostile_text_as_text(stand_in: StandIn, served: str, tmp_pat
     job_id = "job-<i>x</i>"
     hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     stand_in.add(Job(id=job_id, kind="debate", status="queued", created=time.time()))
+    stand_in.topics[job_id] = "<b>bold</b>" + hostile
     stand_in.finish(job_id, status="failed", error=JobError(kind="runtime", message=hostile))
     with Browser(tmp_path / "profile") as browser:
         browser.open(served + "/")
         text = browser.wait_for(row_of(job_id), timeout=20)
-        assert text.split("\t")[0] == job_id
-        assert hostile in text
-        assert browser.evaluate("document.querySelectorAll('#jobs img, #jobs i').length") == 0
+        assert text.split("\t")[0].strip() == f"<b>bold</b>{hostile}\n{job_id}"
+        assert hostile in text.split("\t")[4]
+        found = "document.querySelectorAll('#jobs img, #jobs i, #jobs b:not(.fault b)').length"
+        assert browser.evaluate(found) == 0
         assert browser.evaluate("document.querySelectorAll('script').length") == 1
         assert browser.evaluate("typeof window.pwned") == "undefined"
 
@@ -516,8 +557,12 @@ def test_page_resumes_a_broken_stream_where_it_left_off(tmp_path: Path) -> None:
     assert text.split("\t")[3] == "8/8 calls"  # no event counted twice, none missed
 
 
-def write_screenshot(path: Path) -> None:
-    """docs/service.png: the page with a job in each state, 1280 px wide."""
+def write_screenshot(path: Path, width: int = 1280) -> None:
+    """The page with a job in each state of the stand-in, ``width`` px wide.
+
+    docs/service.png and docs/service-420.png are of ``debate serve --model scripted``
+    instead (README's screenshots show what a person gets); this one needs no model.
+    """
     import tempfile
 
     stand_in = StandIn()
@@ -529,11 +574,13 @@ def write_screenshot(path: Path) -> None:
     ):
         browser.open(url + "/")
         browser.wait_for(f"({row_of(ids['running'])} || '').includes('7/12 calls')", timeout=20)
-        browser.screenshot(path)
+        browser.screenshot(path, width=width)
 
 
 if __name__ == "__main__":
-    write_screenshot(ROOT / "docs" / "service.png")
+    import sys
+
+    write_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "service-stand-in.png"))
 
 
 def real_app(database: Path, base_url: str) -> FastAPI | None:
@@ -572,3 +619,90 @@ def test_page_watches_a_real_debate_job_finish(tmp_path: Path) -> None:
     assert job["status"] == "done" and cells[2] == "done"
     assert re.fullmatch(r"(\d+)/\1 calls", cells[3])  # every planned call finished
     assert cells[4].startswith(job["outcome"].replace("_", " "))
+
+
+def notice_after(browser: Browser, before: str) -> str:
+    """Wait for the form's notice to change from ``before``; its class and text."""
+    read = "(() => { const p = document.getElementById('submitted');"
+    read += " return p.className + '|' + p.textContent; })()"
+    value = browser.wait_for(f"(v => v !== {json.dumps(before)} && v)({read})", timeout=20)
+    return str(value)
+
+
+def press(browser: Browser, form: str, **values: str) -> None:
+    """Fill the form's fields by id, then submit it as its button would."""
+    for field, value in values.items():
+        browser.evaluate(
+            f"document.getElementById({json.dumps(field)}).value = {json.dumps(value)}"
+        )
+    browser.evaluate(f"document.getElementById({json.dumps(form)}).requestSubmit()")
+
+
+@needs_chromium
+def test_page_submits_a_debate_and_a_transcript_and_shows_refusals(tmp_path: Path) -> None:
+    from tests.helpers import transcript
+    from tests.openai_server import FakeOpenAIServer
+
+    upload = tmp_path / "transcript.json"
+    upload.write_text(transcript(topic="Judge the uploaded debate?").model_dump_json())
+    with FakeOpenAIServer(latency=0.05) as model:
+        app = real_app(tmp_path / "service.sqlite", model.base_url)
+        assert app is not None
+        with Served(app) as url, Browser(tmp_path / "profile") as browser:
+            browser.open(url + "/")
+            browser.wait_for(
+                "document.getElementById('notice')?.textContent.includes('0 jobs')", 20
+            )
+            shown: dict[str, str] = {}
+            press(browser, "new-debate", topic="", seed="")
+            shown["empty"] = notice_after(browser, "|")
+            invalid = "document.getElementById('topic').getAttribute('aria-invalid')"
+            shown["empty_marked"] = browser.evaluate(invalid)
+            press(browser, "new-debate", topic="Adopt the plan?", seed="abc")
+            shown["seed"] = notice_after(browser, shown["empty"])
+            press(browser, "new-judgement", transcript="{not json")
+            shown["json"] = notice_after(browser, shown["seed"])
+            press(browser, "new-judgement", transcript='{"topic": "No arguments?"}')
+            shown["arguments"] = notice_after(browser, shown["json"])
+            refused = httpx.get(url + "/v1/jobs").json()
+            press(browser, "new-debate", topic="Adopt the plan?", seed="7")
+            shown["debate"] = notice_after(browser, shown["arguments"])
+            debate_id = shown["debate"].split("job ")[1].split(" ")[0]
+            browser.wait_for(row_of(debate_id), timeout=20)
+            # The file chooser: the file's text lands in the field, then it is judged.
+            node = browser.send(
+                "Runtime.evaluate", expression="document.getElementById('transcript-file')"
+            )["result"]["objectId"]
+            browser.send("DOM.setFileInputFiles", files=[str(upload)], objectId=node)
+            shown["read"] = notice_after(browser, shown["debate"])
+            browser.evaluate("document.getElementById('new-judgement').requestSubmit()")
+            shown["judgement"] = notice_after(browser, shown["read"])
+            judged_id = shown["judgement"].split("job ")[1].split(" ")[0]
+            for job_id in (debate_id, judged_id):
+                selector = json.dumps(f'tr[data-job="{job_id}"][data-status="done"]')
+                browser.wait_for(f"!!document.querySelector({selector})", timeout=90)
+            rows = {i: browser.evaluate(row_of(i)).split("\t") for i in (debate_id, judged_id)}
+            # The filters ask the API: none failed; the judged job's outcome lists it.
+            browser.evaluate(
+                "const s = document.getElementById('status-filter');"
+                "s.value = 'failed'; s.dispatchEvent(new Event('change'))"
+            )
+            empty = browser.wait_for(
+                "document.querySelector('#jobs tr.empty')?.innerText", timeout=20
+            )
+            debate = httpx.get(f"{url}/v1/jobs/{debate_id}").json()
+    assert shown["empty"].startswith("error|422: topic: ")
+    assert shown["empty_marked"] == "true"
+    assert shown["seed"].startswith("error|422: config.seed: ")
+    assert shown["json"].startswith("error|transcript: not JSON")
+    assert shown["arguments"].startswith("error|422: transcript.arguments: ")
+    assert refused == []  # nothing refused was queued
+    assert shown["debate"].startswith("ok|Accepted: job ")
+    assert shown["read"].startswith("|transcript.json: ")
+    assert shown["judgement"].startswith("ok|Accepted: job ")
+    assert rows[debate_id][0].strip() == f"Adopt the plan?\n{debate_id}"
+    assert rows[judged_id][0].strip() == f"Judge the uploaded debate?\n{judged_id}"
+    assert rows[judged_id][1] == "judgement"
+    assert debate["result"]["seed"] == 7  # the seed typed in the form
+    assert rows[debate_id][4].startswith(debate["outcome"].replace("_", " "))
+    assert empty == "No jobs match these filters."

@@ -46,6 +46,7 @@ from debate.service._models import (
     JobEvent,
     JobKind,
     JobRequest,
+    JobSummary,
     ServiceSettings,
 )
 from debate.service._page import add_page_routes
@@ -274,6 +275,16 @@ class _NoStore:
         return False
 
     def list(self, limit: int = 100, token: str | None = None) -> builtins.list[Job]:
+        return []
+
+    def summaries(
+        self,
+        limit: int = 100,
+        token: str | None = None,
+        *,
+        status: str | None = None,
+        outcome: str | None = None,
+    ) -> builtins.list[JobSummary]:
         return []
 
     def active(self, token: str | None = None) -> int:

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from debate.service._feed import NotifyWatch, PollWatch
-from debate.service._models import Job, JobError, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._models import (
+    Job,
+    JobError,
+    JobEvent,
+    JobKind,
+    JobRequest,
+    JobStatus,
+    JobSummary,
+)
 from debate.storage._cache import ResponseCache
 
 
@@ -40,6 +48,16 @@ class JobStoreLike(Protocol):
     def owns(self, job_id: str, token: str | None) -> bool: ...  # noqa: D102
 
     def list(self, limit: int = 100, token: str | None = None) -> builtins.list[Job]: ...  # noqa: D102
+
+    def summaries(
+        self,
+        limit: int = 100,
+        token: str | None = None,
+        *,
+        status: str | None = None,
+        outcome: str | None = None,
+    ) -> builtins.list[JobSummary]:
+        """``GET /v1/jobs``: the newest summaries first, of ``token``'s jobs when given."""
 
     def active(self, token: str | None = None) -> int: ...  # noqa: D102
 

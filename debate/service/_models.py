@@ -124,6 +124,38 @@ class Accepted(Frozen):
     report: str
 
 
+class JobSummary(Frozen):
+    """One job as ``GET /v1/jobs`` lists it: what tells it apart, without its result.
+
+    A person picking a job from a list needs its topic and verdict, not its transcript
+    (tens of kB each); the whole job is at ``href``. ``topic`` and ``question`` are the
+    client's text, cut to ``SUBJECT_CHARS`` characters (ending "…" when cut).
+    """
+
+    id: str
+    kind: JobKind
+    status: JobStatus
+    topic: str | None = None
+    """The debated topic (debate; judgement: its transcript's)."""
+    question: str | None = None
+    """The question a council ranked answers to."""
+    outcome: str | None = None
+    """The decision's outcome (debate, judgement), or None."""
+    winner: str | None = None
+    """The winning side when the outcome names one (``PRO``/``CON``), or None."""
+    error: JobError | None = None
+    """Why the job failed (its message cut as the topic is)."""
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    href: str
+    """The whole job, result included: ``GET`` it."""
+    events: str
+    """The job's event stream (links named as in ``Accepted``)."""
+    report: str | None = None
+    """The HTML report once done (None for a kind without one: decision)."""
+
+
 class JobEvent(Frozen):
     """One progress event of a job, as stored and as sent over Server-Sent Events.
 

@@ -31,7 +31,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from debate.service._feed import EventFeed, NotifyWatch
-from debate.service._models import Job, JobError, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._models import (
+    Job,
+    JobError,
+    JobEvent,
+    JobKind,
+    JobRequest,
+    JobStatus,
+    JobSummary,
+)
 from debate.service._pgsql import (
     CHANNEL,
     COLUMNS,
@@ -56,6 +64,7 @@ from debate.service._store import (
     token_id,
     with_seed,
 )
+from debate.service._summary import PG_COLUMNS, filters, row_summary
 from debate.storage._pg import migrate, open_pool
 from debate.storage._pgcache import PgResponseCache
 
@@ -181,6 +190,25 @@ class PgJobStore:
                 f"SELECT {COLUMNS} FROM jobs {where} ORDER BY n DESC LIMIT %s", (*args, limit)
             ).fetchall()
         return [row_job(row) for row in rows]
+
+    def summaries(
+        self,
+        limit: int = 100,
+        token: str | None = None,
+        *,
+        status: str | None = None,
+        outcome: str | None = None,
+    ) -> builtins.list[JobSummary]:
+        """The newest jobs' summaries first, filtered in the query (see ``_summary``)."""
+        terms, args = filters(status, outcome, "%s")
+        if token is not None:
+            terms, args = ["token = %s", *terms], [token_id(token), *args]
+        where = "WHERE " + " AND ".join(terms) if terms else ""
+        with self._pool.connection() as db:
+            rows = db.execute(
+                f"SELECT {PG_COLUMNS} FROM jobs {where} ORDER BY n DESC LIMIT %s", (*args, limit)
+            ).fetchall()
+        return [row_summary(row) for row in rows]
 
     def counts(self) -> dict[JobStatus, int]:
         """How many jobs are in each status (every status listed, 0 included)."""

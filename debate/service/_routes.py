@@ -27,6 +27,7 @@ from debate.quality._decide import Decided
 from debate.records._config import RunConfig, validation_message
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult
+from debate.records._transcript import Outcome
 from debate.report import render_html
 from debate.service._auth import Authenticator, AuthError, Caller
 from debate.service._backend import JobStoreLike
@@ -42,6 +43,8 @@ from debate.service._models import (
     JobError,
     JobKind,
     JobRequest,
+    JobStatus,
+    JobSummary,
     JudgementRequest,
     PanelOverrides,
     ServiceSettings,
@@ -340,13 +343,23 @@ async def _own_job(service: Service, job_id: str, authorization: str | None) -> 
 
 
 def add_read_routes(app: FastAPI, service: Service) -> None:
-    @app.get("/v1/jobs", response_model=list[JobView], responses=ERRORS, summary="Your jobs")
+    @app.get(
+        "/v1/jobs",
+        response_model=list[JobSummary],
+        responses=ERRORS,
+        summary="Your jobs, newest first: each one's topic and verdict (the whole job at href)",
+    )
     async def list_jobs(
-        limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100, authorization: AuthHeader = None
+        limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+        status: Annotated[JobStatus | None, Query(description="Only jobs in this status")] = None,
+        outcome: Annotated[Outcome | None, Query(description="Only jobs with this outcome")] = None,
+        authorization: AuthHeader = None,
     ) -> JSONResponse:
         caller = service.auth.caller(authorization)
         note(token=caller.label)
-        jobs = await asyncio.to_thread(service.store.list, limit, caller.digest)
+        jobs = await asyncio.to_thread(
+            lambda: service.store.summaries(limit, caller.digest, status=status, outcome=outcome)
+        )
         return JSONResponse([job.model_dump(mode="json") for job in jobs])
 
     @app.get("/v1/jobs/{job_id}", response_model=JobView, responses=ERRORS, summary="A job")

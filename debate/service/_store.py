@@ -42,8 +42,10 @@ from debate.service._models import (
     JobKind,
     JobRequest,
     JobStatus,
+    JobSummary,
     JudgementRequest,
 )
+from debate.service._summary import SQLITE_COLUMNS, filters, row_summary
 from debate.storage._cache import ResponseCache
 from debate.storage._sqlite import write_lock, write_transaction
 
@@ -321,6 +323,25 @@ class JobStore:
             f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY rowid DESC LIMIT ?", (*args, limit)
         )
         return [_job(row) for row in rows]
+
+    def summaries(
+        self,
+        limit: int = 100,
+        token: str | None = None,
+        *,
+        status: str | None = None,
+        outcome: str | None = None,
+    ) -> builtins.list[JobSummary]:
+        """The newest jobs' summaries first, filtered in the query (see ``_summary``)."""
+        terms, args = filters(status, outcome, "?")
+        if token is not None:
+            terms, args = ["token = ?", *terms], [token_id(token), *args]
+        where = "WHERE " + " AND ".join(terms) if terms else ""
+        rows = self._db().execute(
+            f"SELECT {SQLITE_COLUMNS} FROM jobs {where} ORDER BY rowid DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [row_summary(tuple(row)) for row in rows]
 
     def counts(self) -> dict[JobStatus, int]:
         """How many jobs are in each status (every status listed, 0 included)."""
