@@ -70,7 +70,9 @@ def test_a_replay_with_the_same_seed_asks_the_same_questions() -> None:
     second, b = panel(judge(set()), samples=2)
     first.evaluate_sync(T, seed=3)
     second.evaluate_sync(T, seed=3)
-    assert sorted(m[1].content for m, _ in a.requests) == sorted(m[1].content for m, _ in b.requests)
+    assert sorted(m[1].content for m, _ in a.requests) == sorted(
+        m[1].content for m, _ in b.requests
+    )
 
 
 def test_combined_scores_are_the_mean_of_the_readings() -> None:
@@ -136,7 +138,9 @@ def test_one_sample_is_the_panel_without_samples() -> None:
 
 
 def test_a_judge_can_read_more_often_than_the_panel() -> None:
-    judges = [j.model_copy(update={"samples": 3} if j.role == "risk" else {}) for j in RunConfig().judges]
+    judges = [
+        j.model_copy(update={"samples": 3} if j.role == "risk" else {}) for j in RunConfig().judges
+    ]
     p, model = panel(judge(set()), judges=[j.model_dump() for j in judges])
     result = p.evaluate_sync(T, seed=1)
     assert len(model.requests) == 3 + 3
