@@ -161,6 +161,25 @@ def test_stability_samples_multiply_the_calls(
         )  # fmt: skip
         assert code == 0, err
         assert len(server.records) - before == 2 * 4 * 3
+        assert {r.body["model"] for r in server.records[before:]} == {"m"}
+
+
+def test_stability_api_key_env_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STABILITY_TEST_KEY", "sk-stability")
+    with FakeOpenAIServer(responder=planted_responder) as server:
+        run_cli(
+            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "2",
+            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
+        )  # fmt: skip
+        before = len(server.authorizations)
+        code, _, err = run_cli(
+            capsys, "stability", str(tmp_path / "result.json"), "--runs", "1",
+            "--model", "m", "--base-url", server.base_url, "--api-key-env", "STABILITY_TEST_KEY",
+        )  # fmt: skip
+        assert code == 0, err
+        assert set(server.authorizations[before:]) == {"Bearer sk-stability"}
 
 
 def test_stability_seed_chooses_the_runs_seeds(

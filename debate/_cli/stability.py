@@ -60,8 +60,6 @@ def add_parser(commands: Commands) -> None:
 
 def _config(args: argparse.Namespace, recorded: RunConfig) -> RunConfig:
     """The result's config with the model flags (and ``--samples``) on top."""
-    if args.model is None and args.base_url is not None:
-        raise ConfigurationError("--model: name the model served at --base-url")
     data: dict[str, Any] = recorded.model_dump()
     given = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
     if args.model is not None:  # every judge on this model, at this server (or none)
@@ -87,6 +85,8 @@ def stability_command(args: argparse.Namespace) -> int:
     from debate.runtime._pool import ModelPool, closing_pool
     from debate.storage._files import load_result
 
+    if args.model is None and args.base_url is not None:  # before reading anything
+        raise ConfigurationError("--model: name the model served at --base-url")
     with common.user_file(args.result, "result"):
         result = load_result(args.result)
     assert isinstance(result, DebateResult | CouncilResult)
