@@ -25,11 +25,11 @@ from debate.panel._decision import Context, Setting, batch_of, conclude_batch, s
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
-from debate.panel._samples import consistent_weights, further_presentations, samples_of
+from debate.panel._samples import consistent_weights, further_presentations
 from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
-from debate.records._config import JudgeSpec, RunConfig
+from debate.records._config import JudgeSpec, RunConfig, samples_of
 from debate.records._result import PanelResult, TopicSource, draw_seed
 from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
@@ -189,7 +189,9 @@ class MultiJudgePanel:
 
     def _tiers(self) -> list[Tier]:
         """The panel's tiers, lowest first (one without tiers)."""
-        readings = (2 if self.config.swap else 1) * self.config.samples
+        # K readings each, and the swap check's mirror of the first (a judge's own samples
+        # are not counted here: a tier's count is an estimate for the tiers not asked)
+        readings = self.config.samples + (1 if self.config.swap else 0)
         return tiers_of([(j.name, j.tier) for j in self.judges], readings)
 
     async def evaluate(

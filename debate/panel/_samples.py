@@ -33,7 +33,6 @@ from numpy.typing import NDArray
 from debate.panel._cascade import Tier
 from debate.panel._evidence import margin_evidence_array
 from debate.panel._positions import Presentation, PresentationMode, presentations
-from debate.records._config import JudgeSpec
 from debate.records._transcript import JudgeEvaluation, RubricScore, Transcript
 
 if TYPE_CHECKING:
@@ -43,11 +42,6 @@ FloatArray = NDArray[np.float64]
 
 SEED_RANGE = 2**31
 """Derived seeds lie in ``[0, 2**31)``: every backend takes a 32-bit signed seed."""
-
-
-def samples_of(spec: JudgeSpec, default: int) -> int:
-    """How many readings ``spec`` makes: its own ``samples``, else the run's."""
-    return spec.samples if spec.samples is not None else default
 
 
 def reading_seed(seed: int | None, judge: str, index: int) -> int | None:

@@ -474,6 +474,11 @@ def _bounds(model: type[BaseModel], loc: list[str]) -> tuple[object, object] | N
     return None if low is None or high is None else (low, high)
 
 
+def samples_of(spec: JudgeSpec, default: int) -> int:
+    """How many readings ``spec`` makes: its own ``samples``, else the run's ``default``."""
+    return spec.samples if spec.samples is not None else default
+
+
 def build_config(
     data: dict[str, Any], source: str = "config", names: Mapping[str, str] | None = None
 ) -> RunConfig:
