@@ -94,26 +94,33 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
+def judged(
+    capsys: pytest.CaptureFixture[str], server: FakeOpenAIServer, out: Path, seed: int
+) -> Path:
+    """``debate judge`` of the example transcript at ``server``: the result to re-judge."""
+    code, _, err = run_cli(
+        capsys, "judge", str(EXAMPLE), *served(server), "--seed", str(seed),
+        "--out", str(out), "--quiet", "--no-store", "--no-cache",
+    )  # fmt: skip
+    assert code == 0, err
+    return out / "result.json"
+
+
 def test_stability_reports_the_planted_flip_rate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = 40
     with FakeOpenAIServer(responder=planted_responder) as server:
-        code, _, err = run_cli(
-            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "11",
-            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
-        )  # fmt: skip
-        assert code == 0, err
-        result = tmp_path / "result.json"
+        result = judged(capsys, server, tmp_path, 11)
         first = json.loads(result.read_text())
         assert first["decision"]["winner"] == ("CON" if flips(11) else "PRO")
-        judged = len(server.records)
+        before = len(server.records)
         code, out, err = run_cli(
             capsys, "stability", str(result), "--runs", str(runs), *served(server), "--json"
         )
         assert code == 0, err
         report = Stability.model_validate_json(out)
-        seeds_sent = {int(r.body["seed"]) for r in server.records[judged:]}
+        seeds_sent = {int(r.body["seed"]) for r in server.records[before:]}
     assert report.runs == runs and len(report.verdicts) == runs
     assert seeds_sent == set(run_seeds(11, runs))  # one sampling seed per run, from --seed's
     flipped = sum(flips(s) for s in run_seeds(11, runs))
@@ -135,10 +142,7 @@ def test_stability_text_names_the_flip_rate_and_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with FakeOpenAIServer(responder=planted_responder) as server:
-        run_cli(
-            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "2",
-            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
-        )  # fmt: skip
+        judged(capsys, server, tmp_path, 2)
         code, out, err = run_cli(
             capsys, "stability", str(tmp_path / "result.json"), "--runs", "5", *served(server)
         )
@@ -150,10 +154,7 @@ def test_stability_samples_multiply_the_calls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with FakeOpenAIServer(responder=planted_responder) as server:
-        run_cli(
-            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "2",
-            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
-        )  # fmt: skip
+        judged(capsys, server, tmp_path, 2)
         before = len(server.records)
         code, out, err = run_cli(
             capsys, "stability", str(tmp_path / "result.json"), "--runs", "2",
@@ -169,10 +170,7 @@ def test_stability_api_key_env_names_the_variable(
 ) -> None:
     monkeypatch.setenv("STABILITY_TEST_KEY", "sk-stability")
     with FakeOpenAIServer(responder=planted_responder) as server:
-        run_cli(
-            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "2",
-            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
-        )  # fmt: skip
+        judged(capsys, server, tmp_path, 2)
         before = len(server.authorizations)
         code, _, err = run_cli(
             capsys, "stability", str(tmp_path / "result.json"), "--runs", "1",
@@ -186,10 +184,7 @@ def test_stability_seed_chooses_the_runs_seeds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with FakeOpenAIServer(responder=planted_responder) as server:
-        run_cli(
-            capsys, "judge", str(EXAMPLE), *served(server), "--seed", "2",
-            "--out", str(tmp_path), "--quiet", "--no-store", "--no-cache",
-        )  # fmt: skip
+        judged(capsys, server, tmp_path, 2)
         result = str(tmp_path / "result.json")
         reports = [
             Stability.model_validate_json(

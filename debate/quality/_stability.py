@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from debate.api import judge_transcript
 from debate.council._run import run_council
@@ -128,13 +128,27 @@ def _modal(labels: Sequence[str]) -> str:
     return max(labels, key=lambda label: (counts[label], -labels.index(label)))
 
 
-def _cost(usages: Sequence[Usage]) -> float | None:
+def _cost_fields(usages: Sequence[Usage]) -> dict[str, Any]:
+    """The runs' calls and cost together (no cost when a model used is not priced)."""
     costs = [u.cost_usd for u in usages]
-    return None if any(c is None for c in costs) else float(sum(c for c in costs if c))
+    cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c))
+    return {"calls": sum(u.calls for u in usages), "cost_usd": cost}
 
 
 def _flips(labels: Sequence[str], reference: str) -> Estimate:
     return wilson(sum(label != reference for label in labels), len(labels), minimum=1)
+
+
+def _flip_fields(labels: Sequence[str], original: str) -> dict[str, Any]:
+    """The runs' modal label, the flip rate against it, and the share unlike ``original``."""
+    modal = _modal(labels)
+    return {
+        "runs": len(labels),
+        "original": original,
+        "modal": modal,
+        "flip_rate": _flips(labels, modal),
+        "differs_from_original": sum(label != original for label in labels) / len(labels),
+    }
 
 
 async def rejudge(
@@ -179,8 +193,6 @@ def debate_stability(
         for i, r in enumerate(runs)
     ]
     labels = [v.verdict for v in verdicts]
-    modal = _modal(labels)
-    first = verdict_of(original.decision.outcome, original.decision.winner)
     names = list(dict.fromkeys(name for v in verdicts for name in v.leads))
     judges = []
     for name in names:
@@ -190,15 +202,10 @@ def debate_stability(
     return Stability(
         kind="debate",
         source=source,
-        runs=len(runs),
-        original=first,
-        modal=modal,
-        flip_rate=_flips(labels, modal),
-        differs_from_original=sum(label != first for label in labels) / len(labels),
+        **_flip_fields(labels, verdict_of(original.decision.outcome, original.decision.winner)),
         verdicts=verdicts,
         judges=judges,
-        calls=sum(r.usage.calls for r in runs),
-        cost_usd=_cost([r.usage for r in runs]),
+        **_cost_fields([r.usage for r in runs]),
     )
 
 
@@ -218,17 +225,10 @@ def council_stability(
 ) -> Stability:
     """Kendall's W of ``runs``' rankings and how often their top candidate changes."""
     candidates = [c.id for c in original.candidates]
-    tops = [_top(r) for r in runs]
-    modal = _modal(tops)
-    first = _top(original)
     return Stability(
         kind="council",
         source=source,
-        runs=len(runs),
-        original=first,
-        modal=modal,
-        flip_rate=_flips(tops, modal),
-        differs_from_original=sum(t != first for t in tops) / len(tops),
+        **_flip_fields([_top(r) for r in runs], _top(original)),
         rankings=[
             CouncilRun(
                 run=i + 1,
@@ -240,8 +240,7 @@ def council_stability(
             for i, r in enumerate(runs)
         ],
         kendall_w=kendall_w([_ranks(r, candidates) for r in runs]),
-        calls=sum(r.usage.calls for r in runs),
-        cost_usd=_cost([r.usage for r in runs]),
+        **_cost_fields([r.usage for r in runs]),
     )
 
 
