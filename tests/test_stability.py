@@ -246,3 +246,26 @@ def test_council_stability_is_kendalls_w_over_the_runs_rankings() -> None:
     assert report.modal == report.original == "A"
     assert report.flip_rate.value == pytest.approx(0.25)
     assert report.calls == 4 * 3
+
+
+def test_stability_of_a_council_result_reranks_its_candidates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"id": c.id, "text": c.text} for c in CANDIDATES]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "council"
+    code, _, err = run_cli(
+        capsys, "council", "Which?", "--candidates", str(tmp_path / "c.jsonl"),
+        "--model", "scripted", "--seed", "4", "--out", str(out), "--quiet", "--no-store",
+    )  # fmt: skip
+    assert code == 0, err
+    code, text, err = run_cli(
+        capsys, "stability", str(out / "result.json"), "--runs", "4", "--json"
+    )
+    assert code == 0, err
+    report = Stability.model_validate_json(text)
+    assert report.kind == "council" and len(report.rankings) == 4
+    assert [r.seed for r in report.rankings] == run_seeds(4, 4)
+    assert report.kendall_w is not None and 0 <= report.kendall_w <= 1
+    code, _, err = run_cli(capsys, "stability", str(out / "result.json"), "--samples", "2")
+    assert code == 2 and "--samples" in err

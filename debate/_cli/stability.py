@@ -90,6 +90,10 @@ def stability_command(args: argparse.Namespace) -> int:
     with common.user_file(args.result, "result"):
         result = load_result(args.result)
     assert isinstance(result, DebateResult | CouncilResult)
+    if isinstance(result, CouncilResult) and args.samples is not None:
+        raise ConfigurationError(
+            "--samples: a council's reviewers read the candidates once; leave it out"
+        )
     config = _config(args, result.config)
     # A result without a seed (none is written so) gets one drawn, and the runs say which.
     base = draw_seed(args.seed if args.seed is not None else result.seed)
