@@ -149,6 +149,7 @@ def _flag_cases(command: str, base: list[str]) -> Iterator[Case]:
         "--topic-classifier": ["oracle"],
         "--aggregate": ["mode", ""],
         "--min-judges": ["1", "0", "-3", "abc", "1.5", "9", "65", "99999999999999999999"],
+        "--samples": ["0", "-1", "17", "abc", "1.5", "99999999999999999999"],
     }
     for flag, bad in values.items():
         for value in bad:
@@ -548,6 +549,29 @@ def report_cases() -> Iterator[Case]:
     yield Case("report", "--out ''", ("report", "r.json", "--out", ""), {"r.json": b"{}"})
 
 
+def stability_cases() -> Iterator[Case]:
+    for name, path in {**_unreadable("nope.json"), "a transcript": "transcript.json"}.items():
+        yield Case("stability", f"result {name}", ("stability", path), folders=("folder",))
+    for label, data in {
+        "a JSON array": [1],
+        "kind 'poem'": {"kind": "poem"},
+        "an empty object": {},
+    }.items():
+        yield Case("stability", label, ("stability", "r.json"), {"r.json": _json(data)})
+    base = ["stability", "transcript.json", "--model", "scripted"]
+    for flag, bad in {
+        "--runs": ["0", "-1", "abc", "1.5", "1001", "99999999999999999999"],
+        "--samples": ["0", "17", "abc"],
+        "--seed": ["-1", "abc", str(2**32)],
+    }.items():
+        for value in bad:
+            yield Case("stability", f"{flag} {value!r}", (*base, flag, value))
+    yield Case(
+        "stability", "--base-url without --model", ("stability", "r.json", "--base-url", "x")
+    )
+    yield Case("stability", "unknown flag", (*base, "--bogus"))
+
+
 def agreement_cases() -> Iterator[Case]:
     base = ["agreement", "ratings.csv"]
     for name, path in {
@@ -839,6 +863,7 @@ def all_cases() -> list[Case]:
         mcp_cases,
         audit_cases,
         report_cases,
+        stability_cases,
         agreement_cases,
         schema_cases,
         serve_cases,

@@ -71,6 +71,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "merge": ["merge", "o1", "o2", "--out", "o"],
         "calibrate": ["calibrate", "i.jsonl"],
         "report": ["report", "result.json"],
+        "stability": ["stability", "result.json"],
         "agreement": ["agreement", "r.csv"],
         "schema": ["schema", "result"],
         "decide": ["decide", "j.csv"],

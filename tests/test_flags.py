@@ -37,8 +37,16 @@ MARKER = "MARKER-17D-TEMPLATE"
 MODEL_COMMANDS = ("run", "judge", "council", "batch", "calibrate")
 DEBATE_COMMANDS = ("run", "judge", "batch", "calibrate")
 """Commands whose judges read a debate (calibrate with ``--format debate``)."""
-READING_FLAGS = ("--topics", "--topic-type", "--topic-classifier", "--presentation", "--swap")
+READING_FLAGS = (
+    "--topics",
+    "--topic-type",
+    "--topic-classifier",
+    "--presentation",
+    "--swap",
+    "--samples",
+)
 READING_VALUES = {
+    "--samples": ["2"],
     "--topics": ["topics.toml"],
     "--topic-type": ["security"],
     "--topic-classifier": ["model"],
@@ -582,6 +590,21 @@ def test_swap_makes_every_judge_read_twice(
     assert len(swapped.judge_requests) == 2 * len(plain.judge_requests)
     found = debate_results(command, swapped, spied_debates)
     assert found and all(e.swap is not None for r in found for e in r.evaluations)
+
+
+@pytest.mark.parametrize("command", DEBATE_COMMANDS)
+def test_samples_makes_every_judge_read_k_times(
+    command: str, h: Harness, spied_debates: list[DebateResult]
+) -> None:
+    plain = h.run(command)
+    spied_debates.clear()
+    sampled = h.run(command, "--samples", "3")
+    assert plain.code == sampled.code == 0, sampled.err
+    assert len(sampled.judge_requests) == 3 * len(plain.judge_requests)
+    found = debate_results(command, sampled, spied_debates)
+    assert found and all(
+        e.readings is not None and len(e.readings) == 3 for r in found for e in r.evaluations
+    )
 
 
 @pytest.mark.parametrize("command", DEBATE_COMMANDS)

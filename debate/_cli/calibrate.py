@@ -82,7 +82,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-READING_FLAGS = ("swap", "presentation", "topics", "topic_type", "topic_classifier")
+READING_FLAGS = ("swap", "samples", "presentation", "topics", "topic_type", "topic_classifier")
 """Flags about how judges read a debate; pairwise items are ranked by the council, which
 reads no debate, so there they are refused instead of accepted and ignored."""
 

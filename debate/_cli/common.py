@@ -68,6 +68,7 @@ CONFIG_FLAGS = {
         "max_retries",
         "presentation",
         "swap",
+        "samples",
         "judges",
         "arguments",
         "rounds",
@@ -474,6 +475,12 @@ def _reading_flags(panel: argparse._ArgumentGroup) -> None:
         help="per-judge reading order (default counterbalanced)",
     )
     panel.add_argument("--swap", action="store_true", help="every judge reads twice, sides swapped")
+    panel.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="readings per judge, each in another order with another seed (default 1)",
+    )
 
 
 def store_flags(group: argparse._ArgumentGroup) -> None:

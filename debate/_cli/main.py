@@ -36,6 +36,7 @@ from debate._cli import (
     run,
     schema,
     serve,
+    stability,
     validity,
 )
 from debate._cli.common import (
@@ -69,6 +70,7 @@ COMMANDS = (
     example,
     audit,
     report,
+    stability,
     agreement,
     schema,
     serve,

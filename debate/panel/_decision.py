@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._rules import decide
+from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
 from debate.records._config import Thresholds
 from debate.records._judgments import NO_CALL
 from debate.records._result import Agreement, Decision, Diagnostics, TopicSource, Vote
@@ -76,6 +77,9 @@ class ScoreMatrices:
     dimensions: dict[str, NDArray[np.float64]]
     standings: list[list[str]]
     """Arguments x judges standings."""
+    spread: tuple[FloatArray, FloatArray] | None = None
+    """With repeated readings: per judge its mean per-reading evidence and the squared
+    standard error of its margin (:func:`debate.panel._samples.reading_spread`)."""
 
 
 def score_matrices(
@@ -90,9 +94,7 @@ def score_matrices(
     standings: list[list[str]] = [[] for _ in ids]
     for j, evaluation in enumerate(scored):
         assert evaluation.scores is not None  # scored evaluations carry scores
-        readings = [evaluation.scores]
-        if evaluation.swap is not None and evaluation.swap.scores is not None:
-            readings.append(evaluation.swap.scores)  # both readings count, averaged
+        readings = scored_readings(evaluation)  # every reading counts, averaged
         weights = weights_by_judge[evaluation.judge]
         for a, arg_id in enumerate(ids):
             for d in DIMENSIONS:
@@ -103,7 +105,14 @@ def score_matrices(
             # made; it counts as UNCERTAIN in kappa.
             standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")
     judges = [e.judge for e in scored]
-    return ScoreMatrices(judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings)
+    spread = None
+    if any(e.readings is not None for e in scored):
+        pro = [s == "PRO" for s in transcript.sides]
+        found = [reading_spread(e, ids, pro, weights_by_judge[e.judge]) for e in scored]
+        spread = (np.array([f[0] for f in found]), np.array([f[1] for f in found]))
+    return ScoreMatrices(
+        judges, ids, transcript.sides, np.round(raw, RESOLUTION), dims, standings, spread
+    )
 
 
 STATISTIC_DECIMALS = 9
@@ -144,6 +153,9 @@ class ScoreBatch:
     standings: NDArray[np.intp] | None = None
     """Items x units x judges standing codes (any coding; UNCERTAIN a code of its own), or
     None when the judgments carry no standings (kappa is then undefined)."""
+    spread: tuple[FloatArray, FloatArray] | None = None
+    """Items x judges: each judge's mean per-reading evidence and the squared standard error
+    of its margin in points, when judges read more than once; None for single readings."""
 
     @property
     def size(self) -> int:
@@ -197,6 +209,9 @@ def batch_of(matrices: ScoreMatrices) -> ScoreBatch:
         raw=matrices.raw[None],
         dimensions={d: m[None] for d, m in matrices.dimensions.items()},
         standings=standings,
+        spread=None
+        if matrices.spread is None
+        else (matrices.spread[0][None], matrices.spread[1][None]),
     )
 
 
@@ -314,6 +329,10 @@ def _vote_numbers(
         ]
         found[0], scale = _widened(found[0], scaled.margin, held[0], effect)
         found[1], _ = _widened(found[1], points.margin, held[1], effect)
+    if batch.spread is not None:  # repeated readings: add each judge's own spread
+        found = widen_for_readings(
+            found, (scaled.margin, points.margin), calibrated, batch, weights, setting
+        )
     intervals = np.concatenate(found, axis=1)
     return {
         "sides": _nums(sides),
@@ -530,6 +549,8 @@ def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
         return [{} for _ in range(batch.size)]
     pro, con = side_means(batch.raw, batch.is_pro)
     x = margin_evidence_array(pro - con)
+    if batch.spread is not None:  # each reading's evidence, averaged: split readings cancel
+        x = batch.spread[0]
     found = confidence(x, weights)
     sides: tuple[Side, Side] = ("PRO", "CON")
     rows = zip(

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
 from debate.models._base import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
+from debate.panel._samples import consistency, moved, reading_seed
 from debate.records._config import JudgeSpec
 from debate.records._transcript import (
     JudgeEvaluation,
     RubricScore,
+    SampleReading,
     SwapReading,
     Transcript,
     UnscoredReason,
@@ -97,19 +100,30 @@ class Sitting:
 
 
 async def read_transcript(
-    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation, actor: str
+    sitting: Sitting,
+    spec: JudgeSpec,
+    model: Model,
+    presentation: Presentation,
+    actor: str,
+    seed: int | None = None,
 ) -> Reading:
-    """Call the judge once (with re-asks); failures become an unscored reading."""
+    """Call the judge once (with re-asks); failures become an unscored reading.
+
+    ``seed``: this reading's sampling seed (a repeated reading's); default the sitting's.
+    """
     ids = presentation.order
     messages = judge_request(
         sitting.renderer, spec, sitting.transcript, presentation, sitting.system
     )
+    settings = sitting.settings
+    if seed is not None and seed != settings.seed:
+        settings = settings.model_copy(update={"seed": seed})
     try:
         completion, attempts = await ask(
             model,
             messages,
             judge_reply(ids),
-            sitting.settings,
+            settings,
             sitting.call,
             phase="judge",
             actor=actor,
@@ -131,12 +145,19 @@ async def read_transcript(
 
 
 async def evaluate_judge(
-    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+    sitting: Sitting,
+    spec: JudgeSpec,
+    model: Model,
+    presentation: Presentation,
+    further: Sequence[Presentation] = (),
 ) -> JudgeEvaluation:
-    """One judge's evaluation: its reading (and the mirrored one), unscored past the deadline."""
+    """One judge's evaluation: its reading (and the mirrored one), unscored past the deadline.
+
+    ``further``: the orders of its repeated readings 2 to k (:mod:`debate.panel._samples`).
+    """
     try:
         return await asyncio.wait_for(
-            _readings(sitting, spec, model, presentation), sitting.deadline.remaining()
+            _readings(sitting, spec, model, presentation, further), sitting.deadline.remaining()
         )
     except asyncio.TimeoutError:
         seconds = sitting.deadline.seconds
@@ -149,15 +170,81 @@ async def evaluate_judge(
 
 
 async def _readings(
-    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation
+    sitting: Sitting,
+    spec: JudgeSpec,
+    model: Model,
+    presentation: Presentation,
+    further: Sequence[Presentation] = (),
 ) -> JudgeEvaluation:
+    if further:
+        return await _sampled(sitting, spec, model, [presentation, *further])
     first = await read_transcript(sitting, spec, model, presentation, spec.name)
-    swap = None
-    if sitting.swap:
-        mirrored = presentation.mirrored()
-        second = await read_transcript(sitting, spec, model, mirrored, f"{spec.name} (swapped)")
-        swap = swap_reading(first, second, mirrored)
+    swap = await _swapped(sitting, spec, model, presentation, first)
     return _evaluation(spec, model, presentation, first, swap)
+
+
+async def _swapped(
+    sitting: Sitting, spec: JudgeSpec, model: Model, presentation: Presentation, first: Reading
+) -> SwapReading | None:
+    """The swap check's second reading of ``first``, when the check is on."""
+    if not sitting.swap:
+        return None
+    mirrored = presentation.mirrored()
+    second = await read_transcript(sitting, spec, model, mirrored, f"{spec.name} (swapped)")
+    return swap_reading(first, second, mirrored)
+
+
+async def _sampled(
+    sitting: Sitting, spec: JudgeSpec, model: Model, shown: list[Presentation]
+) -> JudgeEvaluation:
+    """The judge's k readings, each in its own order with its own seed, asked together.
+
+    The record's ``scores`` (with key finding and positions) are the first scored
+    reading's: a rubric score is an integer a judge gave, and a mean of several is not
+    one; the statistics average every scored reading (:func:`score_matrices`). The swap
+    check, when on, mirrors the first reading.
+    """
+    seed = sitting.settings.seed
+    found = await asyncio.gather(
+        *(
+            read_transcript(
+                sitting,
+                spec,
+                model,
+                order,
+                spec.name if i == 0 else f"{spec.name} (reading {i + 1})",
+                reading_seed(seed, spec.name, i),
+            )
+            for i, order in enumerate(shown)
+        )
+    )
+    records = [
+        SampleReading(
+            index=i + 1,
+            seed=reading_seed(seed, spec.name, i),
+            positions=order.positions,
+            **reading.outcome(),
+        )
+        for i, (reading, order) in enumerate(zip(found, shown, strict=True))
+    ]
+    swap = await _swapped(sitting, spec, model, shown[0], found[0])
+    scored = [i for i, r in enumerate(found) if r.scores is not None]
+    chosen = scored[0] if scored else 0
+    head = found[chosen]
+    if not scored:
+        head = replace(
+            head, detail=f"all {len(found)} readings unscored; first: {head.detail or head.reason}"
+        )
+    evaluation = _evaluation(spec, model, shown[chosen], head, swap)
+    ids = shown[0].order
+    agreed = consistency([r.scores for r in found if r.scores is not None], ids)
+    return evaluation.model_copy(
+        update={
+            "readings": records,
+            "consistency": agreed,
+            "attempts": sum(r.attempts for r in found),
+        }
+    )
 
 
 def _evaluation(
@@ -184,17 +271,14 @@ def _evaluation(
 def swap_reading(first: Reading, second: Reading, mirrored: Presentation) -> SwapReading:
     """Compare two readings of one judge: which standings moved with the presentation."""
     sensitive: list[str] = []
-    consistency = None
+    agreed = None
     if first.scores is not None and second.scores is not None:
-        sensitive = [
-            arg_id
-            for arg_id in mirrored.order
-            if first.scores[arg_id].standing != second.scores[arg_id].standing
-        ]
-        consistency = 1.0 - len(sensitive) / len(mirrored.order)
+        pair = [first.scores, second.scores]
+        sensitive = moved(pair, mirrored.order)
+        agreed = consistency(pair, mirrored.order)
     return SwapReading(
         **second.outcome(),
         positions=mirrored.positions,
-        position_sensitive=sorted(sensitive),
-        consistency=consistency,
+        position_sensitive=sensitive,
+        consistency=agreed,
     )

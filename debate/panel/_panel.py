@@ -25,10 +25,11 @@ from debate.panel._decision import Context, Setting, batch_of, conclude_batch, s
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
+from debate.panel._samples import consistent_weights, further_presentations
 from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
-from debate.records._config import JudgeSpec, RunConfig
+from debate.records._config import JudgeSpec, RunConfig, samples_of
 from debate.records._result import PanelResult, TopicSource, draw_seed
 from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
@@ -175,9 +176,22 @@ class MultiJudgePanel:
             orders.update(zip(tier.members, drawn, strict=True))
         return [orders[j.name] for j in self.judges]
 
+    def _further(
+        self, transcript: Transcript, seed: int, first: dict[str, Presentation]
+    ) -> dict[str, list[Presentation]]:
+        """Per judge, the orders of its repeated readings (none without ``samples``)."""
+        counts = {j.name: samples_of(j, self.config.samples) for j in self.judges}
+        if max(counts.values()) == 1:
+            return {name: [] for name in first}
+        return further_presentations(
+            self._tiers(), first, counts, transcript, seed, self.config.presentation
+        )
+
     def _tiers(self) -> list[Tier]:
         """The panel's tiers, lowest first (one without tiers)."""
-        readings = 2 if self.config.swap else 1
+        # K readings each, and the swap check's mirror of the first (a judge's own samples
+        # are not counted here: a tier's count is an estimate for the tiers not asked)
+        readings = self.config.samples + (1 if self.config.swap else 0)
         return tiers_of([(j.name, j.tier) for j in self.judges], readings)
 
     async def evaluate(
@@ -220,6 +234,7 @@ class MultiJudgePanel:
         )
         shown = self.presentations(transcript, seed)
         orders = {j.name: order for j, order in zip(self.judges, shown, strict=True)}
+        further = self._further(transcript, seed, orders)
         specs = {j.name: j for j in self.judges}
         done: dict[str, JudgeEvaluation] = {}
         stood_in: dict[str, list[JudgeEvaluation]] = {}
@@ -229,14 +244,19 @@ class MultiJudgePanel:
         async def ask(tier: Tier) -> None:
             evaluations = await asyncio.gather(
                 *(
-                    evaluate_judge(sitting, specs[name], self.models[name], orders[name])
+                    evaluate_judge(
+                        sitting, specs[name], self.models[name], orders[name], further[name]
+                    )
                     for name in tier.members
                 )
             )
             done.update(zip(tier.members, evaluations, strict=True))
             failed = [e for e in evaluations if e.status == "unscored"]
             replacements = await asyncio.gather(
-                *(self._stand_in(sitting, e, spare, orders[e.judge]) for e in failed)
+                *(
+                    self._stand_in(sitting, e, spare, orders[e.judge], further[e.judge])
+                    for e in failed
+                )
             )
             for evaluation, found in zip(failed, replacements, strict=True):
                 stood_in[evaluation.judge] = found
@@ -279,13 +299,15 @@ class MultiJudgePanel:
         failed: JudgeEvaluation,
         spare: list[JudgeSpec],
         order: Presentation,
+        more: Sequence[Presentation] = (),
     ) -> list[JudgeEvaluation]:
         """Standbys asked in place of ``failed``, until one scores or none is left.
 
         Each takes the next unused standby (taken from ``spare`` before its call, so two
         failed judges never get the same one) and reads the debate in the failed judge's
         order, keeping the panel's counterbalancing. The failed judge stays unscored and
-        recorded; each standby's evaluation says whom it replaced and why.
+        recorded; each standby's evaluation says whom it replaced and why. With repeated
+        readings a standby reads in the failed judge's orders (``more``) too.
         """
         asked: list[JudgeEvaluation] = []
         why: str = failed.reason or "unscored"
@@ -296,7 +318,7 @@ class MultiJudgePanel:
             logger.info(
                 "judge %s is unscored (%s); asking standby %s", failed.judge, why, spec.name
             )
-            found = await evaluate_judge(sitting, spec, self.models[spec.name], order)
+            found = await evaluate_judge(sitting, spec, self.models[spec.name], order, more)
             asked.append(
                 found.model_copy(update={"standby_for": failed.judge, "standby_reason": why})
             )
@@ -341,7 +363,10 @@ class MultiJudgePanel:
             evaluations=evaluations,
         )
         [(agreement, vote_, _, decision)] = conclude_batch(
-            batch_of(matrices), self.judge_weights(topic[0], judges), setting, [context]
+            batch_of(matrices),
+            consistent_weights(self.judge_weights(topic[0], judges), evaluations),
+            setting,
+            [context],
         )
         if agreement.warning is not None:
             logger.warning("%s", agreement.warning)

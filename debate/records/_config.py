@@ -49,6 +49,10 @@ MAX_TIER = 9
 """The highest cascade tier: more tiers than that is a typo, not a plan (each is a round of
 calls one after the other)."""
 
+MAX_SAMPLES = 16
+"""The most readings per judge (``samples``): each is a paid call, and past a dozen the
+consistency estimate moves little."""
+
 MAX_PER_MINUTE = 10**9
 """The largest ``rpm`` or ``tpm``: a limit is a positive number; no limit is no setting (a 0
 that silently meant "no limit" hid a typo)."""
@@ -179,6 +183,8 @@ class JudgeSpec(Finite):
     """A standby is not asked with the panel: it is asked only when a regular judge ends
     unscored, and then takes that judge's place (recorded in its evaluation's
     ``standby_for``). Standbys replace judges in panel order, one each."""
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES, strict=True)
+    """Readings of this judge (overrides the run's ``samples``); ``None`` takes the run's."""
 
     @model_validator(mode="before")
     @classmethod
@@ -344,6 +350,10 @@ class RunConfig(Finite):
     """Per-judge reading order: counterbalanced across the panel, or PRO first for all."""
     swap: bool = False
     """Swap check: every judge reads the debate twice, sides in opposite order."""
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES, strict=True)
+    """Readings per judge: each in another presentation order with another seed; the
+    judge's consistency across them feeds its weight and the margin's interval (see
+    :mod:`debate.panel._samples`)."""
     templates: str | None = None
     """Folder of templates overriding the shipped ones (same file names)."""
     topics: str | None = None
@@ -462,6 +472,11 @@ def _bounds(model: type[BaseModel], loc: list[str]) -> tuple[object, object] | N
     low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
     high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
     return None if low is None or high is None else (low, high)
+
+
+def samples_of(spec: JudgeSpec, default: int) -> int:
+    """How many readings ``spec`` makes: its own ``samples``, else the run's ``default``."""
+    return spec.samples if spec.samples is not None else default
 
 
 def build_config(

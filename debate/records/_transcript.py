@@ -241,6 +241,22 @@ class SwapReading(Frozen):
     """Share of arguments with the same standing in both readings."""
 
 
+class SampleReading(Frozen):
+    """One of a judge's repeated readings (``samples > 1``): its order, seed and outcome."""
+
+    index: int
+    """1 for the judge's first reading, 2 for the next, ..."""
+    seed: int | None
+    """The sampling seed of this reading's call."""
+    status: Literal["scored", "unscored"]
+    reason: UnscoredReason | None = None
+    detail: str | None = None
+    raw: str | None = None
+    positions: dict[str, int]
+    """Shown position of each argument in this reading."""
+    scores: dict[str, RubricScore] | None = None
+
+
 class JudgeEvaluation(Frozen):
     """What one judge returned: scores for every argument, or *unscored* with the reason.
 
@@ -267,6 +283,13 @@ class JudgeEvaluation(Frozen):
     """Shown position (0 = first) of each argument in this judge's reading."""
     swap: SwapReading | None = None
     """The second reading, sides swapped, when the swap check is on."""
+    readings: list[SampleReading] | None = None
+    """Every reading when the judge read more than once (``samples > 1``), scored or not;
+    ``scores`` is the first scored one's, and the statistics use the mean over the scored
+    ones. None for a single reading."""
+    consistency: float | None = None
+    """Test-retest consistency of the readings: the share of arguments whose standing is
+    the same in every scored reading (None with fewer than two scored readings)."""
     standby_for: str | None = None
     """A standby judge's evaluation: the regular judge it replaced (which ended unscored)."""
     standby_reason: str | None = None

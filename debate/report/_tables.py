@@ -205,6 +205,7 @@ def run_section(result: DebateResult) -> str:
             f"alpha {th.alpha:g}, kappa {th.kappa:g}, variance {th.variance:g}, gap {th.gap:g}",
         ),
         ("presentation / swap check", f"{cfg.presentation} / {'on' if cfg.swap else 'off'}"),
+        *([("readings per judge", str(cfg.samples))] if cfg.samples > 1 else []),
     ]
     judges = table(
         ["judge", "role", "model", *DIMENSIONS],

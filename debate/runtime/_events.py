@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from debate.records._config import RunConfig
+from debate.records._config import RunConfig, samples_of
 
 Phase = Literal["opening", "cross_examination", "closing", "topic", "judge", "council"]
 
@@ -111,13 +111,16 @@ def debate_calls(config: RunConfig) -> int:
 
 
 def judge_calls(config: RunConfig) -> int:
-    """Steps of the panel: a reading per judge (two with ``swap``), and a topic call if any.
+    """Steps of the panel: each judge's readings, and a topic call if any.
+
+    A judge makes ``samples`` readings (its own or the run's), one more with ``swap``.
 
     Every tier's judges are counted: the most a cascade of tiers can ask (a higher tier is
     asked only for items the lower ones could not settle). The topic call is made when a
     model classifies the topic and no type was set by hand.
     """
-    readings = len(config.judges) * (2 if config.swap else 1)
+    swap = 1 if config.swap else 0  # the swap check mirrors a judge's first reading
+    readings = sum(samples_of(j, config.samples) + swap for j in config.judges)
     classifier = config.topic_classifier == "model" and not config.topic_type
     return readings + (1 if classifier else 0)
 

@@ -31,6 +31,7 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+from debate.stats._concordance import kendall_w, midranks
 from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
 from debate.stats._latent import (
     FactorFit,
@@ -66,6 +67,8 @@ from debate.stats._selective import (
 )
 
 __all__ = [
+    "kendall_w",
+    "midranks",
     "Interval",
     "correlation_interval",
     "mean_interval",
