@@ -263,6 +263,7 @@ async def calibrate_debates(
             (n, used[n], item.id, call, item.verdict)
             for n in names
             for item, used, call in zip(items, models, calls[n], strict=True)
+            if n in used  # a standby not asked on this item has nothing to record
         ),
         (
             (item.id, item.people_scores, e.judge, e.model, e.scores)
