@@ -98,7 +98,8 @@ def test_panels_lists_every_preset_with_its_judges_and_needs(
         assert f"{name}: {preset.description}" in out
         for judge in preset.judges:
             assert f"{judge.role}@{judge.model} ({judge.family}, {judge.endpoint})" in out
-    assert "needs: OPENAI_API_KEY, ANTHROPIC_API_KEY, TOGETHER_API_KEY;" in out
+    assert "  keys: OPENAI_API_KEY, ANTHROPIC_API_KEY, TOGETHER_API_KEY\n" in out
+    assert "  keys: none\n  servers: http://127.0.0.1:8000/v1, http://127.0.0.1:11434/v1\n" in out
     assert "spare: general@local (SmolLM2, default) [standby]" in out
     assert "technical-strong: technical@gpt-4.1 (OpenAI GPT, openai) [tier 2]" in out
 
@@ -295,3 +296,13 @@ def test_redirected_replaces_every_base_url() -> None:
         "together": "C",
     }
     assert not re.search(r"api\.(anthropic|together|openai)", text.split("[preset]")[1])
+
+
+def test_the_readme_shows_what_debate_panels_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["panels"]) == 0
+    printed = capsys.readouterr().out
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"$ debate panels\n{printed}```" in readme
+    shown = readme.split("`debate panels cross-family` prints", 1)[1].split("```toml\n")[1]
+    shown_toml = tomllib.loads(shown.split("```")[0])
+    assert shown_toml == tomllib.loads(preset_text("cross-family"))

@@ -57,13 +57,14 @@ def panels_command(args: argparse.Namespace) -> int:
 
 
 def _lines(preset: PanelPreset) -> list[str]:
-    """One preset's block: name and description, one line per judge, what it needs."""
+    """One preset's block: name and description, one line per judge, its keys and servers."""
     needs = preset.needs
-    keys = ", ".join(needs.env) if needs.env else "no key"
+    keys = ", ".join(needs.env) if needs.env else "none"
     return [
         f"{preset.name}: {preset.description}",
         *(f"  {_judge(j)}" for j in preset.judges),
-        f"  needs: {keys}; {', '.join(needs.servers)}",
+        f"  keys: {keys}",
+        f"  servers: {', '.join(needs.servers)}",
     ]
 
 
