@@ -98,8 +98,8 @@ def preset_names() -> list[str]:
     )
 
 
-def preset_text(name: str, flag: str = "panel") -> str:
-    """The preset's TOML file as shipped (comments included), to print or save.
+def _known(name: str, flag: str) -> str:
+    """``name`` if a shipped preset has it (never read as a path: ``--config`` is for files).
 
     Raises:
         ConfigurationError: no preset has that name (the message lists the names).
@@ -111,14 +111,22 @@ def preset_text(name: str, flag: str = "panel") -> str:
             "(debate panels lists them)",
             field=flag if flag.startswith("--") else None,
         )
+    return name
+
+
+def preset_text(name: str, flag: str = "panel") -> str:
+    """The preset's TOML file as shipped (comments included), to print or save.
+
+    Raises:
+        ConfigurationError: no preset has that name (the message lists the names).
+    """
     folder = resources.files("debate.data").joinpath(PANELS)
-    return folder.joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    return folder.joinpath(f"{_known(name, flag)}.toml").read_text(encoding="utf-8")
 
 
 def _preset_data(name: str, flag: str) -> dict[str, Any]:
     """The preset's config mapping, ``[preset]`` table included (a fresh copy)."""
-    preset_text(name, flag)  # an unknown name is refused, naming the known ones
-    return data_toml(f"{PANELS}/{name}.toml")
+    return data_toml(f"{PANELS}/{_known(name, flag)}.toml")
 
 
 def load_preset(
