@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from debate.runtime._budget import Budget
     from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
     from debate.runtime._limiter import RateLimiter
+    from debate.runtime._presets import PanelPreset, list_presets, panel_preset
     from debate.runtime._pricing import PriceTable
     from debate.storage._cache import ResponseCache
     from debate.storage._files import load_result
@@ -176,6 +177,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.runtime._budget": ("Budget",),
     "debate.runtime._events": ("Event", "EventHandler", "StepFinished", "StepStarted"),
     "debate.runtime._limiter": ("RateLimiter",),
+    "debate.runtime._presets": ("PanelPreset", "list_presets", "panel_preset"),
     "debate.runtime._pricing": ("PriceTable",),
     "debate.storage._cache": ("ResponseCache",),
     "debate.storage._files": ("load_result",),
@@ -248,6 +250,7 @@ __all__ = [
     "ModelSettings",
     "MultiJudgePanel",
     "OpenAIModel",
+    "PanelPreset",
     "PanelResult",
     "Policy",
     "PolicyRule",
@@ -284,11 +287,13 @@ __all__ = [
     "escalate_unless_winner",
     "judge_transcript",
     "judge_transcript_sync",
+    "list_presets",
     "load_batch",
     "load_candidates",
     "load_config",
     "load_result",
     "load_transcript",
+    "panel_preset",
     "read_judgments",
     "read_policy",
     "render_html",

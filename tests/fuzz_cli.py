@@ -222,6 +222,23 @@ def _flag_cases(command: str, base: list[str]) -> Iterator[Case]:
         for flag in ("--config", "--topics"):
             yield Case(command, f"{flag} {name}", (*base, flag, path), folders=("folder",))
     yield from _config_cases(command, base)
+    yield from _panel_cases(command, base)
+
+
+def _panel_cases(command: str, base: list[str] | tuple[str, ...]) -> Iterator[Case]:
+    """``--panel`` takes a shipped preset's name only: never a path, never with --config."""
+    for label, value in {
+        "unknown": "nope",
+        "empty": "",
+        "a path": "../examples/meeting_transcript.json",
+        "a file name": "cross-family.toml",
+        "a data file that is no preset": "../roles",
+    }.items():
+        yield Case(command, f"--panel {label}", (*base, "--panel", value), untouched=True)
+    both = (*base, "--panel", "embedded", "--config", "c.toml")
+    yield Case(
+        command, "--panel with --config", both, {"c.toml": b"arguments = 2\n"}, untouched=True
+    )
 
 
 def _judge_tpl(text: str) -> dict[str, bytes]:
@@ -779,6 +796,16 @@ def example_cases() -> Iterator[Case]:
     )
 
 
+def panels_cases() -> Iterator[Case]:
+    yield Case("panels", "unknown name", ("panels", "cross-familly"), untouched=True)
+    yield Case("panels", "empty name", ("panels", ""), untouched=True)
+    yield Case("panels", "a path", ("panels", "../roles"), untouched=True)
+    yield Case("panels", "a file name", ("panels", "embedded.toml"), untouched=True)
+    yield Case("panels", "two names", ("panels", "embedded", "local-only"), untouched=True)
+    yield Case("panels", "unknown name --json", ("panels", "nope", "--json"), untouched=True)
+    yield Case("panels", "--panel is not its flag", ("panels", "--panel", "embedded"))
+
+
 def mcp_cases() -> Iterator[Case]:
     for flag, values in {
         "--transport": ["smoke", ""],
@@ -788,6 +815,7 @@ def mcp_cases() -> Iterator[Case]:
     }.items():
         for value in values:
             yield Case("mcp", f"{flag} {value!r}", ("mcp", flag, value), folders=("folder",))
+    yield from _panel_cases("mcp", ("mcp",))
     yield Case("mcp", "--base-url without --model", ("mcp", "--base-url", "http://127.0.0.1:9/v1"))
     yield Case("mcp", "a stray argument", ("mcp", "extra"))
 
@@ -815,6 +843,7 @@ def serve_cases() -> Iterator[Case]:
     yield Case("serve", "--base-url without --model", ("serve", "--base-url", "http://x/v1"))
     yield Case("serve", "--model-path missing", ("serve", "--model-path", "missing.gguf"))
     yield Case("serve", "config missing", ("serve", "--config", "missing.toml"))
+    yield from _panel_cases("serve", ("serve",))
     yield Case("serve", "a positional", ("serve", "extra"))
     for flag, values in {
         "--header-timeout": ["0", "nan", "-1"],
@@ -860,6 +889,7 @@ def all_cases() -> list[Case]:
         decide_cases,
         validity_cases,
         example_cases,
+        panels_cases,
         mcp_cases,
         audit_cases,
         report_cases,

@@ -77,6 +77,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "decide": ["decide", "j.csv"],
         "validity": ["validity", "j.csv"],
         "example": ["example", "pandalm"],
+        "panels": ["panels", "embedded"],
         "serve": ["serve"],
         "mcp": ["mcp"],
     }

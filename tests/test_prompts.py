@@ -117,6 +117,18 @@ def test_wheel_ships_the_templates(tmp_path: Path) -> None:
     for name in ("judgments.csv", "labels.csv"):
         shipped = ROOT / "debate" / "data" / "examples" / "pandalm" / name
         assert (written / name).read_bytes() == shipped.read_bytes()
+    # The panel presets ship too, and `debate panels NAME` prints them from the wheel.
+    presets = sorted((ROOT / "debate" / "data" / "panels").glob("*.toml"))
+    assert presets and all(f"debate/data/panels/{p.name}" in names for p in presets)
+    printed = subprocess.run(
+        [sys.executable, "-m", "debate", "panels", "embedded"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target)},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert printed == (ROOT / "debate" / "data" / "panels" / "embedded.toml").read_text()
 
 
 def judge_prompt_variables(claim: str) -> dict[str, object]:

@@ -31,6 +31,7 @@ from debate.records._result import Cascade, Usage
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter
+from debate.runtime._presets import load_preset
 from debate.runtime._pricing import PriceTable
 from debate.runtime._prompts import PromptRenderer
 from debate.storage._cache import ResponseCache
@@ -394,7 +395,7 @@ def cascade_lines(cascade: Cascade | None, tier: int) -> list[str]:
 
 def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:
     panel = parser.add_argument_group("panel")
-    panel.add_argument("--config", metavar="FILE", help="panel config TOML")
+    config_flags(panel)
     panel.add_argument(
         "--judges", metavar="LIST", help="comma-separated roles, e.g. technical,risk"
     )
@@ -407,6 +408,39 @@ def _panel_flags(parser: argparse.ArgumentParser, debate_panel: bool) -> None:
     if debate_panel:
         _reading_flags(panel)
         decision_flags(panel)
+
+
+def config_flags(group: argparse._ArgumentGroup) -> None:
+    """``--config FILE`` and ``--panel NAME``: the panel from a file or a shipped preset."""
+    group.add_argument("--config", metavar="FILE", help="panel config TOML")
+    group.add_argument(
+        "--panel",
+        metavar="NAME",
+        help="a shipped panel preset as the config, e.g. cross-family (debate panels lists "
+        "them); not with --config",
+    )
+
+
+def panel_config(
+    args: argparse.Namespace, given: dict[str, Any], flags: dict[str, str]
+) -> RunConfig:
+    """``--config`` or ``--panel`` (never both), with the flags' values ``given`` on top.
+
+    Both at once is refused rather than merged: which of the two would win for a judge
+    both name is a rule nobody should have to remember. Editing a preset is saving it
+    (``debate panels NAME``) and passing the file as ``--config``.
+    """
+    panel = getattr(args, "panel", None)
+    if panel is None:
+        return load_config(args.config, given, flags=flags)
+    if args.config is not None:
+        raise ConfigurationError(
+            f"--panel: give --panel {panel} or --config {args.config}, not both; to change "
+            f"the preset, save it (debate panels {panel} > panel.toml), edit it and pass "
+            "--config panel.toml",
+            field="--panel",
+        )
+    return load_preset(panel, given, flags=flags, flag="--panel")
 
 
 DECISION_FLAGS = {"aggregate": "--aggregate", "min_judges": "--min-judges"}
@@ -561,13 +595,13 @@ def _check_model_path(args: argparse.Namespace) -> None:
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
-    """The run's config: ``--config`` (if given) with the flags on top, checked by RunConfig.
+    """The run's config: ``--config`` or ``--panel`` (if given) with the flags on top.
 
     The files it names are read now too (every template compiled, the topic profile
     parsed), so a broken one is bad input before any call rather than a failure found
     after some calls were paid for, or a failed line for every item of a batch.
     """
-    config = load_config(args.config, overrides(args), flags=CONFIG_FLAGS)
+    config = panel_config(args, overrides(args), CONFIG_FLAGS)
     config = with_decision_flags(config, args)
     PromptRenderer(config.templates)
     if config.topics is not None:

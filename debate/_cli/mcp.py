@@ -16,7 +16,6 @@ from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
 from debate.panel._topics import TopicProfiles
-from debate.records._config import load_config
 from debate.runtime._prompts import PromptRenderer
 
 FLAGS = {"model": "--model", "base_url": "--base-url", "api_key_env": "--api-key-env"}
@@ -43,7 +42,7 @@ def add_parser(commands: Commands) -> None:
         "--port", type=common.at_least(1, 65535), default=8766, help="HTTP port (default 8766)"
     )
     group = parser.add_argument_group("model")
-    group.add_argument("--config", metavar="FILE", help="panel config TOML")
+    common.config_flags(group)
     group.add_argument(
         "--model",
         help="model for debaters and judges: 'local' (embedded, default), 'scripted' "
@@ -77,7 +76,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Check the flags and the config, then serve until the client (or Ctrl-C) stops it."""
-    config = load_config(args.config, _overrides(args), flags=FLAGS)
+    config = common.panel_config(args, _overrides(args), FLAGS)
     PromptRenderer(config.templates)  # a broken template or topic table is bad input now
     if config.topics is not None:
         TopicProfiles.load(config.topics)

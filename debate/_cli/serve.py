@@ -23,9 +23,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from debate._cli.common import CONFIG_FLAGS, Commands, _check_model_path, at_least, finite
+from debate._cli.common import (
+    CONFIG_FLAGS,
+    Commands,
+    _check_model_path,
+    at_least,
+    config_flags,
+    finite,
+    panel_config,
+)
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig, load_config, validation_message
+from debate.records._config import RunConfig, validation_message
 from debate.runtime._pool import ModelPool
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -58,7 +66,7 @@ def add_parser(commands: Commands) -> None:
     )
     _job_flags(parser)
     model = parser.add_argument_group("model")
-    model.add_argument("--config", metavar="FILE", help="panel config TOML")
+    config_flags(model)
     model.add_argument("--model", help="model for debaters and judges (as debate run)")
     model.add_argument("--base-url", help="OpenAI-compatible endpoint of --model")
     model.add_argument("--api-key-env", metavar="NAME", help="variable holding its key")
@@ -263,9 +271,9 @@ def _loopback(host: str) -> bool:
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    """``--config`` with the model flags on top, checked as ``debate run`` checks them."""
+    """``--config`` or ``--panel`` with the model flags on top, checked as ``debate run`` does."""
     if args.model is None and args.base_url is not None:
         raise ConfigurationError("--model: name the model served at --base-url")
     _check_model_path(args)
     given = {"model": args.model, "base_url": args.base_url, "api_key_env": args.api_key_env}
-    return load_config(args.config, given, flags=CONFIG_FLAGS)
+    return panel_config(args, given, CONFIG_FLAGS)

@@ -111,9 +111,13 @@ def read_debate_items(path: str | Path, limit: int | None = None) -> list[Debate
 
 
 def judge_debate_call(result: DebateResult, judge: str) -> str | None:
-    """A judge's own verdict: the sign of its own per-side mean (TIE within the gap)."""
-    evaluation = next(e for e in result.evaluations if e.judge == judge)
-    if evaluation.status != "scored":
+    """A judge's own verdict: the sign of its own per-side mean (TIE within the gap).
+
+    None when it did not score, or was not asked: a standby is asked only in the place of
+    a judge that ended unscored, so on most debates it has no evaluation at all.
+    """
+    evaluation = next((e for e in result.evaluations if e.judge == judge), None)
+    if evaluation is None or evaluation.status != "scored":
         return None
     weights = {j.name: j.weights for j in result.config.judges}
     raw = score_matrices(result.transcript, [evaluation], weights).raw
@@ -259,6 +263,7 @@ async def calibrate_debates(
             (n, used[n], item.id, call, item.verdict)
             for n in names
             for item, used, call in zip(items, models, calls[n], strict=True)
+            if n in used  # a standby not asked on this item has nothing to record
         ),
         (
             (item.id, item.people_scores, e.judge, e.model, e.scores)

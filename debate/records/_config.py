@@ -26,6 +26,7 @@ from pydantic import (
 from debate._checks import repeated
 from debate.exceptions import ConfigurationError
 from debate.records._input import parse_toml
+from debate.records._preset_header import split_header
 from debate.records._transcript import DIMENSIONS, Frozen
 from debate.stats import RUBRIC_WEIGHTS, check_weights
 from debate.stats._aggregate import Aggregate
@@ -522,6 +523,7 @@ def load_config(
             the file under the file's.
     """
     data: dict[str, Any] = read_toml(path, "config file") if path is not None else {}
+    _, data = split_header(data, str(path))  # a preset's [preset] table, saved as a config
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     data.update(given)
     names = {k: flags[k] for k in given if k in flags} if flags else None
