@@ -13,12 +13,12 @@ names one), so a program reads the same stream for a result and for a failure.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from debate._cli import (
     agreement,
@@ -48,6 +48,7 @@ from debate._cli.common import (
     UsageExit,
     close_caches,
 )
+from debate._gc import collector_held, freeze_survivors
 from debate._version import __version__
 from debate.exceptions import (
     ConfigurationError,
@@ -204,27 +205,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``debate`` command (``argv``: a caller's own command line).
 
     Without ``argv`` this is the process's command, which exits next: the collector's
-    objects are frozen first (:func:`gc.freeze`), since the interpreter's shutdown would
-    otherwise walk every one of them (the ``openai`` SDK's models, numpy): 0.2 to 0.5 s of
-    a ``debate run`` after its output was written (``benchmarks/bench_throughput.py``).
-    The response caches the command opened are closed first (for any caller): the run
-    store and result files are closed by the command itself. A caller that passes ``argv``
-    keeps running and keeps its collector.
+    objects are frozen first (:func:`debate._gc.freeze_survivors`), sparing the interpreter's
+    shutdown a walk over all of them. The response caches the command opened are closed
+    first (for any caller): the run store and result files are closed by the command itself.
+    A caller that passes ``argv`` keeps running and keeps its collector.
 
-    The process's own command of bounded work (:data:`BOUNDED`) also runs without the
-    cyclic collector: importing the ``openai`` SDK builds hundreds of classes, and each
-    full collection on the way walks all of them again (about 0.1 s of a run's 0.8 s of
-    CPU). What a debate leaves in reference cycles is small and goes with the process.
+    The process's own command of bounded work (:data:`BOUNDED`) also runs with the cyclic
+    collector held (:func:`debate._gc.collector_held`): what a debate leaves in reference
+    cycles is small and goes with the process. The time both save is on the performance page.
     """
     own = argv is None
-    if own and _command(sys.argv[1:]) in BOUNDED:
-        gc.disable()
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    finally:
-        close_caches()
-        if own:
-            gc.freeze()
+    held = collector_held() if own and _command(sys.argv[1:]) in BOUNDED else nullcontext()
+    with held:
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            close_caches()
+            if own:
+                freeze_survivors()
 
 
 BOUNDED = ("run", "judge", "council")

@@ -19,7 +19,6 @@ given others.
 from __future__ import annotations
 
 import builtins
-import gc
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from debate._gc import freeze_survivors
 from debate._version import __version__
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
@@ -97,12 +97,10 @@ def create_app(
         allow_private_webhooks: Let webhooks reach loopback and private addresses.
         heartbeat: Seconds between SSE keep-alive comments.
         environ: Where ``DEBATE_SERVICE_TOKENS`` and the webhook secret are read.
-        freeze_heap: Once the runner has started (its models built), move every object
-            alive to the collector's permanent generation (``gc.freeze``), so a full
-            collection scans only what jobs made: the imported backend's objects made
-            those collections 50-130 ms, a stall of every request in flight. For a
-            process that is the server alone (``debate serve``); it holds for the
-            whole process.
+        freeze_heap: Once the runner has started (its models built), freeze every object
+            alive (:func:`debate._gc.freeze_survivors`), so a full collection scans only
+            what jobs made and no longer stalls the requests in flight. For a process that
+            is the server alone (``debate serve``); it holds for the whole process.
 
     Raises:
         ConfigurationError: a bad token digest, or a webhook secret variable that is unset.
@@ -198,8 +196,7 @@ def _lifespan(service: Service, freeze_heap: bool) -> Callable[[FastAPI], Any]:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.runner.start()
         if freeze_heap:
-            gc.collect()
-            gc.freeze()
+            freeze_survivors(collect=True)
         service.running = True
         logger.info("runner started")
         try:
