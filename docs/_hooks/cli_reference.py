@@ -21,7 +21,7 @@ from pathlib import Path
 FLAGS_TABLE = Path(__file__).resolve().parents[1] / "flags.md"
 """The hand-written table: command, flag, the test that shows its effect, a note."""
 
-USAGE_WIDTH = "100"
+USAGE_WIDTH = "80"
 """Terminal width the usage lines are wrapped at, so the page does not depend on the shell."""
 
 
@@ -66,7 +66,9 @@ def _tests(cell: str) -> str:
     """The flags table's test cell, each test as code (it may hold several, and prose)."""
     parts = re.split(r"(?:<br>|, )", cell)
     return "<br>".join(
-        f"`{part.strip()}`" if part.strip().startswith("tests/") else _cell(part)
+        f'<span class="test-id">`{part.strip()}`</span>'
+        if part.strip().startswith("tests/")
+        else _cell(part)
         for part in parts
         if part.strip()
     )
@@ -190,7 +192,10 @@ def cli_reference() -> str:
             "",
             "| command | what it does |",
             "|---|---|",
-            *(f"| [`{name}`](#debate-{name}) | {_cell(help)} |" for name, help in summaries.items()),
+            *(
+                f"| [`{name}`](#debate-{name}) | {_cell(help)} |"
+                for name, help in summaries.items()
+            ),
             "",
         ]
         for name, sub in commands.choices.items():
