@@ -80,9 +80,10 @@ lint: $(STAMP)
 
 # The documentation site, into site/. --strict: a broken link, anchor or API reference is an
 # error, so `make test` (which builds it too) fails on one. NO_MKDOCS_2_WARNING quiets
-# mkdocs-material's notice about its successor, which is not about this build.
+# mkdocs-material's notice about its successor, which is not about this build. Not --quiet:
+# it hides the warnings from the count --strict fails on, and a broken link would pass.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # A Debian package some tests need: where make runs as root with apt-get (CI, the project's
 # machines) it is installed when missing; elsewhere those tests skip and say so.
