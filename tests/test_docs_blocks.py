@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -50,6 +51,10 @@ BASE_URL = re.compile(r"https?://[A-Za-z0-9.\-]+(?::\d+)?/v1\b")
 SHARED = ROOT.parent / "shared"
 """The data sets beside the checkout (``../shared/datasets``, as CI has them): a block naming
 ``../shared/`` reads them from there, and is skipped, saying so, where they are not."""
+TOOLS = {"jq": r"\bjq\b", "curl": r"\bcurl\b", "chromium": r"--screenshots\b"}
+"""Programs some shell blocks need that are not Python's, and how a block shows it needs one:
+a block needing one this machine lacks is skipped, naming it (Debian: ``apt-get install jq
+curl chromium``; ``make test`` installs chromium itself)."""
 SERVICE_PORT = "8765"
 """The port the service blocks name (``debate serve``'s default); each run gets a free one."""
 
@@ -169,6 +174,13 @@ def _command(block: Block, folder: Path, text: str) -> list[str]:
 def test_block_runs(block: Block, server: FakeOpenAIServer, tmp_path: Path) -> None:
     if block.marker == "skip":
         pytest.skip(f"{block.id}: {block.argument}")
+    missing = [
+        tool
+        for tool, needs in TOOLS.items()
+        if re.search(needs, block.text) and shutil.which(tool) is None
+    ]
+    if missing:
+        pytest.skip(f"{block.id}: needs {', '.join(missing)} on PATH")
     port = _free_port()
     for name in LINKED:
         (tmp_path / name).symlink_to(ROOT / name)
