@@ -46,7 +46,7 @@ TIMEOUT = 180.0
 """Seconds a block may run: generous for two busy cores; the blocks take a few seconds."""
 LINKED = ("examples", "benchmarks", "tests")
 MARKER = re.compile(r"<!--\s*block:\s*(skip|file)\s*(.*?)\s*-->")
-FENCE = re.compile(r"^(\s*)```(\S*)")
+FENCE = re.compile(r"^(\s*)```([\w+-]*)\s*$")
 BASE_URL = re.compile(r"https?://[A-Za-z0-9.\-]+(?::\d+)?/v1\b")
 SHARED = ROOT.parent / "shared"
 """The data sets beside the checkout (``../shared/datasets``, as CI has them): a block naming
