@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make demo` and `make test`.
+# Two commands for a newcomer: `make demo` and `make test` (and `make docs` for the site).
 # Both create and reuse the project virtual environment in .venv.
 PYTHON ?= python3
 VENV   := .venv
@@ -47,7 +47,7 @@ DEMO_TARGET    := 0.80
 DEMO_RISK      := 0.10
 DEMO_BOOTSTRAP := 200
 
-.PHONY: demo test lint browser postgresql bench clean
+.PHONY: demo test lint docs browser postgresql bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The documentation site, into site/. --strict: a broken link, anchor or API reference is an
+# error, so `make test` (which builds it too) fails on one. NO_MKDOCS_2_WARNING quiets
+# mkdocs-material's notice about its successor, which is not about this build. Not --quiet:
+# it hides the warnings from the count --strict fails on, and a broken link would pass.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # A Debian package some tests need: where make runs as root with apt-get (CI, the project's
 # machines) it is installed when missing; elsewhere those tests skip and say so.
 # $(call debian_package,CHECK,PACKAGE,TESTS): CHECK is a shell test that it is installed.
@@ -100,11 +107,11 @@ browser:
 postgresql:
 	$(call debian_package,ls /usr/lib/postgresql/*/bin/initdb || command -v initdb,postgresql,replica tests)
 
-test: lint browser postgresql
+test: lint docs browser postgresql
 	$(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_agreement.py
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-out site .pytest_cache .mypy_cache .ruff_cache

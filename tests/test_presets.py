@@ -298,11 +298,12 @@ def test_redirected_replaces_every_base_url() -> None:
     assert not re.search(r"api\.(anthropic|together|openai)", text.split("[preset]")[1])
 
 
-def test_the_readme_shows_what_debate_panels_prints(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_docs_show_what_debate_panels_prints(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["panels"]) == 0
     printed = capsys.readouterr().out
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert f"$ debate panels\n{printed}```" in readme
-    shown = readme.split("`debate panels cross-family` prints", 1)[1].split("```toml\n")[1]
+    page = Path(__file__).resolve().parents[1] / "docs" / "guides" / "configuration.md"
+    text = page.read_text(encoding="utf-8")
+    assert f"$ debate panels\n{printed}```" in text
+    shown = text.split("`debate panels cross-family` prints", 1)[1].split("```toml\n")[1]
     shown_toml = tomllib.loads(shown.split("```")[0])
     assert shown_toml == tomllib.loads(preset_text("cross-family"))
