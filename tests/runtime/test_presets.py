@@ -31,7 +31,7 @@ from debate.runtime._presets import (
     preset_names,
     preset_text,
 )
-from tests.cli.test_flags import MODEL_COMMANDS, Harness, Run, results
+from tests.cli.flags.harness import MODEL_COMMANDS, Harness, Run, results
 from tests.support import ROOT
 from tests.support.openai_server import FakeOpenAIServer
 
@@ -180,7 +180,7 @@ def configured_judges(command: str, run: Run) -> list[str]:
 
 @pytest.fixture
 def h(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Harness:
-    """Every panel command against a fresh test server (as in tests/cli/test_flags.py)."""
+    """Every panel command against a fresh test server (as in tests/cli/flags/)."""
     return Harness(tmp_path, capsys)
 
 
