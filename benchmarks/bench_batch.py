@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = """
 import json, sys, time, resource
 sys.path.insert(0, {root!r})
-from tests.openai_server import FakeOpenAIServer, Reply, request_schema
+from tests.support.openai_server import FakeOpenAIServer, Reply, request_schema
 from debate.models.test import fill_schema
 import random
 replies = {{}}

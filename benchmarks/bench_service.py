@@ -4,7 +4,7 @@
                                        [--think 0.5] [--latency 0.2] [--runs both|load|kill]
     python benchmarks/bench_service.py --database postgresql --replicas 1 2 3 [--workers 8]
 
-Everything runs on 127.0.0.1: the model server (tests/openai_server.py's FakeOpenAIServer,
+Everything runs on 127.0.0.1: the model server (tests/support/openai_server.py's FakeOpenAIServer,
 threaded, in its own process), the service (``debate serve`` in its own process, on its own
 SQLite database), and the clients (aiohttp, in this process: httpx's client pool costs about
 10 ms of CPU per request at 50 connections, and the clients' own cost was the latency measured).
@@ -29,8 +29,8 @@ SQLite database), and the clients (aiohttp, in this process: httpx's client pool
 
 3. Replicas (``--database postgresql --replicas 1 2 3``, instead of 1 and 2): the load of 1
    on one SQLite server (the anchor), then on N ``debate serve`` replicas sharing one
-   PostgreSQL (tests/pg_server.py's, started here in a temporary folder), each POST sent to a
-   replica at random and every job read back from another. Reported for each: calls/s, its
+   PostgreSQL (tests/support/pg_server.py's, started here in a temporary folder), each POST
+   sent to a replica at random and every job read back from another. Reported for each: calls/s, its
    ratio to the ideal of N x W workers and to the SQLite anchor, and the CPU per model call
    of the services' processes and of the database's. On a 2-core machine the replicas share
    the cores, so the figures show what each replica and the database cost, not scaling.
@@ -70,7 +70,7 @@ ROUNDS = 1
 MODEL_SERVER = """
 import hashlib, json, sys, threading
 sys.path.insert(0, {root!r})
-from tests.openai_server import FakeOpenAIServer
+from tests.support.openai_server import FakeOpenAIServer
 with FakeOpenAIServer(latency={latency}) as server:
     print(server.base_url, flush=True)
     for line in sys.stdin:
@@ -533,7 +533,7 @@ def replicas_run(
 
 def replicas_report(args: argparse.Namespace) -> bool:
     """SQLite on one server (the anchor), then PostgreSQL with each ``--replicas`` count."""
-    from tests.pg_server import INSTALL_HINT, PgServer, find_binaries
+    from tests.support.pg_server import INSTALL_HINT, PgServer, find_binaries
 
     binaries = find_binaries()
     if binaries is None:

@@ -1,12 +1,12 @@
 """A fast OpenAI-compatible model server for throughput benchmarks, in its own process.
 
-``tests/openai_server.py`` runs one thread per request (``time.sleep`` for the latency): right
-for tests that script faults, but at concurrency 256 its threads and the interpreter lock
-become the limit, and a benchmark would measure the test server instead of the client. This
-one is aiohttp on one event loop: each request waits ``latency`` with ``asyncio.sleep`` and is
-answered with a valid reply of the requested schema. Replies are drawn once per distinct
-schema (the reply text does not matter to throughput) so that the server spends its CPU on
-HTTP, not on filling schemas.
+``tests/support/openai_server.py`` runs one thread per request (``time.sleep`` for the
+latency): right for tests that script faults, but at concurrency 256 its threads and the
+interpreter lock become the limit, and a benchmark would measure the test server instead
+of the client. This one is aiohttp on one event loop: each request waits ``latency`` with
+``asyncio.sleep`` and is answered with a valid reply of the requested schema. Replies are
+drawn once per distinct schema (the reply text does not matter to throughput) so that the
+server spends its CPU on HTTP, not on filling schemas.
 
 Run ``python benchmarks/model_server.py LATENCY``: it prints its base URL and serves until its
 standard input closes.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web  # noqa: E402
 
 from debate.models.test import fill_schema  # noqa: E402
-from tests.openai_server import request_schema  # noqa: E402
+from tests.support.openai_server import request_schema  # noqa: E402
 
 
 def _envelope(body: dict[str, Any], content: str) -> bytes:

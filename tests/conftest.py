@@ -63,9 +63,9 @@ def _fresh_structured_output_forms() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    """A real PostgreSQL server for the session (tests/pg_server.py); skips without one."""
+    """A real PostgreSQL server for the session (tests/support/pg_server.py); skips without one."""
     pytest.importorskip("psycopg")
-    from tests.pg_server import INSTALL_HINT, PgServer, find_binaries
+    from tests.support.pg_server import INSTALL_HINT, PgServer, find_binaries
 
     binaries = find_binaries()
     if binaries is None:

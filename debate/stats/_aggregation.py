@@ -114,7 +114,7 @@ def bootstrap_margin(
     if x.shape[0] == 0 or not pro_mask.any() or pro_mask.all():
         return math.nan, math.nan
     # One implementation of the draws and the percentiles: the batched one, which gives
-    # this function's exact figures for a batch of one item (tests/test_stats_batched.py).
+    # this function's exact figures for a batch of one item (tests/stats/test_stats_batched.py).
     low, high = bootstrap_margin_batch(x[None], pro_mask, w[None], n_boot=n_boot, ci=ci, seed=seed)[
         0
     ]

@@ -133,7 +133,7 @@ def default_start(target: float, risk: float, scored: int) -> int:
     coverage are tested; the cap keeps a small calibration set from being tested only as a
     whole. The start depends on the target, the risk and the number of scored units, never
     on a label, so the order of the tests is fixed before the labels are read. On planted
-    data (see ``tests/test_selective.py``; nine settings) it raised the summed mean
+    data (see ``tests/stats/test_selective.py``; nine settings) it raised the summed mean
     coverage over starting at :func:`min_labelled` from 2.63 to 2.86 with 100 labels and
     from 4.19 to 4.56 with 500, and lowered it from 2.08 to 1.82 with 60.
 

@@ -28,8 +28,8 @@ USAGE_WIDTH = "80"
 def flag_notes(table: str) -> dict[tuple[str, str], tuple[str, str]]:
     """(command, flag) -> (test, note) from docs/flags.md's table rows.
 
-    Read the way tests/test_flags.py reads them: a row starts with ``| `` and its cells are
-    command, flag in backticks, test, note.
+    Read the way tests/cli/flags/test_debate_flags.py reads them: a row starts with ``| `` and
+    its cells are command, flag in backticks, test, note.
     """
     notes: dict[tuple[str, str], tuple[str, str]] = {}
     for line in table.splitlines():
@@ -182,8 +182,8 @@ def cli_reference() -> str:
             "says what `debate COMMAND --help` says. Each flag names the test that runs the",
             "command with and without it and asserts on what differs (the hand-written table",
             "behind that column is [docs/flags.md](../flags.md); "
-            "`tests/test_flags.py::test_every_flag_is_in_the_inventory` fails when a flag has",
-            "no row there). Exit codes and `--json` failures: "
+            "`tests/cli/flags/test_debate_flags.py::test_every_flag_is_in_the_inventory` fails",
+            "when a flag has no row there). Exit codes and `--json` failures: "
             "[For integrations](../guides/integrations.md).",
             "",
             "```text",
