@@ -288,6 +288,20 @@ class CouncilSettings(Finite):
         return check_weights(value, tuple(RUBRIC_WEIGHTS))
 
 
+MAX_DELIBERATION_ROUNDS = 1
+"""Judges may revise once (issue 29): a second round would mostly measure how fast a panel
+converges on itself, which the herding figure already warns about."""
+
+
+class Deliberation(Finite):
+    """Deliberation: after the first scoring, each scored judge sees the others' scores,
+    standings and notes on the arguments the panel split on, and may revise each once."""
+
+    rounds: int = Field(default=0, ge=0, le=MAX_DELIBERATION_ROUNDS, strict=True)
+    """0 (default): judges never see each other's reasoning; 1: one deliberation call per
+    scored judge when some argument is split (``--deliberate``)."""
+
+
 class RunConfig(Finite):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
@@ -348,6 +362,11 @@ class RunConfig(Finite):
     """Folder of templates overriding the shipped ones (same file names)."""
     topics: str | None = None
     """Topic profile TOML replacing ``debate/data/topics.toml``."""
+    deliberation: Deliberation = Field(
+        default_factory=Deliberation, exclude_if=lambda d: d.rounds == 0
+    )
+    """Judges' deliberation after the first scoring (absent from the JSON when off, so a run
+    without it records the same config as before the setting existed)."""
 
     @field_validator("judges")
     @classmethod
@@ -376,6 +395,17 @@ class RunConfig(Finite):
             raise ValueError(
                 f"thresholds.min_judges is {need} but the panel has {regular} regular "
                 f"judge(s); lower min_judges or add judges"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _deliberation_without_swap(self) -> RunConfig:
+        """Deliberation revises one reading; with the swap check the vote would average the
+        revision with a second reading nobody revised."""
+        if self.deliberation.rounds and self.swap:
+            raise ValueError(
+                "deliberation.rounds: deliberation is not combined with swap yet; "
+                "drop --swap or --deliberate (deliberation.rounds = 0)"
             )
         return self
 

@@ -20,7 +20,9 @@ from typing import Any, ClassVar, Literal
 
 from debate.records._config import RunConfig
 
-Phase = Literal["opening", "cross_examination", "closing", "topic", "judge", "council"]
+Phase = Literal[
+    "opening", "cross_examination", "closing", "topic", "judge", "council", "deliberation"
+]
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,9 @@ def judge_calls(config: RunConfig) -> int:
     """
     readings = len(config.judges) * (2 if config.swap else 1)
     classifier = config.topic_classifier == "model" and not config.topic_type
-    return readings + (1 if classifier else 0)
+    # Deliberation: at most one call per judge a round (none when no argument is split).
+    deliberation = len(config.judges) * config.deliberation.rounds
+    return readings + (1 if classifier else 0) + deliberation
 
 
 def planned_calls(config: RunConfig, *, debate: bool) -> int:
