@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
+from debate._cli.main import main
 from debate.exceptions import ConfigurationError
 from debate.models._base import Message
 from debate.records._config import build_config
-from debate.records._result import PanelResult
+from debate.records._result import DebateResult, PanelResult
 from debate.records._transcript import DIMENSIONS
 from debate.runtime._deliberation_reply import deliberation_reply
 from tests.helpers import graded, role_of, schema_ids, transcript
@@ -273,3 +275,31 @@ def test_deliberation_is_refused_with_swap_and_past_one_round() -> None:
         build_config({"swap": True, "deliberation": {"rounds": 1}})
     with pytest.raises(ConfigurationError, match="deliberation.rounds"):
         build_config({"deliberation": {"rounds": 2}})
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meeting_transcript.json"
+CLI = {
+    "run": ["run", "Should a small startup adopt microservices from day one?"],
+    "judge": ["judge", str(EXAMPLE)],
+}
+
+
+@pytest.mark.parametrize("command", ["run", "judge"])
+def test_deliberate_asks_each_judge_once_more_and_reports_it(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = {}
+    for flags in ([], ["--deliberate"]):
+        out = tmp_path / f"out{len(flags)}"
+        argv = [*CLI[command], "--model", "scripted", "--seed", "7", "--no-store", "--quiet"]
+        assert main([*argv, *flags, "--out", str(out)]) in (0, 3)
+        text = capsys.readouterr().out
+        result = DebateResult.model_validate_json((out / "result.json").read_text("utf-8"))
+        found[bool(flags)] = (result, text)
+    (plain, plain_text), (asked, asked_text) = found[False], found[True]
+    phases = Counter(c.phase for c in asked.usage.per_call)
+    assert phases["deliberation"] == 4  # the scripted panel always splits somewhere
+    assert "deliberation" not in Counter(c.phase for c in plain.usage.per_call)
+    assert asked.config.deliberation.rounds == 1 and asked.deliberation is not None
+    assert plain.deliberation is None and "Deliberation:" not in plain_text
+    assert "Deliberation: " in asked_text and "verdict before deliberation" in asked_text
