@@ -71,14 +71,22 @@ def transcript() -> Transcript:
     args = [Argument(id=i, claim=f"claim {i}", reasoning="because", evidence="data") for i in IDS]
     cross = [
         CrossExamination(
-            round=1, by="CON" if a.startswith("PRO") else "PRO", target=a, challenge="why?",
-            concession="", rebuttal="no",
+            round=1,
+            by="CON" if a.startswith("PRO") else "PRO",
+            target=a,
+            challenge="why?",
+            concession="",
+            rebuttal="no",
         )
         for a in IDS
     ]
     closings = [Closing(side="PRO", statement="yes"), Closing(side="CON", statement="no")]
-    return Transcript(topic="Should we adopt the plan?", arguments=args,
-                      cross_examinations=cross, closings=closings)
+    return Transcript(
+        topic="Should we adopt the plan?",
+        arguments=args,
+        cross_examinations=cross,
+        closings=closings,
+    )
 
 
 def rubric(score: int, note: str = "n") -> Rubric:
@@ -109,10 +117,16 @@ def halfway(role: str, own: Rubric, others: list[Rubric]) -> Rubric:
 POLICIES: dict[str, dict[str, Policy]] = {
     "keep (control)": dict.fromkeys(NOISE, keep),
     "noisy pair copies the others": {
-        "technical": keep, "business": keep, "risk": to_mean, "general": to_mean,
+        "technical": keep,
+        "business": keep,
+        "risk": to_mean,
+        "general": to_mean,
     },
     "accurate pair copies the others": {
-        "technical": to_mean, "business": to_mean, "risk": keep, "general": keep,
+        "technical": to_mean,
+        "business": to_mean,
+        "risk": keep,
+        "general": keep,
     },
     "everyone halfway to the others": dict.fromkeys(NOISE, halfway),
 }
@@ -149,12 +163,15 @@ def planted(debates: int) -> None:
         for d in range(debates):
             rng = np.random.default_rng(d)
             truth = {a: rng.uniform(1, 10) for a in IDS}
-            better = "PRO" if np.mean([truth[a] for a in IDS[:3]]) > np.mean(
-                [truth[a] for a in IDS[3:]]
-            ) else "CON"
+            better = (
+                "PRO"
+                if np.mean([truth[a] for a in IDS[:3]]) > np.mean([truth[a] for a in IDS[3:]])
+                else "CON"
+            )
             first = {
-                role: {a: rubric(int(np.clip(round(truth[a] + rng.normal(0, sd)), 1, 10)))
-                       for a in IDS}
+                role: {
+                    a: rubric(int(np.clip(round(truth[a] + rng.normal(0, sd)), 1, 10))) for a in IDS
+                }
                 for role, sd in NOISE.items()
             }
             config = RunConfig(model="function", deliberation={"rounds": 1})
@@ -166,7 +183,9 @@ def planted(debates: int) -> None:
             lead_right += result.decision.lead == better
             first_right += fd.lead == better
             declared += result.decision.outcome == "winner"
-            declared_right += result.decision.outcome == "winner" and result.decision.winner == better
+            declared_right += (
+                result.decision.outcome == "winner" and result.decision.winner == better
+            )
             if s.alpha_before is not None and s.alpha_after is not None:
                 alphas.append((s.alpha_before, s.alpha_after))
             toward += s.toward
@@ -191,12 +210,15 @@ def hanna(folder: Path) -> None:
         rows = list(csv.DictReader(handle))
     judges = [c for c in rows[0] if c.endswith("_p1")]
     limit = 3.0 * (4 / 9) ** 2
-    print(f"B. HANNA (recorded scores, simulated herding): judges {', '.join(judges)}; "
-          f"split at offset-corrected variance >= {limit:.3f} (1-5 scale)")
-    print(f"{'criterion':11} {'rule':30} {'split':>6} {'r(people)':>10} {'pairs right':>12} "
-          f"{'alpha':>7}")
-    for criterion in ("Relevance", "Coherence", "Empathy", "Surprise", "Engagement",
-                      "Complexity"):
+    print(
+        f"B. HANNA (recorded scores, simulated herding): judges {', '.join(judges)}; "
+        f"split at offset-corrected variance >= {limit:.3f} (1-5 scale)"
+    )
+    print(
+        f"{'criterion':11} {'rule':30} {'split':>6} {'r(people)':>10} {'pairs right':>12} "
+        f"{'alpha':>7}"
+    )
+    for criterion in ("Relevance", "Coherence", "Empathy", "Surprise", "Engagement", "Complexity"):
         chosen = [r for r in rows if r["criterion"] == criterion]
         x = np.array([[float(r[j]) for r in chosen] for j in judges])  # judges x stories
         ok = (x >= 1).all(axis=0)  # a mean below 1 hides failed answers (see hanna.py)
@@ -210,9 +232,11 @@ def hanna(folder: Path) -> None:
             y[:, split] = rule[:, split]
             mean = y.mean(axis=0)
             r = float(np.corrcoef(mean, people)[0, 1])
-            print(f"{criterion:11} {name:30} {split.mean():>6.1%} {r:>10.3f} "
-                  f"{_pairs(mean, people, prompt):>12.3f} "
-                  f"{krippendorff_alpha(y, 'interval'):>7.3f}")
+            print(
+                f"{criterion:11} {name:30} {split.mean():>6.1%} {r:>10.3f} "
+                f"{_pairs(mean, people, prompt):>12.3f} "
+                f"{krippendorff_alpha(y, 'interval'):>7.3f}"
+            )
 
 
 def _hanna_rules(x: np.ndarray) -> dict[str, np.ndarray]:

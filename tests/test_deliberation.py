@@ -36,7 +36,9 @@ def first_score(role: str, arg_id: str) -> dict[str, Any]:
 
 
 def others_of(role: str, arg_id: str) -> list[dict[str, Any]]:
-    return [first_score(r, arg_id) for r in ("technical", "business", "risk", "general") if r != role]
+    return [
+        first_score(r, arg_id) for r in ("technical", "business", "risk", "general") if r != role
+    ]
 
 
 def keep(role: str, arg_id: str, own: dict[str, Any], others: list[dict[str, Any]]) -> dict:
@@ -181,7 +183,9 @@ def test_a_keep_with_an_empty_reason_is_re_asked() -> None:
         ids = list(schema.model_json_schema()["$defs"]["Decisions"]["properties"])
         first_try = role == "risk" and asked.count("risk") == 1
         why = "" if first_try else "my reading stands"
-        return json.dumps({"decisions": {a: {"action": "keep", "reason": why, "scores": None} for a in ids}})
+        return json.dumps(
+            {"decisions": {a: {"action": "keep", "reason": why, "scores": None} for a in ids}}
+        )
 
     result, model = run(reply)
     assert asked.count("risk") == 2  # re-asked once, with the error
@@ -196,7 +200,10 @@ def test_a_failed_deliberation_call_keeps_the_first_scores_and_is_recorded() -> 
     base = panel_function(HERD)
 
     def reply(messages: list[Message], schema: type[BaseModel]) -> str:
-        if "decisions" in schema.model_json_schema()["properties"] and role_of(messages) == "technical":
+        if (
+            "decisions" in schema.model_json_schema()["properties"]
+            and role_of(messages) == "technical"
+        ):
             return "I would rather not say"
         return base(messages, schema)
 

@@ -180,8 +180,9 @@ async def deliberate(
     calibration: CalibrationMethod,
     redecide: Callable[[Mapping[str, JudgeEvaluation]], PanelResult],
 ) -> PanelResult:
-    """The panel's result after deliberation (``first`` itself plus a summary when no
-    argument is split: nobody is asked).
+    """The panel's result after deliberation.
+
+    ``first`` itself plus a summary when no argument is split (nobody is asked).
 
     Args:
         sitting: The first round's shared settings (renderer, call context, deadline).
@@ -248,9 +249,7 @@ def _summary(
     moves = moves_of(before, after, ids, weights)
     thresholds = first.decision.thresholds
     herded = only_toward(first.evaluations, final.evaluations, moves)
-    herding_alpha = calibrated_alpha(
-        sitting.transcript, herded, weights, calibration, thresholds
-    )
+    herding_alpha = calibrated_alpha(sitting.transcript, herded, weights, calibration, thresholds)
     alpha_before = first.agreement.alpha
     toward = sum(m.direction == "toward" for m in moves)
     changed: dict[str, Any] = {

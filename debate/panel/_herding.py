@@ -32,8 +32,11 @@ def others_mean(
     argument: str,
     weights: Mapping[str, float],
 ) -> float | None:
-    """The other judges' first-round rubric scores of ``argument``, averaged per dimension
-    and weighted by ``weights`` (the moving judge's); None without another judge."""
+    """Where ``judge`` would land on ``argument`` by adopting the others' mean.
+
+    The other judges' first-round rubric scores, averaged per dimension and weighted by
+    ``weights`` (the moving judge's); None without another judge.
+    """
     others = [s[argument] for name, s in first.items() if name != judge]
     if not others:
         return None
@@ -89,7 +92,9 @@ def judge_moves(
     assert record is not None  # only judges asked to deliberate are summarised
     own = [m for m in moves if m.judge == evaluation.judge]
     toward = sum(m.direction == "toward" for m in own)
-    revised = [a for a in arguments if a in record.arguments and record.arguments[a].action == "revise"]
+    revised = [
+        a for a in arguments if a in record.arguments and record.arguments[a].action == "revise"
+    ]
     return JudgeMoves(
         judge=evaluation.judge,
         status=record.status,

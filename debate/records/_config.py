@@ -294,8 +294,11 @@ converges on itself, which the herding figure already warns about."""
 
 
 class Deliberation(Finite):
-    """Deliberation: after the first scoring, each scored judge sees the others' scores,
-    standings and notes on the arguments the panel split on, and may revise each once."""
+    """Deliberation: judges see each other's reasoning on split arguments, revise once.
+
+    After the first scoring, each scored judge sees the others' scores, standings and notes
+    on the arguments the panel split on, and may revise each once.
+    """
 
     rounds: int = Field(default=0, ge=0, le=MAX_DELIBERATION_ROUNDS, strict=True)
     """0 (default): judges never see each other's reasoning; 1: one deliberation call per
@@ -400,8 +403,11 @@ class RunConfig(Finite):
 
     @model_validator(mode="after")
     def _deliberation_without_swap(self) -> RunConfig:
-        """Deliberation revises one reading; with the swap check the vote would average the
-        revision with a second reading nobody revised."""
+        """Deliberation is refused with the swap check, for now.
+
+        Deliberation revises one reading; with the swap check the vote would average the
+        revision with a second reading nobody revised.
+        """
         if self.deliberation.rounds and self.swap:
             raise ValueError(
                 "deliberation.rounds: deliberation is not combined with swap yet; "

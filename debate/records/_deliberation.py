@@ -70,8 +70,11 @@ class JudgeMoves(Frozen):
 
 
 class DeliberationSummary(Frozen):
-    """What deliberation did to the panel (``decision`` is on the final scores; the first
-    round's is ``first_decision``)."""
+    """What deliberation did to the panel.
+
+    The result's ``decision`` is on the final scores; the first round's is
+    ``first_decision``.
+    """
 
     rounds: int = Field(ge=1)
     split_arguments: list[str]

@@ -242,8 +242,10 @@ class SwapReading(Frozen):
 
 
 def is_unset(value: object) -> bool:
-    """Leave a field out of the JSON when it was not set: a run without the feature writes
-    the same bytes as before the field existed."""
+    """Whether to leave a field out of the JSON: it was not set.
+
+    A run without the feature then writes the same bytes as before the field existed.
+    """
     return value is None
 
 
