@@ -310,3 +310,24 @@ def test_deliberate_asks_each_judge_once_more_and_reports_it(
     assert asked.config.deliberation.rounds == 1 and asked.deliberation is not None
     assert plain.deliberation is None and "Deliberation:" not in plain_text
     assert "Deliberation: " in asked_text and "verdict before deliberation" in asked_text
+
+
+def test_the_reports_say_it_plainly() -> None:
+    from debate.report import render_html, render_markdown
+    from tests.helpers import as_result
+
+    config = RunConfig(model="function", deliberation={"rounds": 1})
+    result, _ = run(panel_function(HERD))
+    recorded = as_result(result, T, config)
+    summary = result.deliberation
+    assert summary is not None
+    sentence = (
+        f"agreement rose from {summary.alpha_before:.2f} to {summary.alpha_after:.2f}; "
+        "12 of 12 moves were toward the other judges' mean (herding)"
+    )
+    markdown = render_markdown(recorded)
+    assert sentence in markdown
+    assert "verdict before deliberation: No verdict: the judges disagree" in markdown
+    assert sentence.replace("'", "&#x27;") in render_html(recorded)
+    plain, _ = run(panel_function(HERD), rounds=0)
+    assert "Deliberation" not in render_markdown(as_result(plain, T, RunConfig(model="function")))
