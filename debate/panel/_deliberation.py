@@ -44,6 +44,7 @@ from debate.records._transcript import (
 )
 from debate.runtime._ask import ask
 from debate.runtime._deliberation_reply import deliberation_reply
+from debate.runtime._prompts import neutralise_markers
 from debate.runtime._replies import keyed_items
 from debate.stats._calibration import Method as CalibrationMethod
 
@@ -111,7 +112,8 @@ def deliberation_request(
     prompt = sitting.renderer.render(TEMPLATE, arguments=arguments)
     return [
         *first,
-        Message(role="assistant", content=json.dumps(replied)),
+        # The judge's own notes may quote a debater: no chat-template marker opens a turn.
+        Message(role="assistant", content=neutralise_markers(json.dumps(replied))),
         Message(role="user", content=prompt),
     ]
 
