@@ -74,7 +74,7 @@ CONFIG_FLAGS = {
         "arguments",
         "rounds",
     )
-}
+} | {"deliberation": "--deliberate"}
 """RunConfig fields a flag sets, and the flag: a bad value is reported under the flag's name,
 while RunConfig alone decides what a good value is."""
 
@@ -517,6 +517,21 @@ def _reading_flags(panel: argparse._ArgumentGroup) -> None:
     )
 
 
+def deliberate_flag(parser: argparse.ArgumentParser) -> None:
+    """``--deliberate``: judges see each other's reasoning on split arguments, revise once.
+
+    On ``run`` and ``judge`` (one debate, whose result shows the movement); a config's
+    ``[deliberation] rounds = 1`` does the same anywhere a config is read.
+    """
+    parser.add_argument(
+        "--deliberate",
+        dest="deliberation",
+        action="store_true",
+        help="after scoring, each judge sees the others' scores and notes on the arguments "
+        "the panel split on and may revise once ([deliberation] rounds = 1)",
+    )
+
+
 def store_flags(group: argparse._ArgumentGroup) -> None:
     """``--store`` and ``--no-store``."""
     group.add_argument(
@@ -570,6 +585,8 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         field: getattr(args, field, None) for field in CONFIG_FLAGS if field != "judges"
     }
     values["swap"] = values["swap"] or None  # an absent --swap keeps the config's
+    # --deliberate is one round; an absent flag keeps the config's [deliberation]
+    values["deliberation"] = {"rounds": 1} if values["deliberation"] else None
     if args.judges is not None:
         roles = [r.strip() for r in args.judges.split(",") if r.strip()]
         values["judges"] = [j.model_dump() for j in default_judges(roles)]

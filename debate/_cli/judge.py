@@ -6,6 +6,7 @@ import argparse
 
 from debate._cli.common import (
     Commands,
+    deliberate_flag,
     fail_on_flag,
     model_flags,
     policy_flag,
@@ -21,6 +22,7 @@ def add_parser(commands: Commands) -> None:
     judge = commands.add_parser("judge", help="judge a transcript written by anyone")
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
     model_flags(judge)
+    deliberate_flag(judge)
     progress_flag(judge)
     fail_on_flag(judge)
     policy_flag(judge)

@@ -17,7 +17,7 @@ from debate._cli.common import Commands
 from debate.api import run_debate, write_result
 from debate.records._config import RunConfig
 from debate.records._result import DebateResult
-from debate.report import write_report
+from debate.report import deliberation_lines, write_report
 from debate.runtime._events import planned_calls
 from debate.runtime._pool import ModelPool, closing_pool
 from debate.stats import fmt
@@ -39,6 +39,7 @@ def add_parser(commands: Commands) -> None:
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
     common.model_flags(run)
+    common.deliberate_flag(run)
     common.progress_flag(run)
     common.fail_on_flag(run)
     common.policy_flag(run)
@@ -138,6 +139,7 @@ def summary(result: DebateResult, path: str) -> str:
         lines.append(f"  ! {a.warning}")
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
+    lines += deliberation_lines(result)
     lines += common.cascade_lines(result.cascade, d.tier)
     u = result.usage
     cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"

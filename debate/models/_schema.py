@@ -146,7 +146,14 @@ class _Builder:
             texts = [json.dumps(v, ensure_ascii=False) for v in values]
             body = " | ".join(_literal(t) for t in texts)
             return f"( {body} )", max(len(t.encode()) for t in texts)
+        if "anyOf" in node:  # a nullable field: one of the alternatives, the longest bounds it
+            found = [self.value(o, f"{name}-{i}") for i, o in enumerate(node["anyOf"])]
+            sizes = [size for _, size in found]
+            longest = None if None in sizes else max(s for s in sizes if s is not None)
+            return "( " + " | ".join(expr for expr, _ in found) + " )", longest
         kind = node.get("type")
+        if kind == "null":
+            return '"null"', 4
         if kind == "object":
             return self.object(node, name)
         if kind == "string" and not {"pattern", "format"} & set(node):

@@ -22,6 +22,7 @@ from debate.panel._cascade import (
     tiers_of,
 )
 from debate.panel._decision import Context, Setting, batch_of, conclude_batch, score_matrices
+from debate.panel._deliberation import deliberate
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
@@ -261,7 +262,9 @@ class MultiJudgePanel:
             for evaluation, found in zip(failed, replacements, strict=True):
                 stood_in[evaluation.judge] = found
 
-        def conclude(tier: int) -> PanelResult:
+        def conclude(
+            tier: int, revised: Mapping[str, JudgeEvaluation] | None = None
+        ) -> PanelResult:
             asked = [j for j in self.judges if j.tier <= tier]
             evaluations: list[JudgeEvaluation] = []
             counted: list[JudgeSpec] = []
@@ -271,6 +274,8 @@ class MultiJudgePanel:
                 for standby in stood_in.get(j.name, []):
                     evaluations.append(standby)
                     counted.append(self._standby_spec(standby.judge))
+            if revised:  # after deliberation: the same judges, their final scores
+                evaluations = [revised.get(e.judge, e) for e in evaluations]
             decided = self._conclude(
                 sitting,
                 evaluations,
@@ -288,7 +293,20 @@ class MultiJudgePanel:
         result, cascade = await run_cascade(
             self._tiers(), ask, conclude, self.escalation, sitting.call.meter
         )
-        return result.model_copy(update={"cascade": cascade})
+        result = result.model_copy(update={"cascade": cascade})
+        if self.config.deliberation.rounds:
+            tier = result.decision.tier
+            result = await deliberate(
+                sitting,
+                result,
+                specs={j.name: j for j in self._everyone()},
+                models=self.models,
+                orders=orders,
+                rounds=self.config.deliberation.rounds,
+                calibration=self.calibration(transcript),
+                redecide=lambda revised: conclude(tier, revised),
+            )
+        return result
 
     def _standby_spec(self, name: str) -> JudgeSpec:
         return next(j for j in self.standbys if j.name == name)

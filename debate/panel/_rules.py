@@ -20,7 +20,7 @@ without such arguments, no "standings diverge" when every standing was the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from debate.panel._advice import flagged_arguments
@@ -199,8 +199,16 @@ def _alpha_text(alpha: float | None) -> str:
 
 
 def _high_variance(case: Case) -> list[str]:
-    limit = case.thresholds.variance
-    return [a for a, v in case.agreement.argument_variance.items() if v is not None and v >= limit]
+    return high_variance_arguments(case.agreement.argument_variance, case.thresholds.variance)
+
+
+def high_variance_arguments(variances: Mapping[str, float | None], limit: float) -> list[str]:
+    """The arguments whose variance across judges reaches ``limit``: the panel splits on them.
+
+    The one rule, shared by the decision and by deliberation (which asks the judges to
+    reconsider exactly these, and those whose standings differ).
+    """
+    return [a for a, v in variances.items() if v is not None and v >= limit]
 
 
 def _split_causes(case: Case, high: list[str]) -> list[str]:

@@ -295,6 +295,23 @@ class CouncilSettings(Finite):
         return check_weights(value, tuple(RUBRIC_WEIGHTS))
 
 
+MAX_DELIBERATION_ROUNDS = 1
+"""Judges may revise once (issue 29): a second round would mostly measure how fast a panel
+converges on itself, which the herding figure already warns about."""
+
+
+class Deliberation(Finite):
+    """Deliberation: judges see each other's reasoning on split arguments, revise once.
+
+    After the first scoring, each scored judge sees the others' scores, standings and notes
+    on the arguments the panel split on, and may revise each once.
+    """
+
+    rounds: int = Field(default=0, ge=0, le=MAX_DELIBERATION_ROUNDS, strict=True)
+    """0 (default): judges never see each other's reasoning; 1: one deliberation call per
+    scored judge when some argument is split (``--deliberate``)."""
+
+
 class RunConfig(Finite):
     """Everything that shapes a run; stored in the result so a run can be reproduced."""
 
@@ -359,6 +376,11 @@ class RunConfig(Finite):
     """Folder of templates overriding the shipped ones (same file names)."""
     topics: str | None = None
     """Topic profile TOML replacing ``debate/data/topics.toml``."""
+    deliberation: Deliberation = Field(
+        default_factory=Deliberation, exclude_if=lambda d: d.rounds == 0
+    )
+    """Judges' deliberation after the first scoring (absent from the JSON when off, so a run
+    without it records the same config as before the setting existed)."""
 
     @field_validator("judges")
     @classmethod
@@ -387,6 +409,32 @@ class RunConfig(Finite):
             raise ValueError(
                 f"thresholds.min_judges is {need} but the panel has {regular} regular "
                 f"judge(s); lower min_judges or add judges"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _deliberation_on_one_reading(self) -> RunConfig:
+        """Deliberation is refused with a second reading (the swap check, samples), for now.
+
+        Deliberation revises one reading; with the swap check or repeated readings the vote
+        averages every reading, so the revision would be outvoted by readings nobody revised
+        (with samples, silently ignored).
+        """
+        if not self.deliberation.rounds:
+            return self
+        if self.swap:
+            raise ValueError(
+                "deliberation.rounds: deliberation is not combined with swap yet; "
+                "drop --swap or --deliberate (deliberation.rounds = 0)"
+            )
+        many = [(j.name, samples_of(j, self.samples)) for j in self.judges]
+        many = [(name, k) for name, k in many if k > 1]
+        if many:
+            name, k = many[0]
+            raise ValueError(
+                f"deliberation.rounds: deliberation is not combined with repeated readings "
+                f"yet (judge {name} reads {k} times); drop --samples (samples = 1) or "
+                "--deliberate"
             )
         return self
 

@@ -8,7 +8,15 @@ from typing import Literal
 from pydantic import Field
 
 from debate.records._config import RunConfig, Thresholds, check_seed
-from debate.records._transcript import Frozen, JudgeEvaluation, Outcome, Side, Transcript
+from debate.records._deliberation import DeliberationSummary
+from debate.records._transcript import (
+    Frozen,
+    JudgeEvaluation,
+    Outcome,
+    Side,
+    Transcript,
+    is_unset,
+)
 from debate.stats._aggregate import Aggregate
 
 
@@ -296,6 +304,11 @@ class PanelResult(Frozen):
     """The seed of the presentation orders and sampling (drawn when none was given)."""
     cascade: Cascade | None = None
     """The tiers asked, why, and what they cost (:mod:`debate.panel._cascade`)."""
+    deliberation: DeliberationSummary | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation: who moved, where, by how much, toward whom (absent without)."""
+    first_decision: Decision | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation: the decision on the first-round scores (``decision`` is on the
+    final ones), so a reader sees whether deliberation changed the verdict."""
 
 
 class DebateResult(Frozen):
@@ -315,3 +328,7 @@ class DebateResult(Frozen):
     version: str
     cascade: Cascade | None = None
     """The tiers asked, why, and what they cost; None in results written before tiers."""
+    deliberation: DeliberationSummary | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation (``--deliberate``): what it did; absent without."""
+    first_decision: Decision | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation: the first round's decision; absent without."""

@@ -257,6 +257,44 @@ class SampleReading(Frozen):
     scores: dict[str, RubricScore] | None = None
 
 
+def is_unset(value: object) -> bool:
+    """Whether to leave a field out of the JSON: it was not set.
+
+    A run without the feature then writes the same bytes as before the field existed.
+    """
+    return value is None
+
+
+class ArgumentDeliberation(Frozen):
+    """What one judge did with one split argument when shown the other judges' scores."""
+
+    action: Literal["revise", "keep"]
+    """``revise``: new scores and standing replace the first; ``keep``: the first stand."""
+    reason: str = Field(min_length=1)
+    """Why, in the judge's words (never empty: a move or a stand without a reason is
+    re-asked)."""
+    reason_cut: bool = False
+    """The reason ran over its length limit and was cut to it."""
+
+
+class JudgeDeliberation(Frozen):
+    """One judge's deliberation call: per split argument its action, or why the call failed.
+
+    A judge whose call failed keeps its first scores, and the failure stays here (never
+    filled in with a ``keep``).
+    """
+
+    status: Literal["deliberated", "failed"]
+    reason: UnscoredReason | None = None
+    """Why the call failed (same reasons as an unscored judge)."""
+    detail: str | None = None
+    raw: str | None = None
+    """The model's raw reply of a failed call."""
+    attempts: int = 1
+    arguments: dict[str, ArgumentDeliberation] = Field(default_factory=dict)
+    """Per split argument (the arguments the judge was asked about), by id."""
+
+
 class JudgeEvaluation(Frozen):
     """What one judge returned: scores for every argument, or *unscored* with the reason.
 
@@ -294,6 +332,12 @@ class JudgeEvaluation(Frozen):
     """A standby judge's evaluation: the regular judge it replaced (which ended unscored)."""
     standby_reason: str | None = None
     """Why that judge was replaced: its unscored reason (and detail)."""
+    first_scores: dict[str, RubricScore] | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation: the scores before the judge saw the others' (``scores`` is then
+    the final, after deliberation). Absent without deliberation."""
+    deliberation: JudgeDeliberation | None = Field(default=None, exclude_if=is_unset)
+    """With deliberation: what the judge did with each split argument, or why its call
+    failed. Absent without deliberation."""
 
     @model_validator(mode="after")
     def _status_matches(self) -> JudgeEvaluation:

@@ -12,6 +12,7 @@ no URL, so it opens offline. Every piece of model text in it is HTML-escaped.
 from __future__ import annotations
 
 from debate.records._validity import ValidityReport
+from debate.report._deliberation import deliberation_lines
 from debate.report._dispatch import render_html, render_markdown, write_report
 from debate.report._html import SECTION_IDS, charts
 from debate.report._labelling import write_labelling_sheet
@@ -26,6 +27,7 @@ render_markdown.register(ValidityReport, render_validity_markdown)
 __all__ = [
     "SECTION_IDS",
     "charts",
+    "deliberation_lines",
     "render_html",
     "render_markdown",
     "render_validity_html",

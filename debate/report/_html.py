@@ -11,6 +11,7 @@ from collections.abc import Callable
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
 from debate.report import _gauges, _svg, _tables, _why
+from debate.report._deliberation import deliberation_lines
 from debate.report._markup import esc, key_values, section
 from debate.report._view import (
     Divergence,
@@ -255,8 +256,18 @@ def _verdict(result: DebateResult) -> str:
         f'<h3>Why</h3><ul class="reasons">{reasons}</ul>'
         f'<div class="why">{parts}</div>'
         f'<p class="recommendation"><strong>What to do:</strong> '
-        f"{esc(decision.recommendation)}</p></section>"
+        f"{esc(decision.recommendation)}</p>{_deliberation(result)}</section>"
     )
+
+
+def _deliberation(result: DebateResult) -> str:
+    """How deliberation moved the judges ("" without it)."""
+    lines = deliberation_lines(result)
+    if not lines:
+        return ""
+    head, *rest = lines
+    items = "".join(f"<li>{esc(r.removeprefix('  - '))}</li>" for r in rest)
+    return f'<div class="deliberation"><p><strong>{esc(head)}</strong></p><ul>{items}</ul></div>'
 
 
 def _margin(result: DebateResult, figures: dict[str, str]) -> str:

@@ -12,6 +12,7 @@ from html import escape
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS
 from debate.report import _why
+from debate.report._deliberation import deliberation_lines
 from debate.report._markup import visible_controls
 from debate.report._view import (
     divergence,
@@ -94,7 +95,17 @@ def _verdict(result: DebateResult) -> list[str]:
         *_why_lines(result),
         "",
         f"**What to do:** {text(d.recommendation)}",
+        *_deliberation(result),
     ]
+
+
+def _deliberation(result: DebateResult) -> list[str]:
+    """How deliberation moved the judges (nothing without it)."""
+    lines = deliberation_lines(result)
+    if not lines:
+        return []
+    head, *rest = lines
+    return ["", f"**{text(head)}**", "", *(f"- {text(r.removeprefix('  - '))}" for r in rest)]
 
 
 def _section(

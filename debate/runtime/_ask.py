@@ -57,6 +57,7 @@ PHASE_ORDER = {
     "topic": 3,
     "judge": 4,
     "council": 5,
+    "deliberation": 6,
 }
 
 

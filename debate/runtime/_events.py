@@ -20,7 +20,9 @@ from typing import Any, ClassVar, Literal
 
 from debate.records._config import RunConfig, samples_of
 
-Phase = Literal["opening", "cross_examination", "closing", "topic", "judge", "council"]
+Phase = Literal[
+    "opening", "cross_examination", "closing", "topic", "judge", "council", "deliberation"
+]
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,9 @@ def judge_calls(config: RunConfig) -> int:
     swap = 1 if config.swap else 0  # the swap check mirrors a judge's first reading
     readings = sum(samples_of(j, config.samples) + swap for j in config.judges)
     classifier = config.topic_classifier == "model" and not config.topic_type
-    return readings + (1 if classifier else 0)
+    # Deliberation: at most one call per judge a round (none when no argument is split).
+    deliberation = len(config.judges) * config.deliberation.rounds
+    return readings + (1 if classifier else 0) + deliberation
 
 
 def planned_calls(config: RunConfig, *, debate: bool) -> int:

@@ -345,3 +345,14 @@ def test_ctrl_c_in_a_calibration_exits_130_and_keeps_the_completed_calls(tmp_pat
     # reply is re-asked, never cached)
     assert 1 <= kept <= holder.answered
     assert not (out / "calibration.json").exists()
+
+
+@pytest.mark.parametrize("command", [["run", TOPIC], ["judge", str(EXAMPLE)]])
+def test_deliberate_with_swap_is_one_line_exit_2(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*command, "--model", "scripted", "--deliberate", "--swap", "--no-store", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    line = one_line(capsys)
+    assert line.startswith("error: ") and "deliberation.rounds" in line and "--swap" in line
+    assert not (tmp_path / "out" / "result.json").exists()

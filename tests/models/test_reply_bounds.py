@@ -26,6 +26,7 @@ from debate.models._schema import (
 from debate.models.local import RepetitionGuard
 from debate.models.test import ScriptedModel
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
+from debate.runtime._deliberation_reply import deliberation_reply
 from debate.runtime._events import Planned, StepFinished
 from debate.runtime._replies import ClosingDraft, judge_reply, keyed_reply
 
@@ -37,6 +38,7 @@ SCHEMAS = [
     judge_reply(IDS),
     review_reply(("A", "B", "C"), True),
     Answer,
+    deliberation_reply(("PRO-1", "CON-2")),
 ]
 
 
@@ -46,7 +48,11 @@ def _longest(node: dict[str, Any], defs: dict[str, Any]) -> Any:
         return _longest(defs[node["$ref"].removeprefix("#/$defs/")], defs)
     if "enum" in node:
         return max(node["enum"], key=lambda v: len(json.dumps(v)))
+    if "anyOf" in node:
+        return max((_longest(o, defs) for o in node["anyOf"]), key=lambda v: len(_spaced(v)))
     kind = node["type"]
+    if kind == "null":
+        return None
     if kind == "object":
         return {k: _longest(v, defs) for k, v in node["properties"].items()}
     if kind == "array":

@@ -287,6 +287,11 @@ CONFIG_VALUES = {
     "thresholds.min_judges = 5": b"[thresholds]\nmin_judges = 5\n",
     "thresholds.min_judges = 2.5": b"[thresholds]\nmin_judges = 2.5\n",
     "thresholds.aggregate = mode": b'[thresholds]\naggregate = "mode"\n',
+    "deliberation.rounds = 2": b"[deliberation]\nrounds = 2\n",
+    "deliberation.rounds = -1": b"[deliberation]\nrounds = -1\n",
+    "deliberation.rounds = 1.0": b"[deliberation]\nrounds = 1.0\n",
+    "deliberation with swap": b"swap = true\n[deliberation]\nrounds = 1\n",
+    "deliberation with samples": b"samples = 2\n[deliberation]\nrounds = 1\n",
     "a standby and one regular judge": (
         b'[[judges]]\nrole = "technical"\n[[judges]]\nname = "s"\nrole = "risk"\nstandby = true\n'
     ),
