@@ -64,7 +64,7 @@ from debate.service._store import (
     token_id,
     with_seed,
 )
-from debate.service._summary import PG_COLUMNS, filters, row_summary
+from debate.service._summary import PG_COLUMNS, row_summary, where_clause
 from debate.storage._pg import migrate, open_pool
 from debate.storage._pgcache import PgResponseCache
 
@@ -200,10 +200,8 @@ class PgJobStore:
         outcome: str | None = None,
     ) -> builtins.list[JobSummary]:
         """The newest jobs' summaries first, filtered in the query (see ``_summary``)."""
-        terms, args = filters(status, outcome, "%s")
-        if token is not None:
-            terms, args = ["token = %s", *terms], [token_id(token), *args]
-        where = "WHERE " + " AND ".join(terms) if terms else ""
+        key = None if token is None else token_id(token)
+        where, args = where_clause("%s", status=status, outcome=outcome, token=key)
         with self._pool.connection() as db:
             rows = db.execute(
                 f"SELECT {PG_COLUMNS} FROM jobs {where} ORDER BY n DESC LIMIT %s", (*args, limit)

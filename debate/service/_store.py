@@ -45,7 +45,7 @@ from debate.service._models import (
     JobSummary,
     JudgementRequest,
 )
-from debate.service._summary import SQLITE_COLUMNS, filters, row_summary
+from debate.service._summary import SQLITE_COLUMNS, row_summary, where_clause
 from debate.storage._cache import ResponseCache
 from debate.storage._sqlite import write_lock, write_transaction
 
@@ -333,10 +333,8 @@ class JobStore:
         outcome: str | None = None,
     ) -> builtins.list[JobSummary]:
         """The newest jobs' summaries first, filtered in the query (see ``_summary``)."""
-        terms, args = filters(status, outcome, "?")
-        if token is not None:
-            terms, args = ["token = ?", *terms], [token_id(token), *args]
-        where = "WHERE " + " AND ".join(terms) if terms else ""
+        key = None if token is None else token_id(token)
+        where, args = where_clause("?", status=status, outcome=outcome, token=key)
         rows = self._db().execute(
             f"SELECT {SQLITE_COLUMNS} FROM jobs {where} ORDER BY rowid DESC LIMIT ?",
             (*args, limit),

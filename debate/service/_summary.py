@@ -40,16 +40,21 @@ PG_COLUMNS = (
 """The same row on PostgreSQL (``request`` and ``result`` are JSON text columns)."""
 
 
-def filters(
-    status: str | None, outcome: str | None, placeholder: str
-) -> tuple[list[str], list[Any]]:
-    """The WHERE terms and arguments for the optional status and outcome filters."""
-    terms, args = [], []
-    for column, value in (("status", status), ("outcome", outcome)):
+def where_clause(
+    placeholder: str, *, status: str | None, outcome: str | None, token: str | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause and its arguments for a listing's filters (``""`` for none).
+
+    ``token`` is the stored token key (:func:`debate.service._store.token_id`), not the
+    bearer token; both stores build their listing's filter here, with their placeholder.
+    """
+    terms: list[str] = []
+    args: list[Any] = []
+    for column, value in (("token", token), ("status", status), ("outcome", outcome)):
         if value is not None:
             terms.append(f"{column} = {placeholder}")
             args.append(value)
-    return terms, args
+    return ("WHERE " + " AND ".join(terms) if terms else ""), args
 
 
 def clip(text: str | None) -> str | None:
