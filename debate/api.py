@@ -17,7 +17,8 @@ from debate.panel._panel import MultiJudgePanel
 from debate.protocol._debate import DebateProtocol, Debaters
 from debate.records._config import RunConfig, validation_message
 from debate.records._input import check_unicode, parse_json
-from debate.records._result import DebateResult, PanelResult, draw_seed
+from debate.records._result import DebateResult, PanelResult
+from debate.records._seed import draw_seed
 from debate.records._transcript import SIDES, Transcript, check_topic
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._budget import Budget

@@ -22,12 +22,12 @@ from debate.records._config import (
     RunConfig,
     Thresholds,
     build_config,
-    check_seed,
     default_judges,
     load_config,
     validation_message,
 )
 from debate.records._result import Cascade, Usage
+from debate.records._seed import check_seed
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
 from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
 from debate.runtime._limiter import RateLimiter

@@ -12,7 +12,8 @@ from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
 from debate.records._config import MAX_SAMPLES, RunConfig, build_config
 from debate.records._council import CouncilResult
-from debate.records._result import DebateResult, draw_seed
+from debate.records._result import DebateResult
+from debate.records._seed import draw_seed
 
 MAX_RUNS = 1000
 """The most re-judgings: each is a whole panel's calls."""

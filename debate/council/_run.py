@@ -12,7 +12,7 @@ from debate.models._base import Model
 from debate.panel._cascade import EscalationRule
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
-from debate.records._result import draw_seed
+from debate.records._seed import draw_seed
 from debate.runtime._ask import UsageMeter
 from debate.runtime._budget import Budget
 from debate.runtime._deadline import Deadline

@@ -31,7 +31,8 @@ from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records._config import JudgeSpec, RunConfig, samples_of
-from debate.records._result import PanelResult, TopicSource, draw_seed
+from debate.records._result import PanelResult, TopicSource
+from debate.records._seed import draw_seed
 from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._deadline import Deadline

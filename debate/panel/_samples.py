@@ -21,7 +21,6 @@ cache key. Reading 1 is the single reading a panel without samples makes, byte f
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
@@ -33,15 +32,13 @@ from numpy.typing import NDArray
 from debate.panel._cascade import Tier
 from debate.panel._evidence import margin_evidence_array
 from debate.panel._positions import Presentation, PresentationMode, presentations
+from debate.records._seed import derive_seed
 from debate.records._transcript import JudgeEvaluation, RubricScore, Transcript
 
 if TYPE_CHECKING:
     from debate.panel._decision import ScoreBatch, Setting
 
 FloatArray = NDArray[np.float64]
-
-SEED_RANGE = 2**31
-"""Derived seeds lie in ``[0, 2**31)``: every backend takes a 32-bit signed seed."""
 
 
 def reading_seed(seed: int | None, judge: str, index: int) -> int | None:
@@ -53,8 +50,7 @@ def reading_seed(seed: int | None, judge: str, index: int) -> int | None:
     """
     if index == 0 or seed is None:
         return seed
-    digest = hashlib.sha256(f"{seed}:{judge}:reading{index + 1}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % SEED_RANGE
+    return derive_seed(seed, f"{judge}:reading{index + 1}")
 
 
 def further_presentations(

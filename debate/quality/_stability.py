@@ -19,7 +19,6 @@ seeds, shows how often the verdict would have come out otherwise:
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -30,6 +29,7 @@ from debate.quality._audit import Estimate, wilson
 from debate.records._config import RunConfig
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult, Usage
+from debate.records._seed import derive_seed
 from debate.records._transcript import Frozen
 from debate.runtime._pool import ModelPool
 from debate.stats import kendall_w
@@ -105,10 +105,7 @@ def run_seeds(base: int, runs: int) -> list[int]:
     Reproducible from ``base``, and none is the base seed itself, so run 1 is not a
     replay of the original (nor served from its cache).
     """
-    return [
-        int.from_bytes(hashlib.sha256(f"{base}:stability:{i}".encode()).digest()[:8], "big") % 2**31
-        for i in range(1, runs + 1)
-    ]
+    return [derive_seed(base, f"stability:{i}") for i in range(1, runs + 1)]
 
 
 def verdict_of(outcome: str, winner: str | None) -> str:

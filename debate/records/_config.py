@@ -37,11 +37,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 
-SEED_MAX = 2**32 - 1
-"""Seeds run from 0 to 2**32 - 1: the range every backend takes (llama.cpp's seed is a
-32-bit unsigned integer; numpy and the OpenAI API accept it)."""
-
-
 MAX_CONCURRENCY = 1024
 """Items or calls at once (``--concurrency``): far beyond any provider's limits already."""
 
@@ -60,15 +55,6 @@ that silently meant "no limit" hid a typo)."""
 
 DEFAULT_ENDPOINT = "default"
 """The endpoint set by ``base_url`` and ``api_key_env`` (``--base-url``/``--api-key-env``)."""
-
-
-def check_seed(value: int, name: str = "--seed") -> int:
-    """The one check of a seed a user typed (a flag, ``DEBATE_SEED``): 0 to :data:`SEED_MAX`."""
-    if not 0 <= value <= SEED_MAX:
-        raise ConfigurationError(
-            f"{name}: {value} is out of range; use a whole number from 0 to {SEED_MAX}"
-        )
-    return value
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Literal
 
 from pydantic import Field
 
-from debate.records._config import RunConfig, Thresholds, check_seed
+from debate.records._config import RunConfig, Thresholds
 from debate.records._deliberation import DeliberationSummary
 from debate.records._transcript import (
     Frozen,
@@ -278,18 +277,6 @@ class Cascade(Frozen):
     """Prompt and completion tokens of the judges' calls."""
     cost_usd: float | None
     """Cost of the judges' calls; None when a model is not priced."""
-
-
-def draw_seed(seed: int | None = None) -> int:
-    """The given seed, or a fresh one when none was given (every result records its seed).
-
-    The one place a seed is drawn, so that the API, the panel, the council and ``run.json``
-    draw from the same range and a recorded seed always replays.
-
-    A given seed is checked here too, so that ``run_debate(seed=-1)`` is refused with the
-    range rather than failing inside a backend (llama.cpp takes a 32-bit unsigned seed).
-    """
-    return secrets.randbelow(2**31) if seed is None else check_seed(seed, "seed")
 
 
 class PanelResult(Frozen):

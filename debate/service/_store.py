@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, get_args
 
-from debate.records._result import draw_seed
+from debate.records._seed import draw_seed
 from debate.service._feed import PollWatch
 from debate.service._models import (
     FINAL,
