@@ -346,7 +346,7 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
                 config=config,
                 model=model,
                 seed=3,
-                run=Run(cache=ResponseCache(cache)),
+                run=Run(cache=cache),
             )
         finally:
             await model.aclose()
