@@ -48,6 +48,7 @@ from model_server import bare_client_rate  # noqa: E402
 from debate import RunConfig, run_debate  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
 from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema  # noqa: E402
+from debate.runtime._run import Run  # noqa: E402
 
 
 class Sequential:
@@ -81,7 +82,11 @@ async def debates(n: int, concurrency: int, base_url: str, sequential: bool = Fa
         nonlocal calls
         async with gate:
             result = await run_debate(
-                f"Should team {i} adopt the plan?", config=config, model=model, seed=i, pool=pool
+                f"Should team {i} adopt the plan?",
+                config=config,
+                model=model,
+                seed=i,
+                run=Run(pool=pool),
             )
             calls += result.usage.calls
 

@@ -96,8 +96,10 @@ if TYPE_CHECKING:
     from debate.runtime._budget import Budget
     from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
     from debate.runtime._limiter import RateLimiter
+    from debate.runtime._pool import ModelPool
     from debate.runtime._presets import PanelPreset, list_presets, panel_preset
     from debate.runtime._pricing import PriceTable
+    from debate.runtime._run import Run
     from debate.storage._cache import ResponseCache
     from debate.storage._files import load_result
     from debate.storage._judgments import read_judgments, write_judgments
@@ -177,8 +179,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.runtime._budget": ("Budget",),
     "debate.runtime._events": ("Event", "EventHandler", "StepFinished", "StepStarted"),
     "debate.runtime._limiter": ("RateLimiter",),
+    "debate.runtime._pool": ("ModelPool",),
     "debate.runtime._presets": ("PanelPreset", "list_presets", "panel_preset"),
     "debate.runtime._pricing": ("PriceTable",),
+    "debate.runtime._run": ("Run",),
     "debate.storage._cache": ("ResponseCache",),
     "debate.storage._files": ("load_result",),
     "debate.storage._judgments": ("read_judgments", "write_judgments"),
@@ -247,6 +251,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelOutputError",
+    "ModelPool",
     "ModelSettings",
     "MultiJudgePanel",
     "OpenAIModel",
@@ -260,6 +265,7 @@ __all__ = [
     "Reply",
     "ResponseCache",
     "RubricScore",
+    "Run",
     "RunConfig",
     "Scale",
     "ScoreTable",

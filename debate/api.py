@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,23 +21,11 @@ from debate.records._input import check_unicode, parse_json
 from debate.records._result import DebateResult, PanelResult
 from debate.records._seed import draw_seed
 from debate.records._transcript import SIDES, Transcript, check_topic
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
-from debate.runtime._budget import Budget
+from debate.runtime._ask import CallContext
 from debate.runtime._deadline import Deadline
-from debate.runtime._events import EventHandler
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import (
-    CacheSpec,
-    ModelPool,
-    _Wrapper,
-    closing_given,
-    no_running_loop,
-    owned_pool,
-    run_prices,
-)
-from debate.runtime._pricing import PriceTable
+from debate.runtime._pool import ModelPool, no_running_loop
 from debate.runtime._prompts import PromptRenderer
-from debate.storage._cache import ResponseCache
+from debate.runtime._run import Run, closing, given_models
 from debate.storage._files import write_json_atomic
 
 
@@ -72,15 +61,9 @@ async def run_debate(
     con: Model | None = None,
     judges: Mapping[str, Model] | None = None,
     seed: int | None = None,
-    model_path: str | None = None,
-    cache: CacheSpec = None,
-    pool: ModelPool | None = None,
-    limiter: RateLimiter | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    history: Mapping[str, float] | None = None,
-    on_event: EventHandler | None = None,
     escalation: EscalationRule[PanelResult] | None = None,
+    run: Run | None = None,
+    **legacy: Any,
 ) -> DebateResult:
     """Run a whole debate and judge it.
 
@@ -94,39 +77,32 @@ async def run_debate(
         con: Model of the CON side (overrides ``model``).
         judges: Model per judge name.
         seed: Sampling seed, recorded in the result.
-        model_path: A GGUF file for the embedded backend.
-        cache: Response cache (a path or a ResponseCache): completed calls are replayed
-            from it, so re-running an interrupted debate re-sends only unfinished calls.
-        pool: Models shared with other runs (a batch); they are not closed here.
-        limiter: Requests/tokens-per-minute limiter shared with other runs.
-        prices: Price table for the cost in ``usage`` (default: the shipped table), joined
-            with the endpoints' own tables.
-        budget: Caps on cost and tokens (share one to cap several runs); a judge's call it
-            refuses leaves the judge unscored, a debater's raises BudgetExceeded.
-        history: Judge track-record accuracies by identity (see :mod:`debate.quality._track`).
-        on_event: Progress callback.
         escalation: When the judges of the next tier (``JudgeSpec.tier``) are asked:
             default when the tiers asked so far declared no winner; ``ask_every_tier``
             asks them all (see :mod:`debate.panel._cascade`).
+        run: The machinery shared with other runs (:class:`~debate.runtime._run.Run`):
+            model pool, response cache, rate limiter, prices, budget (a judge's call it
+            refuses leaves the judge unscored, a debater's raises BudgetExceeded), track
+            records, progress callback, embedded model file. Default: ``Run()``.
+        **legacy: Deprecated: the fields of ``Run`` given one by one (``cache=``,
+            ``budget=``...); they still work, with a DeprecationWarning.
 
     Returns:
         The result, with the transcript, each judge's evaluation, agreement, vote and
         decision (``decision.tier``: the tier that decided), and the ``cascade``.
     """
+    run = Run.of(run, legacy, "run_debate")
     _check_topic(topic)
     cfg = _config(config)
     seed = draw_seed(seed)
-    wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer.for_run(cfg).keyed(seed)
     deadline = Deadline(cfg.deadline)
-    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
-        debaters = _debaters(cfg, models, wrap, model, pro, con)
+    async with run.models(cfg, seed, given_models(model, pro, con, judges)) as models:
+        debaters = _debaters(cfg, models, run, model, pro, con)
         judged = _judge_models(cfg, models, model, judges)
-        meter = UsageMeter.for_run(
-            run_prices(cfg, prices), budget, _names(debaters.pro, debaters.con, judged)
-        )
-        panel = _panel(cfg, judged, wrap, on_event, history, renderer, escalation)
-        protocol = _protocol(cfg, debaters, renderer, seed, meter, on_event, wrap.cache)
+        meter = run.meter(cfg, _names(debaters.pro, debaters.con, judged))
+        panel = _panel(cfg, judged, run, renderer, escalation)
+        protocol = _protocol(cfg, debaters, renderer, seed, run.call(cfg, meter))
         transcript = await _debated(protocol, topic, deadline)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter, deadline=deadline)
     return _result(transcript, panel_result, cfg, {s: debaters.of(s).name for s in SIDES})
@@ -157,15 +133,15 @@ async def _debated(protocol: DebateProtocol, topic: str, deadline: Deadline) -> 
 def _debaters(
     cfg: RunConfig,
     models: ModelPool,
-    wrap: _Wrapper,
+    run: Run,
     model: Model | None,
     pro: Model | None,
     con: Model | None,
 ) -> Debaters:
-    """Each side's model: its own, else the shared one, else the config's (wrapped)."""
+    """Each side's model: its own, else the shared one, else the config's (rate-limited)."""
     return Debaters(
-        pro=wrap(pro or model or models.get(cfg.pro_model, cfg.pro_endpoint, config=cfg)),
-        con=wrap(con or model or models.get(cfg.con_model, cfg.con_endpoint, config=cfg)),
+        pro=run.limit(pro or model or models.get(cfg.pro_model, cfg.pro_endpoint, config=cfg)),
+        con=run.limit(con or model or models.get(cfg.con_model, cfg.con_endpoint, config=cfg)),
     )
 
 
@@ -180,9 +156,7 @@ def _check_topic(topic: str) -> None:
 def _panel(
     cfg: RunConfig,
     judges: Mapping[str, Model],
-    wrap: _Wrapper,
-    on_event: EventHandler | None,
-    history: Mapping[str, float] | None,
+    run: Run,
     renderer: PromptRenderer | None = None,
     escalation: EscalationRule[PanelResult] | None = None,
 ) -> MultiJudgePanel:
@@ -191,12 +165,12 @@ def _panel(
     Topic profiles are the panel's default for ``cfg`` (``cfg.topics`` or the shipped table).
     """
     return MultiJudgePanel(
-        models={name: wrap(m) for name, m in judges.items()},
+        models={name: run.limit(m) for name, m in judges.items()},
         config=cfg,
         renderer=renderer,
-        on_event=on_event,
-        history=history,
-        cache=wrap.cache,
+        on_event=run.on_event,
+        history=run.history,
+        cache=run.cache,
         escalation=escalation,
     )
 
@@ -206,9 +180,7 @@ def _protocol(
     debaters: Debaters,
     renderer: PromptRenderer,
     seed: int,
-    meter: UsageMeter,
-    on_event: EventHandler | None,
-    cache: ResponseCache | None,
+    call: CallContext,
 ) -> DebateProtocol:
     """The debaters' side of a run, with the run's settings."""
     return DebateProtocol(
@@ -219,7 +191,7 @@ def _protocol(
         settings=ModelSettings(
             temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed, timeout=cfg.timeout
         ),
-        call=CallContext(CallPolicy.of(cfg), meter, cache, on_event),
+        call=call,
     )
 
 
@@ -230,28 +202,22 @@ async def judge_transcript(
     model: Model | None = None,
     judges: Mapping[str, Model] | None = None,
     seed: int | None = None,
-    model_path: str | None = None,
-    cache: CacheSpec = None,
-    pool: ModelPool | None = None,
-    limiter: RateLimiter | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    history: Mapping[str, float] | None = None,
-    on_event: EventHandler | None = None,
     escalation: EscalationRule[PanelResult] | None = None,
+    run: Run | None = None,
+    **legacy: Any,
 ) -> DebateResult:
     """Judge a transcript written by anyone: our debaters, people in a meeting, another tool.
 
     Takes the same arguments as :func:`run_debate` (except the debaters).
     """
+    run = Run.of(run, legacy, "judge_transcript")
     check_unicode(transcript, "transcript")
     cfg = _config(config)
     seed = draw_seed(seed)
-    wrap = _Wrapper(cache, limiter)
-    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
+    async with run.models(cfg, seed, given_models(model, judges)) as models:
         judged = _judge_models(cfg, models, model, judges)
-        meter = UsageMeter.for_run(run_prices(cfg, prices), budget, _names(judged))
-        panel = _panel(cfg, judged, wrap, on_event, history, escalation=escalation)
+        meter = run.meter(cfg, _names(judged))
+        panel = _panel(cfg, judged, run, escalation=escalation)
         panel_result = await panel.evaluate(transcript, seed=seed, meter=meter)
     return _result(transcript, panel_result, cfg)
 
@@ -273,16 +239,16 @@ def _result(
     )
 
 
-def run_debate_sync(topic: str, **kwargs: object) -> DebateResult:
+def run_debate_sync(topic: str, **kwargs: Any) -> DebateResult:
     """Blocking wrapper of :func:`run_debate` (same arguments)."""
     no_running_loop("run_debate")
-    return asyncio.run(closing_given(run_debate(topic, **kwargs), kwargs))  # type: ignore[arg-type]
+    return asyncio.run(run_debate(topic, **closing(kwargs)))
 
 
-def judge_transcript_sync(transcript: Transcript, **kwargs: object) -> DebateResult:
+def judge_transcript_sync(transcript: Transcript, **kwargs: Any) -> DebateResult:
     """Blocking wrapper of :func:`judge_transcript` (same arguments)."""
     no_running_loop("judge_transcript")
-    return asyncio.run(closing_given(judge_transcript(transcript, **kwargs), kwargs))  # type: ignore[arg-type]
+    return asyncio.run(judge_transcript(transcript, **closing(kwargs)))
 
 
 def load_transcript(path: str | Path) -> Transcript:

@@ -26,6 +26,7 @@ from debate.batch._shards import parse_shard, take_shard
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
 from debate.runtime._pool import ModelPool, closing_pool
+from debate.runtime._run import Run
 from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore
 
@@ -114,12 +115,9 @@ def batch_command(args: argparse.Namespace) -> int:
             config=config,
             out_dir=out,
             concurrency=args.concurrency,
-            cache=cache,
-            **money,
-            pool=pool,
+            run=Run(pool=pool, cache=cache, history=common.history(args), **money),
             seed=seed,
             progress=progress,
-            history=common.history(args),
             store=store,
         )
         lines = asyncio.run(closing_pool(pool, work))
@@ -180,12 +178,10 @@ def _on_ray(
             out_dir=out,
             workers=args.workers,
             concurrency=args.concurrency,
+            run=Run(model_path=args.model_path, history=common.history(args), **money),
             cache=None if cache is None else cache.path,
-            **money,
             seed=seed,
-            model_path=args.model_path,
             progress=progress,
-            history=common.history(args),
             store=store,
         )
         return asyncio.run(work)

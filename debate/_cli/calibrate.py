@@ -13,6 +13,7 @@ from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
 from debate.records._config import MAX_CONCURRENCY
+from debate.runtime._run import Run
 
 if TYPE_CHECKING:
     from debate.quality._validity import CalibrationReport
@@ -62,10 +63,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "records": records,
             "seed": args.seed if args.seed is not None else 0,
             "concurrency": args.concurrency,
-            "cache": cache,
-            **money,
-            "model_path": args.model_path,
-            "on_event": common.progress(args),
+            "run": Run(
+                cache=cache,
+                model_path=args.model_path,
+                on_event=common.progress(args),
+                **money,
+            ),
             "judgments": out,
         }
         if args.format == "debate":

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
+from debate.runtime._run import Run
 from debate.stats import fmt
 
 if TYPE_CHECKING:
@@ -129,10 +130,7 @@ def council_command(args: argparse.Namespace) -> int:
             generate=generate,
             config=config,
             seed=seed,
-            cache=cache,
-            pool=pool,
-            on_event=on_event,
-            **money,
+            run=Run(pool=pool, cache=cache, on_event=on_event, **money),
         )
         result = asyncio.run(closing_pool(pool, work))
         path = write_json_atomic(out / "result.json", result.model_dump_json(indent=2) + "\n")

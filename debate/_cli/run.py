@@ -15,17 +15,16 @@ from typing import Any
 from debate._cli import common
 from debate._cli.common import Commands
 from debate.api import run_debate, write_result
-from debate.records._config import RunConfig
 from debate.records._result import DebateResult
 from debate.report import deliberation_lines, write_report
 from debate.runtime._events import planned_calls
 from debate.runtime._pool import ModelPool, closing_pool
+from debate.runtime._run import Run
 from debate.stats import fmt
-from debate.storage._cache import ResponseCache
 from debate.storage._runinfo import recording_run, resolve_seed
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
-"""The debate itself, given the keyword arguments every debate entry point takes."""
+"""The debate itself, given its config, seed, escalation rule and ``run``."""
 
 
 def add_parser(commands: Commands) -> None:
@@ -62,14 +61,18 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     seed, source = resolve_seed(args.seed, out)
     cache = common.open_cache(args, out)
     store = common.open_store(args)
-    shared = _shared(args, config, seed, cache)
+    on_event = common.progress(args)
+    history = common.history(args)
+    escalation = common.escalation_of(args)
     # Every model is built now: a missing key is bad input, one line before the plan line.
     pool = ModelPool(config, seed=seed, model_path=args.model_path)
     pool.prepare(config, debaters=args.command == "run")
+    run = Run(pool=pool, cache=cache, on_event=on_event, history=history, **money)
     total = planned_calls(config, debate=args.command == "run")
-    common.announce(shared["on_event"], args.command, total)
+    common.announce(on_event, args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
-        result = asyncio.run(closing_pool(pool, work({**shared, **money, "pool": pool})))
+        shared = {"config": config, "seed": seed, "run": run, **escalation}
+        result = asyncio.run(closing_pool(pool, work(shared)))
         path = write_result(result, out)
         _, report_html = write_report(result, out)
         if store is not None:
@@ -80,23 +83,6 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
     return common.outcome_exit(args, [result.decision.outcome])
-
-
-def _shared(
-    args: argparse.Namespace,
-    config: RunConfig,
-    seed: int,
-    cache: ResponseCache | None,
-) -> dict[str, Any]:
-    return {
-        "config": config,
-        "seed": seed,
-        "model_path": args.model_path,
-        "on_event": common.progress(args),
-        "cache": cache,
-        "history": common.history(args),
-        **common.escalation_of(args),
-    }
 
 
 def summary(result: DebateResult, path: str) -> str:

@@ -29,12 +29,9 @@ from debate.records._result import DebateResult
 from debate.records._transcript import Frozen, Transcript, check_topic
 from debate.report import write_report
 from debate.report._batch import BatchSummaryLine, write_batch_summary
-from debate.runtime._budget import Budget
 from debate.runtime._events import Event, EventHandler, ItemFinished, StepFinished, planned_calls
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import ModelPool, owned_pool, run_prices
-from debate.runtime._pricing import PriceTable
-from debate.storage._cache import ResponseCache
+from debate.runtime._pool import owned_pool
+from debate.runtime._run import Run
 from debate.storage._files import read_jsonl, validated, write_json_atomic
 from debate.storage._runs import RunStore
 
@@ -202,15 +199,11 @@ async def run_batch(
     config: RunConfig,
     out_dir: Path,
     concurrency: int = 8,
-    limiter: RateLimiter | None = None,
-    cache: ResponseCache | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    pool: ModelPool | None = None,
+    run: Run | None = None,
     seed: int = 0,
     progress: Progress | None = None,
-    history: Mapping[str, float] | None = None,
     store: RunStore | None = None,
+    **legacy: Any,
 ) -> list[BatchLine]:
     """Run every item; return one line per item in input order.
 
@@ -218,10 +211,13 @@ async def run_batch(
     on line 900 is bad input (ConfigurationError) rather than a failure found hours in.
     ``results.jsonl`` and the summary (``summary.jsonl``, ``summary.html``) are written
     however the batch ends: cancelled (Ctrl-C), they hold the items that finished.
-    ``history`` (judge track records, see :mod:`debate.quality._track`)
-    weights every item's vote as it weights a single run's; each finished result is
-    recorded in ``store`` for the audit. ``budget`` is one cap over every item.
+    ``run`` is shared by every item: one pool (built here when it has none), one cache,
+    one limiter, one budget (one cap over every item), the track records that weight
+    every item's vote as they weight a single run's (:mod:`debate.quality._track`); its
+    event handler is replaced by ``progress``. Each finished result is recorded in
+    ``store`` for the audit. ``**legacy``: deprecated, the fields of ``Run`` one by one.
     """
+    run = Run.of(run, legacy, "run_batch")
     check_concurrency(concurrency)
     plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
@@ -236,8 +232,8 @@ async def run_batch(
         async with gate:
             progress.running += 1
             try:
-                run = _run_item(item, cfg, shared, limiter, cache, seed, progress, history, money)
-                lines[item_id] = line = await _kept(run, item_id, folder, store)
+                work = _run_item(item, cfg, each, seed)
+                lines[item_id] = line = await _kept(work, item_id, folder, store)
                 progress.on_event(ItemFinished(item_id, line.status, line.outcome))
                 if line.status == "ok":
                     progress.done += 1
@@ -247,11 +243,11 @@ async def run_batch(
                 progress.running -= 1
                 progress.show()
 
-    money = {"prices": prices, "budget": budget}
     try:
-        async with owned_pool(pool, config, seed=seed) as shared:
+        async with owned_pool(run.pool, config, seed=seed, model_path=run.model_path) as shared:
+            each = run.with_(pool=shared, on_event=progress.on_event)
             for item_id, item in items:  # every item's models, keys and prices, before any call
-                _prepare(shared, item, item_id, plans[item_id][1], budget, prices)
+                _prepare(item, item_id, plans[item_id][1], each)
             await asyncio.gather(*(one(i, item) for i, item in items))
     finally:  # also when cancelled: the finished items' lines are kept
         progress.show(force=True)
@@ -343,23 +339,16 @@ def item_config(item: BatchItem, config: RunConfig, item_id: str) -> RunConfig:
     return build_config({**config.model_dump(), **item.config}, f"batch item {item_id} config")
 
 
-def _prepare(
-    pool: ModelPool,
-    item: BatchItem,
-    item_id: str,
-    config: RunConfig,
-    budget: Budget | None,
-    prices: PriceTable | None,
-) -> None:
-    """Build the item's models now, so bad input fails the batch before any call.
+def _prepare(item: BatchItem, item_id: str, config: RunConfig, run: Run) -> None:
+    """Build the item's models in ``run``'s pool now, so bad input fails the batch first.
 
-    Bad input here: a missing key, or a cost cap over a model that no table prices.
+    Bad input here: a missing key, or a cost cap over a model that no table prices (the
+    endpoints' own tables are checked too).
     """
+    assert run.pool is not None  # the batch's pool, set before the items are prepared
     try:
-        models = pool.prepare(config, debaters=item.topic is not None)
-        table = run_prices(config, prices)  # also checks the endpoints' own tables
-        if budget is not None:
-            budget.check_priced((m.name for m in models), table)
+        models = run.pool.prepare(config, debaters=item.topic is not None)
+        run.meter(config, (m.name for m in models))
     except ConfigurationError as exc:
         raise ConfigurationError(f"batch item {item_id}: {exc}") from exc
 
@@ -422,31 +411,11 @@ def _finished(target: Path) -> DebateResult | None:
         return None
 
 
-async def _run_item(
-    item: BatchItem,
-    config: RunConfig,
-    pool: ModelPool,
-    limiter: RateLimiter | None,
-    cache: ResponseCache | None,
-    seed: int,
-    progress: Progress,
-    history: Mapping[str, float] | None,
-    money: Mapping[str, Any],
-) -> DebateResult:
-    """One item's run; ``money`` is the batch's ``prices`` and ``budget``, shared by all."""
+async def _run_item(item: BatchItem, config: RunConfig, run: Run, seed: int) -> DebateResult:
+    """One item's run, with the batch's shared ``run``."""
     if item._not_unicode is not None:
         raise NotUnicodeError(item._not_unicode)
-    common: dict[str, Any] = {
-        "config": config,
-        "seed": seed,
-        "pool": pool,
-        "limiter": limiter,
-        "cache": cache,
-        "on_event": progress.on_event,
-        "history": history,
-        **money,
-    }
     if item.transcript is not None:
-        return await judge_transcript(item.transcript, **common)
+        return await judge_transcript(item.transcript, config=config, seed=seed, run=run)
     assert item.topic is not None
-    return await run_debate(item.topic, **common)
+    return await run_debate(item.topic, config=config, seed=seed, run=run)

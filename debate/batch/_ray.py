@@ -68,6 +68,7 @@ from debate.runtime._events import Event, ItemFinished, StepFinished
 from debate.runtime._limiter import RateLimiter, RemoteLimiter
 from debate.runtime._pool import ModelPool
 from debate.runtime._pricing import PriceTable
+from debate.runtime._run import Run
 from debate.storage._cache import ResponseCache
 from debate.storage._runs import RunStore
 
@@ -154,9 +155,18 @@ class BatchWorker:
         limits_of = setup.limits
         self.limiter = None if limits_of is None else self._window(GLOBAL_LIMITER, *limits_of)
         self.cache = None if setup.cache is None else ResponseCache(setup.cache)
-        self.budget = None
+        budget = None
         if setup.caps is not None:
-            self.budget = Budget(*setup.caps, ledger=RayLedger(ray.get_actor(ledger)))
+            budget = Budget(*setup.caps, ledger=RayLedger(ray.get_actor(ledger)))
+        self.shared = Run(
+            pool=self.pool,
+            cache=self.cache,
+            limiter=self.limiter,
+            prices=setup.prices,
+            budget=budget,
+            history=setup.history,
+        )
+        """The worker's machinery: its own pool and cache, the cluster's limits and ledger."""
 
     def _window(self, key: str, rpm: int | None, tpm: int | None) -> RateLimiter:
         limits = self.limits
@@ -174,7 +184,7 @@ class BatchWorker:
         s = self.setup
         try:
             for item_id, item, config in s.checks:
-                _prepare(self.pool, item, item_id, config, self.budget, s.prices)
+                _prepare(item, item_id, config, self.shared)
         except ConfigurationError as exc:
             return str(exc)
         return None
@@ -188,21 +198,11 @@ class BatchWorker:
             if s.forward_all or isinstance(event, StepFinished):
                 events.append(event)
 
-        money: dict[str, Any] = {"prices": s.prices, "budget": self.budget}
         progress = Progress(1, listener=listen)
         outcome = Outcome(events=events)
         try:
-            outcome.result = await _run_item(
-                item,
-                config,
-                self.pool,
-                self.limiter,
-                self.cache,
-                s.seed,
-                progress,
-                s.history,
-                money,
-            )
+            each = self.shared.with_(on_event=progress.on_event)
+            outcome.result = await _run_item(item, config, each, s.seed)
         except NotUnicodeError as exc:
             outcome.failed = BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
         except ConfigurationError as exc:
@@ -227,24 +227,31 @@ async def run_batch_ray(
     out_dir: Path,
     workers: int | None = None,
     concurrency: int = 8,
-    limiter: RateLimiter | None = None,
+    run: Run | None = None,
     cache: Path | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
     seed: int = 0,
-    model_path: str | None = None,
     progress: Progress | None = None,
-    history: Mapping[str, float] | None = None,
     store: RunStore | None = None,
 ) -> list[BatchLine]:
     """Run every item on the connected Ray cluster; return one line per item in input order.
 
-    As :func:`debate.batch.run_batch`, with the cache given as a path (each worker opens
-    it) and ``budget`` and ``limiter`` giving only their caps and limits: the cluster
-    shares one ledger and one window of each. ``workers`` (None: one per CPU of the
-    cluster) actors are started, each with its share of ``concurrency``. The caller
-    connects to Ray first (:func:`start_ray`).
+    As :func:`debate.batch.run_batch`, except that the workers build their own pools and
+    open the cache from its path (``cache``), and ``run``'s budget and limiter give only
+    their caps and limits: the cluster shares one ledger and one window of each.
+    ``workers`` (None: one per CPU of the cluster) actors are started, each with its share
+    of ``concurrency``. The caller connects to Ray first (:func:`start_ray`).
+
+    Raises:
+        ConfigurationError: ``run`` holds a pool or an open cache (they cannot travel to
+            the workers).
     """
+    run = run or Run()
+    if run.pool is not None or run.cache is not None:
+        raise ConfigurationError(
+            "run: a Ray batch's workers build their own pools and open the cache by path; "
+            "give Run() without pool and cache, and cache= as a path"
+        )
+    limiter, budget = run.limiter, run.budget
     check_concurrency(concurrency)
     check_workers(workers, concurrency)
     plans = item_plans(items, config, out_dir)
@@ -265,12 +272,12 @@ async def run_batch_ray(
                 config=config,
                 checks=_one_of_each(todo, plans),
                 seed=seed,
-                model_path=model_path,
+                model_path=run.model_path,
                 cache=cache,
-                prices=prices,
+                prices=run.prices,
                 caps=None if budget is None else (budget.max_cost_usd, budget.max_tokens),
                 limits=None if limiter is None else (limiter.rpm, limiter.tpm),
-                history=history,
+                history=run.history,
                 forward_all=progress.listener is not None,
                 log_level=logging.getLogger().getEffectiveLevel(),
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
 from debate.exceptions import ConfigurationError
@@ -13,22 +14,10 @@ from debate.panel._cascade import EscalationRule
 from debate.records._config import RunConfig
 from debate.records._council import Candidate, CouncilResult
 from debate.records._seed import draw_seed
-from debate.runtime._ask import UsageMeter
-from debate.runtime._budget import Budget
 from debate.runtime._deadline import Deadline
-from debate.runtime._events import EventHandler
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import (
-    CacheSpec,
-    ModelPool,
-    _Wrapper,
-    closing_given,
-    no_running_loop,
-    owned_pool,
-    run_prices,
-)
-from debate.runtime._pricing import PriceTable
+from debate.runtime._pool import ModelPool, no_running_loop
 from debate.runtime._prompts import PromptRenderer
+from debate.runtime._run import Run, closing, given_models
 from debate.storage._files import read_jsonl_records
 
 
@@ -50,14 +39,9 @@ async def run_council(
     model: Model | None = None,
     config: RunConfig | None = None,
     seed: int | None = None,
-    model_path: str | None = None,
-    cache: CacheSpec = None,
-    pool: ModelPool | None = None,
-    limiter: RateLimiter | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    on_event: EventHandler | None = None,
     escalation: EscalationRule[CouncilResult] | None = None,
+    run: Run | None = None,
+    **legacy: Any,
 ) -> CouncilResult:
     """Rank candidate answers to ``question``.
 
@@ -71,41 +55,37 @@ async def run_council(
         config: Settings, including ``config.council`` (method, rubric weights, safety gate)
             and the endpoints each judge's reviewer is served by (``JudgeSpec.endpoint``).
         seed: Seed of the reviewers' shuffles and of sampling; drawn when not given.
-        model_path: A GGUF file for the embedded backend.
-        cache: Response cache path or object.
-        pool: Models shared with other runs (a calibration, a batch); they are not closed
-            here. Models passed in ``generate``, ``reviewers`` or ``model`` belong to the
-            caller and are not closed either, so concurrent runs can share them.
-        limiter: Requests/tokens-per-minute limiter (as for :func:`debate.api.run_debate`).
-        prices: Price table (default: the shipped one).
-        budget: Caps on cost and tokens; a reviewer's call it refuses leaves the reviewer
-            unscored, a generator's stops the council.
-        on_event: Progress callback.
         escalation: When the reviewers of the next tier (``JudgeSpec.tier``; a reviewer in
             ``reviewers`` takes the tier of the config's judge of its name, else 1) are
             asked; default: when the top of the ranking so far is tied
             (:func:`~debate.council._review.escalate_on_tied_top`). Generators review in
             tier 1.
+        run: The machinery shared with other runs, as for :func:`debate.api.run_debate`:
+            its pool's models are not closed here, and neither are the models passed in
+            ``generate``, ``reviewers`` or ``model`` (they belong to the caller, so
+            concurrent runs can share them). Its budget's refusal leaves a reviewer
+            unscored and stops the council for a generator.
+        **legacy: Deprecated: the fields of ``Run`` given one by one.
     """
+    run = Run.of(run, legacy, "run_council")
     cfg = config or RunConfig()
     seed = draw_seed(seed)
-    wrap = _Wrapper(cache, limiter)
     renderer = PromptRenderer.for_run(cfg).keyed(seed)
     deadline = Deadline(cfg.deadline)  # one budget for the answers and the reviews
-    async with owned_pool(pool, cfg, seed=seed, model_path=model_path) as models:
-        council_reviewers = _reviewers(cfg, models, wrap, renderer, reviewers, model, generate)
+    async with run.models(cfg, seed, given_models(model, reviewers, generate)) as models:
+        council_reviewers = _reviewers(cfg, models, run, renderer, reviewers, model, generate)
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
-        meter = UsageMeter.for_run(run_prices(cfg, prices), budget, used)
+        meter = run.meter(cfg, used)
         if generate:
             answers = generate_candidates(
                 question,
-                [wrap(m) for m in generate],
+                [run.limit(m) for m in generate],
                 config=cfg,
                 seed=seed,
                 meter=meter,
                 renderer=renderer,
-                on_event=on_event,
-                cache=wrap.cache,
+                on_event=run.on_event,
+                cache=run.cache,
             )
             [candidates] = await deadline.run("candidate answers", answers)
         if candidates is None:
@@ -115,8 +95,8 @@ async def run_council(
             council_reviewers,
             config=cfg,
             renderer=renderer,
-            on_event=on_event,
-            cache=wrap.cache,
+            on_event=run.on_event,
+            cache=run.cache,
             escalation=escalation,
         )
         return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
@@ -125,7 +105,7 @@ async def run_council(
 def _reviewers(
     cfg: RunConfig,
     pool: ModelPool,
-    wrap: _Wrapper,
+    run: Run,
     renderer: PromptRenderer,
     reviewers: Mapping[str, Model] | None,
     model: Model | None,
@@ -133,9 +113,11 @@ def _reviewers(
 ) -> list[Reviewer]:
     if reviewers is not None:  # a reviewer named like a judge of the config takes its tier
         tiers = {spec.name: spec.tier for spec in cfg.judges}
-        return [Reviewer(name, wrap(m), tier=tiers.get(name, 1)) for name, m in reviewers.items()]
+        return [
+            Reviewer(name, run.limit(m), tier=tiers.get(name, 1)) for name, m in reviewers.items()
+        ]
     if generate:
-        return [Reviewer(m.name, wrap(m)) for m in generate]
+        return [Reviewer(m.name, run.limit(m)) for m in generate]
     result = []
     for spec in cfg.judges:
         own = spec.model is not None or spec.endpoint is not None
@@ -148,13 +130,13 @@ def _reviewers(
             f"You review as the {spec.role} judge. "
             + renderer.render(f"judge_role_{spec.role}.md.jinja").strip()
         )
-        result.append(Reviewer(spec.name, wrap(chosen), perspective, tier=spec.tier))
+        result.append(Reviewer(spec.name, run.limit(chosen), perspective, tier=spec.tier))
     return result
 
 
 def run_council_sync(
-    question: str, candidates: Sequence[Candidate] | None = None, **kwargs: object
+    question: str, candidates: Sequence[Candidate] | None = None, **kwargs: Any
 ) -> CouncilResult:
     """Blocking wrapper of :func:`run_council`."""
     no_running_loop("run_council")
-    return asyncio.run(closing_given(run_council(question, candidates, **kwargs), kwargs))  # type: ignore[arg-type]
+    return asyncio.run(run_council(question, candidates, **closing(kwargs)))

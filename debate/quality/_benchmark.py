@@ -43,12 +43,9 @@ from debate.records._judgments import Scale
 from debate.records._result import DebateResult
 from debate.records._transcript import DIMENSIONS, Frozen, Transcript
 from debate.runtime._ask import total_usage
-from debate.runtime._budget import Budget
-from debate.runtime._events import EventHandler
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._pool import CacheSpec, ModelPool, closing_pool
-from debate.runtime._pricing import PriceTable
+from debate.runtime._pool import owned_pool
 from debate.runtime._prompts import PromptRenderer
+from debate.runtime._run import Run
 from debate.stats import calibrate as calibrate_scores
 from debate.storage._files import read_jsonl_records
 from debate.storage._judgments import write_judgments
@@ -145,16 +142,26 @@ Call = tuple[str, str, str, str | None, str | None]
 
 
 async def _run_items(
-    items: Sequence[Item], run: Callable[[Item], Awaitable[R]], concurrency: int
+    items: Sequence[Item],
+    work: Callable[[Item, Run], Awaitable[R]],
+    concurrency: int,
+    run: Run,
+    config: RunConfig,
+    seed: int,
 ) -> list[R]:
-    """Run every item, at most ``concurrency`` at a time."""
+    """Run every item, at most ``concurrency`` at a time, all in one pool.
+
+    The pool is ``run``'s, or one built here for ``config`` and closed at the end.
+    """
     gate = asyncio.Semaphore(concurrency)
+    async with owned_pool(run.pool, config, seed=seed, model_path=run.model_path) as pool:
+        shared = run.with_(pool=pool)
 
-    async def one(item: Item) -> R:
-        async with gate:
-            return await run(item)
+        async def one(item: Item) -> R:
+            async with gate:
+                return await work(item, shared)
 
-    return list(await asyncio.gather(*(one(i) for i in items)))
+        return list(await asyncio.gather(*(one(i) for i in items)))
 
 
 def _record(
@@ -210,41 +217,32 @@ async def calibrate_debates(
     judges: Mapping[str, Model] | None = None,
     seed: int = 0,
     concurrency: int = 4,
-    cache: CacheSpec = None,
-    limiter: RateLimiter | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    model_path: str | None = None,
-    on_event: EventHandler | None = None,
+    run: Run | None = None,
     judgments: Path | None = None,
 ) -> CalibrationReport:
     """Judge every transcript; compare each judge's call with the known verdict.
 
-    ``limiter`` and ``budget`` are shared by every item (one cap over the calibration);
-    ``model_path`` builds the config's models as a run would (the endpoints and their keys
-    come from ``config``); ``on_event`` hears every call of every item. With
+    ``run`` is shared by every item: one limiter, one budget (one cap over the
+    calibration), one cache, and its event handler hears every call of every item; without
+    a pool of its own, the config's models are built here as a run would build them (the
+    endpoints and their keys come from ``config``) and closed at the end. With
     ``judgments`` (a folder), every judge's scores and the known verdicts are also written
     there as ``judgments.csv`` and ``labels.csv``, so the run can be validated later.
     """
-    pool = ModelPool(config, seed=seed, model_path=model_path)
+    run = run or Run()
 
-    def judge(item: DebateItem) -> Awaitable[DebateResult]:
-        return judge_transcript(
+    async def judge(item: DebateItem, shared: Run) -> DebateResult:
+        return await judge_transcript(
             item.transcript,
             config=config,
             model=model,
             judges=judges,
             seed=seed,
-            pool=pool,
-            cache=cache,
-            limiter=limiter,
-            prices=prices,
-            budget=budget,
-            on_event=on_event,
+            run=shared,
             escalation=ask_every_tier,  # a track record needs every judge on every item
         )
 
-    results = await closing_pool(pool, _run_items(items, judge, concurrency))
+    results = await _run_items(items, judge, concurrency, run, config, seed)
     if judgments is not None:
         _write_tidy(
             judgments,
@@ -284,7 +282,7 @@ async def calibrate_debates(
         alpha_people=None,
         accuracy_after=_accuracy_after(records, key_of, models[0]) if results else {},
         dimensions=dimensions,
-        usage=total_usage([r.usage for r in results], prices, budget),
+        usage=total_usage([r.usage for r in results], run.prices, run.budget),
     )
 
 
@@ -351,39 +349,29 @@ async def calibrate_pairwise(
     model: Model | None = None,
     seed: int = 0,
     concurrency: int = 4,
-    cache: CacheSpec = None,
-    limiter: RateLimiter | None = None,
-    prices: PriceTable | None = None,
-    budget: Budget | None = None,
-    model_path: str | None = None,
-    on_event: EventHandler | None = None,
+    run: Run | None = None,
     judgments: Path | None = None,
 ) -> CalibrationReport:
     """Rank each pair with the council; compare each reviewer's call with the majority.
 
-    Takes ``model_path``, ``on_event`` and ``judgments`` as :func:`calibrate_debates` does.
+    Takes ``run`` and ``judgments`` as :func:`calibrate_debates` does.
     """
     _check_pairs(items)
-    pool = ModelPool(config, seed=seed, model_path=model_path)
-    shared = model or pool.get(None)
+    run = run or Run()
 
-    def rank(item: PairwiseItem) -> Awaitable[CouncilResult]:
-        return run_council(
+    async def rank(item: PairwiseItem, shared: Run) -> CouncilResult:
+        assert shared.pool is not None  # the calibration's pool (:func:`_run_items`)
+        return await run_council(
             item.question,
             candidates_of(item),
-            model=shared,
+            model=model or shared.pool.get(None),
             config=config,
             seed=seed,
-            cache=cache,
-            pool=pool,
-            limiter=limiter,
-            prices=prices,
-            budget=budget,
-            on_event=on_event,
+            run=shared,
             escalation=ask_every_tier,  # every reviewer on every pair, as for debates
         )
 
-    results = await closing_pool(pool, _run_items(items, rank, concurrency))
+    results = await _run_items(items, rank, concurrency, run, config, seed)
     if judgments is not None:
         _write_tidy(judgments, pairwise_judgment_rows(items, results), pairwise_label_rows(items))
     names = [j.name for j in config.judges]
@@ -420,7 +408,7 @@ async def calibrate_pairwise(
         alpha_people=nominal_alpha(people),
         accuracy_after=_accuracy_after(records, key_of, _reviewer_models(results)),
         dimensions=dimensions,
-        usage=total_usage([r.usage for r in results], prices, budget),
+        usage=total_usage([r.usage for r in results], run.prices, run.budget),
     )
 
 

@@ -32,6 +32,7 @@ from debate.records._result import DebateResult, Usage
 from debate.records._seed import derive_seed
 from debate.records._transcript import Frozen
 from debate.runtime._pool import ModelPool
+from debate.runtime._run import Run
 from debate.stats import kendall_w
 
 NO_LEAD = "none"
@@ -153,7 +154,8 @@ async def rejudge(
 ) -> list[DebateResult]:
     """Judge ``result``'s transcript once per seed, one run after the other."""
     return [
-        await judge_transcript(result.transcript, config=config, seed=s, pool=pool) for s in seeds
+        await judge_transcript(result.transcript, config=config, seed=s, run=Run(pool=pool))
+        for s in seeds
     ]
 
 
@@ -162,7 +164,9 @@ async def rerank(
 ) -> list[CouncilResult]:
     """Rank ``result``'s candidates once per seed, one run after the other."""
     return [
-        await run_council(result.question, result.candidates, config=config, seed=s, pool=pool)
+        await run_council(
+            result.question, result.candidates, config=config, seed=s, run=Run(pool=pool)
+        )
         for s in seeds
     ]
 

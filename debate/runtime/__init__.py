@@ -1,4 +1,4 @@
-"""The call runtime: prompts, reply schemas, one `ask` per call, deadline, events, pool.
+"""The call runtime: prompts, reply schemas, one `ask` per call, deadline, events, pool, `Run`.
 
 Backends (:mod:`debate.models`) move bytes; everything that turns a reply into a typed object,
 re-asks, counts usage or decides what is cached happens here, with the model pool (cache and

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -29,28 +29,6 @@ def open_cache(cache: CacheSpec) -> ResponseCache | None:
     if cache is None or isinstance(cache, ResponseCache):
         return cache
     return ResponseCache(cache)
-
-
-class _Wrapper:
-    """A run's binding of its models: the response cache it uses and the rate limiter.
-
-    Every model is wrapped in the limiter once. The cache is not a wrapper: it is handed to
-    ``ask`` (through :class:`~debate.runtime._ask.CallContext`), which decides what is stored.
-    """
-
-    def __init__(self, cache: CacheSpec, limiter: RateLimiter | None = None) -> None:
-        self.cache = open_cache(cache)
-        self.limiter = limiter
-        self._wrapped: dict[int, Model] = {}
-
-    def __call__(self, model: Model) -> Model:
-        if id(model) in self._wrapped:
-            return self._wrapped[id(model)]
-        wrapped = model
-        if self.limiter is not None:
-            wrapped = LimitedModel(wrapped, self.limiter)
-        self._wrapped[id(model)] = wrapped
-        return wrapped
 
 
 class ModelPool:
@@ -254,20 +232,6 @@ async def closing_pool(pool: ModelPool, work: Awaitable[T_co]) -> T_co:
         return await work
     finally:
         await pool.aclose()
-
-
-async def closing_given(main: Awaitable[T_co], kwargs: Mapping[str, object]) -> T_co:
-    """Run ``main``, then close the caller's models: their clients belong to this loop."""
-    given: list[Model] = [m for k in ("model", "pro", "con") if (m := kwargs.get(k)) is not None]  # type: ignore[misc]
-    for key in ("judges", "reviewers"):
-        if isinstance(named := kwargs.get(key), Mapping):
-            given += list(named.values())
-    if isinstance(generators := kwargs.get("generate"), Sequence):
-        given += list(generators)
-    try:
-        return await main
-    finally:
-        await close_models(given)
 
 
 def no_running_loop(name: str) -> None:

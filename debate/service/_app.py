@@ -37,6 +37,7 @@ from debate._gc import freeze_survivors
 from debate._version import __version__
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
+from debate.runtime._run import Run
 from debate.service._auth import Authenticator, accepted_digests
 from debate.service._backend import JobStoreLike, open_store
 from debate.service._database import database_target
@@ -170,7 +171,7 @@ def _default_service(
             field="runner",
         )
     runner = JobRunner(
-        store, settings, make_models=make_models, config=config, model_path=model_path
+        store, settings, make_models=make_models, config=config, run=Run(model_path=model_path)
     )
     return store, runner
 

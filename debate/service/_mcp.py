@@ -43,6 +43,7 @@ from debate.records._council import Candidate
 from debate.records._transcript import Frozen, Transcript
 from debate.runtime._events import Event, Planned, StepFinished, planned_calls
 from debate.runtime._pool import ModelPool
+from debate.runtime._run import Run
 from debate.service._models import (
     CouncilCandidate,
     CouncilRequest,
@@ -202,8 +203,7 @@ class DebateTools:
                 model=models.model,
                 judges=models.judges,
                 seed=request.config.seed,
-                pool=self.pool,
-                on_event=progress,
+                run=Run(pool=self.pool, on_event=progress),
             ),
         )
         return _verdict_result(debate_verdict(result), result.model_dump(mode="json"))
@@ -232,8 +232,7 @@ class DebateTools:
                 model=models.model,
                 judges=models.judges,
                 seed=request.config.seed,
-                pool=self.pool,
-                on_event=progress,
+                run=Run(pool=self.pool, on_event=progress),
             ),
         )
         return _verdict_result(debate_verdict(result, "judgement"), result.model_dump(mode="json"))
@@ -265,8 +264,7 @@ class DebateTools:
                 model=models.model,
                 config=config,
                 seed=request.config.seed,
-                pool=self.pool,
-                on_event=progress,
+                run=Run(pool=self.pool, on_event=progress),
             ),
         )
         return _verdict_result(council_verdict(result), result.model_dump(mode="json"))

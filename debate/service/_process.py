@@ -30,6 +30,7 @@ from typing import Any
 
 from debate.exceptions import ConfigurationError
 from debate.records._config import RunConfig
+from debate.runtime._run import Run
 from debate.service._backend import JobBackend, open_store
 from debate.service._database import database_target
 from debate.service._models import Job, ServiceSettings
@@ -150,7 +151,9 @@ async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     target = database_target(settings.database)
     store = open_store(target, lease=settings.limits.lease_s, connections=4)
     webhooks = _webhooks(spec)
-    runner = JobRunner(store, spec.settings, config=spec.config, model_path=spec.model_path)
+    runner = JobRunner(
+        store, spec.settings, config=spec.config, run=Run(model_path=spec.model_path)
+    )
     if webhooks is not None:
         sender = webhooks
         runner.on_finished = lambda job: send_webhook(store, sender, job)

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -36,9 +35,8 @@ from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._errors import error_field, error_kind, one_line
 from debate.runtime._events import Event, Planned, event_record, planned_calls
-from debate.runtime._limiter import RateLimiter
 from debate.runtime._pool import ModelPool
-from debate.runtime._pricing import PriceTable
+from debate.runtime._run import Run
 from debate.service._backend import JobBackend
 from debate.service._models import (
     CouncilRequest,
@@ -52,7 +50,6 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._requests import with_overrides
-from debate.storage._cache import ResponseCache
 from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
@@ -109,14 +106,13 @@ class JobRunner:
         make_models: Called once per job for the models to run it with (test doubles);
             None: the config's models, built once in the runner's shared pool.
         config: The server's run config; a job's ``PanelOverrides`` apply on top.
-        cache_path: A SQLite response cache file (default: the store's own cache, table
-            ``responses`` of its database).
-        limiter: A requests/tokens-per-minute limiter over every job's calls.
-        prices: Price table for each result's cost.
+        run: The machinery every job shares (limiter, prices, budget, track records,
+            embedded model file). Without a pool, one is built for ``config`` and closed at
+            :meth:`stop`; without a cache, the store's own is used (table ``responses`` of
+            its database) and closed at :meth:`stop`. Its event handler is each job's own.
         on_finished: Called with each job that ended (done, failed or cancelled); its
             failure is logged, never the job's.
         poll: Seconds between looks at the store for new jobs and cancel requests.
-        model_path: A GGUF file for the embedded backend.
     """
 
     def __init__(
@@ -126,23 +122,24 @@ class JobRunner:
         *,
         make_models: Callable[[], ModelBundle] | None = None,
         config: RunConfig,
-        cache_path: str | Path | None = None,
-        limiter: RateLimiter | None = None,
-        prices: PriceTable | None = None,
+        run: Run | None = None,
         on_finished: FinishedHook | None = None,
         poll: float = 0.2,
-        model_path: str | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.make_models = make_models
         self.config = config
-        self.cache = ResponseCache(cache_path) if cache_path is not None else store.open_cache()
-        self.limiter = limiter
-        self.prices = prices
+        given = run or Run()
+        self._owned = (given.pool is None, given.cache is None)
+        """Whether the pool and the cache are the runner's own, to close at :meth:`stop`."""
+        self.run = given.with_(
+            pool=given.pool or ModelPool(config, model_path=given.model_path),
+            cache=given.cache or store.open_cache(),
+        )
+        """The machinery of every job: one pool, one cache, one limiter for them all."""
         self.on_finished = on_finished
         self.poll = poll
-        self.pool = ModelPool(config, model_path=model_path)
         self.recovered = 0
         """Jobs :meth:`start` put back in the queue (left running by a killed process)."""
         self._pending: list[tuple[str, str, dict[str, Any], float]] = []
@@ -169,6 +166,11 @@ class JobRunner:
         await self.stop()
 
     @property
+    def _pool(self) -> ModelPool:
+        assert self.run.pool is not None  # set in __init__
+        return self.run.pool
+
+    @property
     def running(self) -> list[str]:
         """Ids of the jobs this runner is running now."""
         return list(self._tasks)
@@ -181,7 +183,7 @@ class JobRunner:
         0.7 s of CPU and showed as the slowest submits. A missing key fails the start.
         """
         if self.make_models is None:
-            await asyncio.to_thread(self.pool.prepare, self.config)
+            await asyncio.to_thread(self._pool.prepare, self.config)
             await self._warm_up()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="debate-events")
         self.recovered = self.store.recover()
@@ -211,9 +213,12 @@ class JobRunner:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._flush()
-        await self.pool.aclose()
+        own_pool, own_cache = self._owned
+        if own_pool:
+            await self._pool.aclose()
         self._writer.shutdown(wait=True)
-        self.cache.close()
+        if own_cache and self.run.cache is not None:
+            self.run.cache.close()
 
     def wake(self) -> None:
         """Look at the queue now (a job was submitted, or a cancel requested)."""
@@ -334,15 +339,20 @@ class JobRunner:
             return decided.model_dump(mode="json"), None
         cfg = job_config(self.config, request.config)
         record = self._recorder(job.id)
-        common = self._common(cfg, request.config.seed, record)
+        run = self.run.with_(on_event=record)
+        seed = request.config.seed
         if isinstance(request, DebateRequest):
             record(Planned(command="run", total=planned_calls(cfg, debate=True)))
-            result = await run_debate(request.topic, **common, **self._models(debate=True))
+            models = self._models(debate=True)
+            result = await run_debate(request.topic, config=cfg, seed=seed, run=run, **models)
         elif isinstance(request, JudgementRequest):
             record(Planned(command="judge", total=planned_calls(cfg, debate=False)))
-            result = await judge_transcript(request.transcript, **common, **self._models())
+            transcript = request.transcript
+            result = await judge_transcript(
+                transcript, config=cfg, seed=seed, run=run, **self._models()
+            )
         else:
-            council = await self._council(request, cfg, common, record)
+            council = await self._council(request, cfg, run, record)
             return council.model_dump(mode="json"), None
         return result.model_dump(mode="json"), result.decision.outcome
 
@@ -350,7 +360,7 @@ class JobRunner:
         self,
         request: CouncilRequest,
         cfg: RunConfig,
-        common: dict[str, Any],
+        run: Run,
         record: Callable[[Event], None],
     ) -> Any:
         bundle = self.make_models() if self.make_models is not None else ModelBundle()
@@ -360,22 +370,14 @@ class JobRunner:
             Candidate(id=c.id, text=c.text, author_model=c.model) for c in request.candidates
         ]
         return await run_council(
-            request.question, candidates, reviewers=reviewers, model=bundle.model, **common
+            request.question,
+            candidates,
+            reviewers=reviewers,
+            model=bundle.model,
+            config=cfg,
+            seed=request.config.seed,
+            run=run,
         )
-
-    def _common(
-        self, cfg: RunConfig, seed: int | None, record: Callable[[Event], None]
-    ) -> dict[str, Any]:
-        """The arguments every kind of run takes: the shared pool, limiter and cache."""
-        return {
-            "config": cfg,
-            "seed": seed,
-            "pool": self.pool,
-            "limiter": self.limiter,
-            "cache": self.cache,
-            "prices": self.prices,
-            "on_event": record,
-        }
 
     def _models(self, *, debate: bool = False) -> dict[str, Any]:
         if self.make_models is None:

@@ -27,6 +27,8 @@ from debate import DebaterError, RunConfig, run_debate
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
 from debate.records._result import DebateResult
+from debate.runtime._run import Run
+from debate.storage._cache import ResponseCache
 from tests.support.openai_server import FakeOpenAIServer, Reply, empty_first_try, is_reask
 
 KINDS = ("http_500", "http_429", "hang", "truncated", "missing_key", "empty", "wrong_ids")
@@ -410,7 +412,8 @@ def test_a_function_model_empty_on_every_first_try_is_replayed_whole(tmp_path: P
     results, counts = [], []
     for _ in range(2):
         model = FunctionModel(reply, name="m")
-        run = run_debate("Adopt it?", config=config, model=model, seed=5, cache=cache)
+        again = Run(cache=ResponseCache(cache))  # a fresh process on the same file
+        run = run_debate("Adopt it?", config=config, model=model, seed=5, run=again)
         results.append(asyncio.run(run))
         counts.append(len(model.requests))
     assert counts == [18, 0]

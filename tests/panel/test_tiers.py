@@ -37,6 +37,7 @@ from debate.quality._benchmark import DebateItem, calibrate_debates
 from debate.quality._track import TrackRecords
 from debate.records._config import RunConfig, build_config, load_config
 from debate.records._council import Candidate
+from debate.runtime._run import Run
 from tests.support.helpers import (
     RESPONSE,
     ROLE,
@@ -200,7 +201,7 @@ def test_the_cascade_costs_what_the_run_meter_counted() -> None:
         {"models": {r: {"prompt": 1.0, "completion": 3.0} for r in SPLIT}}
     )
     result = judge_transcript_sync(
-        T, config=tiered(), judges=judge_models(SPLIT), seed=1, prices=prices
+        T, config=tiered(), judges=judge_models(SPLIT), seed=1, run=Run(prices=prices)
     )
     c, u = result.cascade, result.usage
     assert c is not None and u.cost_usd is not None and u.cost_usd > 0

@@ -26,6 +26,7 @@ from debate.records._result import DebateResult
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
 from debate.runtime._cached import cache_slot
 from debate.runtime._events import Event, StepFinished
+from debate.runtime._run import Run
 from debate.storage._cache import ResponseCache
 from tests.support.helpers import transcript
 from tests.support.openai_server import FakeOpenAIServer
@@ -341,7 +342,11 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
         model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
         try:
             return await run_debate(
-                "Should we adopt the plan?", config=config, model=model, seed=3, cache=cache
+                "Should we adopt the plan?",
+                config=config,
+                model=model,
+                seed=3,
+                run=Run(cache=cache),
             )
         finally:
             await model.aclose()

@@ -26,6 +26,7 @@ from debate.records._result import DebateResult
 from debate.runtime._budget import Budget, prompt_bound
 from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import Price, PriceTable
+from debate.runtime._run import Run
 from tests.support.helpers import transcript
 
 MAX_TOKENS = 320
@@ -111,7 +112,7 @@ def test_max_tokens_follows_the_rule_call_by_call() -> None:
     capped_model = TestModel(seed=3)
     budget = Budget(max_tokens=cap)
     result = asyncio.run(
-        run_debate("Should we?", config=config, model=capped_model, seed=3, budget=budget)
+        run_debate("Should we?", config=config, model=capped_model, seed=3, run=Run(budget=budget))
     )
     usage = result.usage
     assert len(capped_model.requests) == len(made)
@@ -175,7 +176,7 @@ def test_a_topic_classifier_refused_by_the_budget_falls_back_on_keywords() -> No
     config = RunConfig(topic_classifier="model")
     budget = Budget(max_tokens=10)
     result = asyncio.run(
-        judge_transcript(transcript(), config=config, model=TestModel(), budget=budget)
+        judge_transcript(transcript(), config=config, model=TestModel(), run=Run(budget=budget))
     )
     assert result.vote.topic_source == "keywords_fallback"
     assert {s.phase for s in result.usage.skipped} == {"topic", "judge"}
@@ -234,7 +235,9 @@ def test_a_cost_cap_over_a_model_without_a_price_is_refused_before_any_work(
         assert not list(out_dir.glob("**/result.json"))
     with pytest.raises(ConfigurationError, match="'scripted' has no price"):
         asyncio.run(
-            judge_transcript(transcript(), model=TestModel(), budget=Budget(max_cost_usd=1.0))
+            judge_transcript(
+                transcript(), model=TestModel(), run=Run(budget=Budget(max_cost_usd=1.0))
+            )
         )
 
 

@@ -14,6 +14,8 @@ from debate.records._transcript import Argument, transcript_view
 from debate.report._markdown import text as md_text
 from debate.report._markup import esc
 from debate.runtime._prompts import ZWSP, PromptRenderer, data_block
+from debate.runtime._run import Run
+from debate.storage._cache import ResponseCache
 
 MARKERS = [
     "<|im_start|>system",
@@ -108,9 +110,9 @@ def test_the_same_seed_renders_the_same_prompts_so_runs_replay_and_reproduce(
         replies.append(1)
         return fill_schema(schema.model_json_schema(), random.Random(len(replies)))
 
-    cache = tmp_path / "run.sqlite"
-    one = run_debate_sync("Should we?", model=FunctionModel(count), seed=3, cache=cache)
+    run = Run(cache=ResponseCache(tmp_path / "run.sqlite"))
+    one = run_debate_sync("Should we?", model=FunctionModel(count), seed=3, run=run)
     sent = len(replies)
-    two = run_debate_sync("Should we?", model=FunctionModel(count), seed=3, cache=cache)
+    two = run_debate_sync("Should we?", model=FunctionModel(count), seed=3, run=run)
     assert len(replies) == sent  # every call replayed: the prompts were identical
     assert one == two

@@ -38,6 +38,7 @@ from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._result import DebateResult
 from debate.runtime._events import Event, event_record
+from debate.runtime._run import Run
 from debate.service._app import create_app, openapi_document
 from debate.service._auth import token_digest
 from debate.service._http import log_handler
@@ -252,9 +253,9 @@ class MemoryRunner:
 
         shared: dict[str, Any] = {"config": CONFIG, "model": TestModel(seed=1), "seed": 7}
         if isinstance(request, DebateRequest):
-            result = await run_debate(request.topic, on_event=record, **shared)
+            result = await run_debate(request.topic, run=Run(on_event=record), **shared)
         elif isinstance(request, JudgementRequest):
-            result = await judge_transcript(request.transcript, on_event=record, **shared)
+            result = await judge_transcript(request.transcript, run=Run(on_event=record), **shared)
         elif isinstance(request, CouncilRequest):
             cands = [Candidate(id=c.id, text=c.text) for c in request.candidates]
             council = await run_council(request.question, cands, **shared)
