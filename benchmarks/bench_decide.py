@@ -2,7 +2,7 @@
 
     python benchmarks/bench_decide.py [--items 100000] [--judges 8] [--validity-items 10000]
 
-Measures, on planted panels (debate.quality._simulate):
+Measures, on planted panels (debate.judgments._simulate):
 
 * ``decide`` on N items x J judges, verdict tables and score tables (two options, one
   dimension): wall time from a table in memory, and from the CSV file (read included);
@@ -29,10 +29,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from debate.quality._decide import decide_judgments, validate_judgments  # noqa: E402
-from debate.quality._simulate import planted_scores, planted_verdicts  # noqa: E402
+from debate.judgments import (  # noqa: E402  # noqa: E402  # noqa: E402
+    decide_judgments,
+    planted_scores,
+    planted_verdicts,
+    table_rows,
+    validate_judgments,
+    write_judgments,
+)
 from debate.records._judgments import VerdictTable  # noqa: E402
-from debate.storage._judgments import table_rows, write_judgments  # noqa: E402
 
 DECIDE_BOUND_S = 10.0
 VALIDITY_BOUND_S = 60.0

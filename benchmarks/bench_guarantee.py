@@ -45,12 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from debate.exceptions import ConfigurationError  # noqa: E402
-from debate.quality._crossfit import cross_fit, key_of, people_for  # noqa: E402
-from debate.quality._decide import decide_judgments  # noqa: E402
-from debate.quality._policy import choose_policy  # noqa: E402
+from debate.judgments import choose_policy, decide_judgments, read_judgments  # noqa: E402
+from debate.judgments._crossfit import cross_fit, key_of, people_for  # noqa: E402
 from debate.records._judgments import NO_CALL, ScoreTable, Table  # noqa: E402
 from debate.records._policy import Policy  # noqa: E402
-from debate.storage import read_judgments  # noqa: E402
 
 FOLDS = 5
 DEFAULT_TARGETS = {"pandalm": (0.70, 0.75), "hanna": (0.75, 0.80), "hanna all": (0.80, 0.85)}

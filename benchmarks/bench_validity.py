@@ -17,7 +17,7 @@ resumes where it stopped.
 
 With --timing it instead runs `debate validity FILE --labels L --target-agreement 0.85
 --risk 0.10` as a user would (its own process: start, read, cross-fit, report, policy, files
-written) on 10,000 planted items (debate.quality._simulate.planted_pairs) with 4 and 8
+written) on 10,000 planted items (debate.judgments._simulate.planted_pairs) with 4 and 8
 judges giving verdicts with their probabilities, against the bound of 10 s on 2 cores, and
 the same command without --target-agreement in the same run as the anchor.
 """
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from debate import RunConfig  # noqa: E402
+from debate.judgments import TrackRecords  # noqa: E402
 from debate.quality._benchmark import calibrate_pairwise  # noqa: E402
-from debate.quality._track import TrackRecords  # noqa: E402
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
 from debate.runtime._run import Run  # noqa: E402
 from debate.storage._cache import ResponseCache  # noqa: E402
@@ -55,8 +55,7 @@ def planted_files(folder: Path, items: int, judges: int) -> tuple[Path, Path]:
     """A planted panel of ``judges`` (accuracy 0.85 down to 0.60, with probabilities) as CSV."""
     import numpy as np
 
-    from debate.quality._simulate import planted_pairs
-    from debate.storage import table_rows, write_judgments
+    from debate.judgments import planted_pairs, table_rows, write_judgments
 
     accuracies = {f"judge-{i + 1}": float(a) for i, a in enumerate(np.linspace(0.85, 0.6, judges))}
     table, people, _ = planted_pairs(items, accuracies, probabilities=True, seed=judges)

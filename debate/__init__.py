@@ -40,6 +40,16 @@ if TYPE_CHECKING:
     from debate.batch import BatchItem, load_batch, run_batch
     from debate.council._review import escalate_on_tied_top
     from debate.council._run import load_candidates, run_council, run_council_sync
+    from debate.judgments import (
+        Decided,
+        TrackRecords,
+        Validity,
+        ValidityReport,
+        decide_judgments,
+        read_judgments,
+        validate_judgments,
+        write_judgments,
+    )
     from debate.models import (
         FunctionModel,
         Message,
@@ -60,8 +70,6 @@ if TYPE_CHECKING:
     )
     from debate.panel._panel import MultiJudgePanel
     from debate.panel._selective import PolicyRule
-    from debate.quality._decide import Decided, Validity, decide_judgments, validate_judgments
-    from debate.quality._track import TrackRecords
     from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
     from debate.records._council import Candidate, CouncilResult
     from debate.records._judgments import (
@@ -91,7 +99,6 @@ if TYPE_CHECKING:
         RubricScore,
         Transcript,
     )
-    from debate.records._validity import ValidityReport
     from debate.report import charts, render_html, render_markdown, write_report
     from debate.runtime._budget import Budget
     from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
@@ -102,7 +109,6 @@ if TYPE_CHECKING:
     from debate.runtime._run import Run
     from debate.storage._cache import ResponseCache
     from debate.storage._files import load_result
-    from debate.storage._judgments import read_judgments, write_judgments
     from debate.storage._policy import read_policy, write_policy
 
 _MODULES: dict[str, tuple[str, ...]] = {
@@ -137,8 +143,16 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "debate.panel._panel": ("MultiJudgePanel",),
     "debate.panel._selective": ("PolicyRule",),
-    "debate.quality._decide": ("Decided", "Validity", "decide_judgments", "validate_judgments"),
-    "debate.quality._track": ("TrackRecords",),
+    "debate.judgments": (
+        "Decided",
+        "TrackRecords",
+        "Validity",
+        "ValidityReport",
+        "decide_judgments",
+        "read_judgments",
+        "validate_judgments",
+        "write_judgments",
+    ),
     "debate.records._config": (
         "JudgeSpec",
         "RunConfig",
@@ -174,7 +188,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "RubricScore",
         "Transcript",
     ),
-    "debate.records._validity": ("ValidityReport",),
     "debate.report": ("charts", "render_html", "render_markdown", "write_report"),
     "debate.runtime._budget": ("Budget",),
     "debate.runtime._events": ("Event", "EventHandler", "StepFinished", "StepStarted"),
@@ -185,7 +198,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.runtime._run": ("Run",),
     "debate.storage._cache": ("ResponseCache",),
     "debate.storage._files": ("load_result",),
-    "debate.storage._judgments": ("read_judgments", "write_judgments"),
     "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each public name lives; the TYPE_CHECKING imports above say the same to mypy."""

@@ -44,8 +44,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     re-run resumes. ``--no-store`` reports without touching the judges' track records.
     """
     # the benchmarks and their statistics: imported by this command alone
+    from debate.judgments import TrackRecords
     from debate.quality._benchmark import calibrate_debates, calibrate_pairwise
-    from debate.quality._track import TrackRecords
     from debate.storage._files import write_json_atomic
 
     _check_reading_flags(args)

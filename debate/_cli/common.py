@@ -16,8 +16,8 @@ from typing import Any, TypeAlias
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
+from debate.judgments import TrackRecords
 from debate.panel._topics import TopicProfiles
-from debate.quality._track import TrackRecords
 from debate.records._config import (
     RunConfig,
     Thresholds,

@@ -29,8 +29,7 @@ from debate.exceptions import ConfigurationError
 from debate.records._input import parse_json
 
 if TYPE_CHECKING:
-    from debate.quality._decide import Decided, Weights
-    from debate.quality._track import TrackRecords
+    from debate.judgments import Decided, TrackRecords, Weights
     from debate.records._config import Thresholds
 
 
@@ -138,7 +137,7 @@ def _weights(args: argparse.Namespace) -> Weights:
 
 def _track_records(path: Path) -> TrackRecords:
     """The store of ``--track-records``; one that cannot be opened is bad input."""
-    from debate.quality._track import TrackRecords
+    from debate.judgments import TrackRecords
 
     try:
         if path.is_dir():
@@ -157,7 +156,7 @@ def _track_records(path: Path) -> TrackRecords:
 
 def decide_command(args: argparse.Namespace) -> int:
     """Decide, write the decisions, print the summary."""
-    from debate.quality._decide import decide_judgments  # scipy: this command's alone
+    from debate.judgments import decide_judgments  # scipy: this command's alone
 
     policy = None
     if args.policy is not None:

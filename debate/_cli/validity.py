@@ -30,7 +30,7 @@ from debate._cli.decide import table_flags, thresholds, warn
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
-    from debate.quality._decide import Validity
+    from debate.judgments import Validity
     from debate.records._validity import ValidityReport
 
 MAX_BOOTSTRAP = 100_000
@@ -120,9 +120,13 @@ def _tiers(text: str | None) -> dict[str, int] | None:
 def validity_command(args: argparse.Namespace) -> int:
     """Validate (per dimension with ``--dimension each``), write the files, print tables."""
     # scipy and the validity report: imported by this command alone
-    from debate.quality._decide import load_table, validate_judgments
+    from debate.judgments import (
+        load_table,
+        render_validity_markdown,
+        render_validity_summary,
+        validate_judgments,
+    )
     from debate.records._judgments import ScoreTable
-    from debate.report._validity import render_validity_markdown, render_validity_summary
 
     tiers = _tiers(args.tiers)  # checked before anything is read or made
     if args.target_agreement is None and tiers is not None:
@@ -214,8 +218,7 @@ def _where(out: Path, file: str, reports: list[ValidityReport]) -> str:
 
 
 def _write(out: Path, suffix: str, validity: Validity) -> None:
-    from debate.quality._metrics import write_frame_csv
-    from debate.report._validity import render_validity_html, render_validity_markdown
+    from debate.judgments import render_validity_html, render_validity_markdown, write_frame_csv
     from debate.storage._files import write_json_atomic
 
     report = validity.report

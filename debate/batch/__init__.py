@@ -213,7 +213,7 @@ async def run_batch(
     however the batch ends: cancelled (Ctrl-C), they hold the items that finished.
     ``run`` is shared by every item: one pool (built here when it has none), one cache,
     one limiter, one budget (one cap over every item), the track records that weight
-    every item's vote as they weight a single run's (:mod:`debate.quality._track`); its
+    every item's vote as they weight a single run's (:mod:`debate.judgments._track`); its
     event handler is replaced by ``progress``. Each finished result is recorded in
     ``store`` for the audit. ``**legacy``: deprecated, the fields of ``Run`` one by one.
     """

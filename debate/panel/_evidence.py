@@ -1,6 +1,6 @@
 """The panel's evidence for one option over the other, and how much of it each judge earns.
 
-The decision rules (:mod:`debate.panel._verdicts`, :mod:`debate.panel._rules`) say *whether*
+The decision rules (:mod:`debate.judgments._verdicts`, :mod:`debate.panel._rules`) say *whether*
 the judges agree; this module says *how strongly* the panel favours its leading option, as
 one number per decision unit that orders the units by how likely people are to agree:
 

@@ -2,7 +2,7 @@
 
 A :class:`~debate.records._policy.Policy` (chosen on labelled items by ``debate validity
 --target-agreement``) gives each tier of judges weights, a calibration and a threshold. One
-ruling serves both products: recorded tables (:mod:`debate.quality._policy`, where each
+ruling serves both products: recorded tables (:mod:`debate.judgments._policy`, where each
 tier's decisions are made with that tier's weights) and the live panel, where
 :class:`PolicyRule` is the cascade's escalation rule and rewrites each tier's decision.
 """

@@ -14,17 +14,18 @@ from debate.api import judge_transcript
 from debate.council._review import check_candidates
 from debate.council._run import run_council
 from debate.exceptions import ConfigurationError
+from debate.judgments import (
+    DimensionAgreement,
+    ScoreRow,
+    TrackRecords,
+    call_error_correlation,
+    dimension_agreement,
+    write_judgments,
+)
 from debate.models._base import Model
 from debate.panel._cascade import ask_every_tier
 from debate.panel._decision import score_matrices
 from debate.panel._identity import identity
-from debate.quality._correlation import call_error_correlation
-from debate.quality._track import (
-    DimensionAgreement,
-    ScoreRow,
-    TrackRecords,
-    dimension_agreement,
-)
 from debate.quality._validity import (
     CalibrationReport,
     JudgeValidity,
@@ -48,7 +49,6 @@ from debate.runtime._prompts import PromptRenderer
 from debate.runtime._run import Run
 from debate.stats import calibrate as calibrate_scores
 from debate.storage._files import read_jsonl_records
-from debate.storage._judgments import write_judgments
 
 
 class DebateItem(Frozen):

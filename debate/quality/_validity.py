@@ -20,8 +20,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from debate.exceptions import ConfigurationError
+from debate.judgments import DimensionAgreement
 from debate.quality._audit import Estimate, wilson
-from debate.quality._track import DimensionAgreement
 from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
 from debate.records._result import Usage
 from debate.records._transcript import Frozen
@@ -256,7 +256,7 @@ class CalibrationReport(Frozen):
     alpha_judges: float | None
     alpha_people: float | None
     accuracy_after: dict[str, float]
-    """Each judge's track-record accuracy (shrunk, see debate.quality._track) after this run."""
+    """Each judge's track-record accuracy (shrunk, see debate.judgments._track) after this run."""
     dimensions: dict[str, dict[str, DimensionAgreement]] = Field(default_factory=dict)
     """Per judge, per rubric dimension: agreement with people's scores on this run's items
     (only where the items carry people's scores)."""

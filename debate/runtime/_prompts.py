@@ -418,7 +418,7 @@ class PromptRenderer:
     def digest(self, name: str) -> str:
         """A short digest of a template's source, as this renderer would load it.
 
-        Identifies which version of a template shaped a judge (see ``debate.quality._track``): a
+        Identifies which version of a template shaped a judge (see ``debate.judgments._track``): a
         template overridden with ``--templates`` or edited in place gets a new digest.
         """
         if name not in self._digests:  # read the file once per renderer, not per judge call

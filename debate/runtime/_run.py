@@ -48,7 +48,7 @@ class Run:
     budget: Budget | None = None
     """Caps on cost and tokens over every call of the run."""
     history: Mapping[str, float] | None = None
-    """Judge track-record accuracies by identity (:mod:`debate.quality._track`)."""
+    """Judge track-record accuracies by identity (:mod:`debate.judgments._track`)."""
     on_event: EventHandler | None = None
     """Progress callback, told of every call."""
     model_path: str | None = None

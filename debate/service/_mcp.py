@@ -36,8 +36,8 @@ from debate.exceptions import (
     ConfigurationError,
     DebateError,
 )
+from debate.judgments import decide_judgments, read_judgment_rows
 from debate.models._base import Model
-from debate.quality._decide import decide_judgments
 from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._transcript import Frozen, Transcript
@@ -66,7 +66,6 @@ from debate.service._verdict import (
     decision_verdict,
     summary,
 )
-from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
 

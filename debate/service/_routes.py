@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from debate.exceptions import ConfigurationError
-from debate.quality._decide import Decided
+from debate.judgments import Decided
 from debate.records._config import RunConfig, validation_message
 from debate.records._council import CouncilResult
 from debate.records._result import DebateResult

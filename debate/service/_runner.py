@@ -28,9 +28,9 @@ from debate.council._run import run_council
 from debate.exceptions import (
     DebateError,
 )
+from debate.judgments import Decided, decide_judgments, read_judgment_rows
 from debate.models._base import Model
 from debate.models.test import TestModel
-from debate.quality._decide import Decided, decide_judgments
 from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._errors import error_field, error_kind, one_line
@@ -50,7 +50,6 @@ from debate.service._models import (
     ServiceSettings,
 )
 from debate.service._requests import with_overrides
-from debate.storage._judgments import read_judgment_rows
 
 logger = logging.getLogger(__name__)
 

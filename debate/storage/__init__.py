@@ -1,9 +1,9 @@
-"""Storage: atomic files, the response cache, the run store, `run.json`, judgments tables.
+"""Storage: atomic files, the response cache, the run store, `run.json`, the policy file.
 
-SQLite in WAL mode where several processes may share a file. The judgments tables' readers
-and writers are imported on first use (PEP 562): every command that opens a cache or the
-run store imports this package, and only ``decide`` and ``validity`` read those tables.
-The policy file's reader and writer likewise (its records import the statistics).
+SQLite in WAL mode where several processes may share a file. The policy file's reader and
+writer are imported on first use (PEP 562; its records import the statistics): every command
+that opens a cache or the run store imports this package. The judgments tables' reader and
+writer live with the product that reads them, :mod:`debate.judgments`.
 """
 
 from __future__ import annotations
@@ -11,41 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from debate.storage._judgments import (
-        parse_scale,
-        read_judgment_rows,
-        read_judgments,
-        table_rows,
-        write_judgments,
-    )
     from debate.storage._policy import read_policy, write_policy
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "debate.storage._judgments": (
-        "parse_scale",
-        "read_judgment_rows",
-        "read_judgments",
-        "table_rows",
-        "write_judgments",
-    ),
     "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
-    "parse_scale",
-    "read_judgment_rows",
-    "read_judgments",
     "read_policy",
-    "table_rows",
-    "write_judgments",
     "write_policy",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """The judgments tables' and the policy file's functions, imported on first use."""
+    """The policy file's functions, imported on first use."""
     if name not in _LAZY:
         raise AttributeError(f"module 'debate.storage' has no attribute {name!r}")
     import importlib

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from debate.storage import write_judgments
+from debate.judgments import write_judgments
 
 PROMPTS = 96
 SCALE = "1-5"

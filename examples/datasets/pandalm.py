@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from debate.storage import write_judgments
+from debate.judgments import write_judgments
 
 JUDGES = {
     "gpt-3.5-turbo": ("gpt-3.5-turbo-testset-v1.json", "gpt_result"),

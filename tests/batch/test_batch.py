@@ -179,8 +179,8 @@ def test_prices_give_a_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_batch_weights_votes_by_track_records_and_records_its_runs(tmp_path: Path) -> None:
+    from debate.judgments import TrackRecords
     from debate.panel._identity import identity
-    from debate.quality._track import TrackRecords
     from debate.storage._runs import RunStore
 
     store = tmp_path / "store.sqlite"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from debate._cli.main import main
+from debate.judgments import TrackRecords
 from debate.panel._identity import identity
-from debate.quality._track import TrackRecords
 from debate.quality._validity import CalibrationReport
 from tests.support.helpers import transcript
 from tests.support.openai_server import FakeOpenAIServer, Reply

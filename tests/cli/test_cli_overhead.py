@@ -33,11 +33,11 @@ UNUSED_BY_RUN = (
     "mcp",
     "llama_cpp",
     "debate.service",
-    "debate.quality._decide",
+    "debate.judgments._decide",
     "debate.quality._audit",
     "debate.quality._benchmark",
     "debate.council",
-    "debate.storage._judgments",
+    "debate.judgments._tables",
 )
 """Modules ``debate run`` never needs: the statistics of the quality commands (scipy), the
 service, the embedded model (on a server), the council's machinery, the judgments tables."""

@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 
 from debate._cli.main import main
-from debate.quality._simulate import planted_scores, planted_verdicts
-from debate.quality._track import TrackRecords
-from debate.storage._judgments import table_rows, write_judgments
+from debate.judgments import (
+    TrackRecords,
+    planted_scores,
+    planted_verdicts,
+    table_rows,
+    write_judgments,
+)
 
 ACCURACY = {"sharp": 0.85, "good": 0.75, "fair": 0.68, "adversary": 0.2}
 SCORES = """# scale: 1-5

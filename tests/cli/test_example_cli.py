@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from debate._cli.main import main
+from debate.judgments import read_judgments
 from debate.records._judgments import VerdictTable
 from debate.records._validity import ValidityReport
 from debate.report._brief import render_validity_brief
-from debate.storage import read_judgments
 from tests.support import ROOT
 
 SHIPPED = ROOT / "debate" / "data" / "examples" / "pandalm"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from debate.judgments import decide_judgments, planted_verdicts, validate_judgments
 from debate.panel._advice import (
     WINNER_RECOMMENDATIONS,
     band_advice,
@@ -12,8 +13,6 @@ from debate.panel._advice import (
     winner_explanation,
 )
 from debate.panel._rules import decide
-from debate.quality._decide import decide_judgments, validate_judgments
-from debate.quality._simulate import planted_verdicts
 from debate.records._config import Thresholds
 from debate.records._result import Agreement, Decision, Diagnostics, Vote
 from debate.report._view import explanation

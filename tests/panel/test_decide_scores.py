@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.panel._recorded import decide_scores, evaluation_table, option_points
+from debate.judgments._recorded import decide_scores, evaluation_table, option_points
 from debate.records._config import Thresholds
 from debate.records._judgments import NO_CALL, ItemDecision, Scale, ScoreTable
 from tests.support.helpers import graded, planted_judges, transcript

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.panel._verdicts import N_BOOT, decide_verdicts, verdict_matrix
-from debate.quality._simulate import planted_verdicts
+from debate.judgments import planted_verdicts
+from debate.judgments._verdicts import N_BOOT, decide_verdicts, verdict_matrix
 from debate.records._config import Thresholds, load_config
 from debate.records._judgments import ORDERS, VERDICTS, ItemDecision, VerdictTable
 

@@ -14,7 +14,8 @@ import pytest
 from numpy.typing import NDArray
 from scipy.stats import spearmanr
 
-from debate.panel._earned import (
+from debate.judgments import decide_judgments, validate_judgments
+from debate.judgments._earned import (
     agreement_pattern_note,
     agreement_rates,
     describe,
@@ -23,8 +24,7 @@ from debate.panel._earned import (
     observed,
     orient,
 )
-from debate.panel._verdicts import verdict_matrix
-from debate.quality._decide import decide_judgments, validate_judgments
+from debate.judgments._verdicts import verdict_matrix
 from debate.records._judgments import NO_CALL, VerdictTable
 from debate.stats import dawid_skene, one_coin, reliability_weights
 from tests.support.verdict_tables import mirror_verdicts, planted_orders

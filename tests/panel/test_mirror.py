@@ -20,9 +20,9 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from debate.panel._verdicts import decide_verdicts
-from debate.quality._crossfit import cross_fit
-from debate.quality._decide import decide_judgments
+from debate.judgments import decide_judgments
+from debate.judgments._crossfit import cross_fit
+from debate.judgments._verdicts import decide_verdicts
 from debate.records._config import Thresholds
 from debate.records._judgments import ItemDecision, Scale, ScoreTable, VerdictTable
 from tests.support.verdict_tables import mirror_scores, mirror_verdicts, verdict_table

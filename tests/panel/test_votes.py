@@ -374,8 +374,7 @@ def test_min_judges_above_the_panel_is_refused() -> None:
 
 
 def _validity(tmp_path: Any, judged: Any, people: Any, copies: bool) -> Any:
-    from debate.quality._decide import validate_judgments
-    from debate.storage._judgments import table_rows, write_judgments
+    from debate.judgments import table_rows, validate_judgments, write_judgments
 
     rows = list(table_rows(judged))
     if copies:  # the sharp judge three more times, under other names
@@ -387,7 +386,7 @@ def _validity(tmp_path: Any, judged: Any, people: Any, copies: bool) -> Any:
 
 
 def test_validity_reports_the_judges_error_correlation(tmp_path: Any) -> None:
-    from debate.quality._simulate import planted_verdicts
+    from debate.judgments import planted_verdicts
 
     accuracy = {"sharp": 0.8, "good": 0.75, "fair": 0.7, "plain": 0.72}
     judged, people = planted_verdicts(400, accuracy, people=3, seed=3)
@@ -409,7 +408,7 @@ def test_validity_reports_the_judges_error_correlation(tmp_path: Any) -> None:
 
 def test_calibrate_reports_the_error_correlation_of_per_item_calls() -> None:
     """``debate calibrate``'s report: calls per item against the people's answer."""
-    from debate.quality._correlation import call_error_correlation
+    from debate.judgments import call_error_correlation
 
     rng = random.Random(4)
     truth = [rng.choice("ab") for _ in range(300)]

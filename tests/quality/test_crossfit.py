@@ -15,9 +15,9 @@ import pytest
 from scipy.stats import spearmanr
 
 from debate.exceptions import ConfigurationError
-from debate.quality._crossfit import cross_fit, fold_of_items
-from debate.quality._decide import select_judges, validate_judgments
-from debate.quality._simulate import planted_scores, planted_verdicts
+from debate.judgments import planted_scores, planted_verdicts
+from debate.judgments._crossfit import cross_fit, fold_of_items
+from debate.judgments._decide import select_judges, validate_judgments
 from debate.records._judgments import NO_CALL, Calls, DecisionFrame
 
 ACCURACY = {"sharp": 0.85, "good": 0.75, "fair": 0.68, "weak": 0.6, "adversary": 0.2}

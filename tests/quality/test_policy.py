@@ -11,13 +11,19 @@ import pytest
 
 from debate._cli.main import main
 from debate.exceptions import ConfigurationError
+from debate.judgments import (
+    decide_judgments,
+    planted_pairs,
+    read_judgments,
+    table_rows,
+    validate_judgments,
+    write_judgments,
+)
+from debate.judgments._crossfit import predict_agree
+from debate.judgments._policy import fit_tier
 from debate.panel._evidence import evidence_weights, verdict_evidence
-from debate.quality._crossfit import predict_agree
-from debate.quality._decide import decide_judgments, validate_judgments
-from debate.quality._policy import fit_tier
-from debate.quality._simulate import planted_pairs
 from debate.records._judgments import NO_CALL, DecisionFrame
-from debate.storage import read_judgments, read_policy, table_rows, write_judgments
+from debate.storage import read_policy
 
 GOOD = {"strong": 0.85, "mid": 0.78, "weak": 0.72}
 FOOLED = {"fooled1": 0.6, "fooled2": 0.6}
@@ -204,7 +210,7 @@ def test_policy_cli_round_trip_escalates_and_writes_a_labelling_sheet(tmp_path: 
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    from debate.storage import read_judgments
+    from debate.judgments import read_judgments
 
     filled = read_judgments(sheet_dir / "filled.csv")
     assert len(filled.items) == len(rows)
@@ -218,7 +224,7 @@ def test_a_target_the_labels_cannot_support_is_refused_in_one_line() -> None:
 
 
 def test_a_policy_for_verdicts_is_refused_on_scores(tmp_path: Path) -> None:
-    from debate.quality._simulate import planted_scores
+    from debate.judgments import planted_scores
 
     judges, people, _ = planted_pairs(300, {"a": 0.85, "b": 0.8}, seed=4)
     v = validate_judgments(judges, people, n_boot=50, target_agreement=0.8, risk=0.1)

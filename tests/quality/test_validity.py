@@ -10,10 +10,10 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
+from debate.judgments import TrackRecords
 from debate.models._base import Message
 from debate.panel._identity import identity
 from debate.quality._benchmark import DebateItem, calibrate_debates
-from debate.quality._track import TrackRecords
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg
 from debate.runtime._prompts import PromptRenderer
 from tests.support.helpers import role_of, schema_ids, transcript

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from debate.exceptions import ConfigurationError
-from debate.quality._metrics import (
+from debate.judgments._metrics import (
     BEST_JUDGE_RULE,
     option_pairs,
     pairwise_accuracy,
@@ -17,7 +17,7 @@ from debate.quality._metrics import (
     top_accuracy,
     validity_report,
 )
-from debate.quality._resample import ItemBootstrap, kendall_replicates, spearman_replicates
+from debate.judgments._resample import ItemBootstrap, kendall_replicates, spearman_replicates
 from debate.records._judgments import NO_CALL, Calls, DecisionFrame, OptionScores
 from debate.records._validity import ValidityReport
 

@@ -12,28 +12,28 @@ import pytest
 
 from debate._cli.main import main
 from debate.exceptions import ConfigurationError
-from debate.quality._decide import validate_judgments
-from debate.quality._metrics import (
+from debate.judgments import (
+    planted_pairs,
+    render_validity_html,
+    render_validity_markdown,
+    table_rows,
+    validate_judgments,
+    write_judgments,
+)
+from debate.judgments._metrics import (
     CSV_COLUMNS,
     frame_dataframe,
     frame_rows,
     validity_report,
     write_frame_csv,
 )
-from debate.quality._simulate import planted_pairs
+from debate.judgments._report import SUMMARY_HEAD, render_validity_summary
 from debate.records._judgments import NO_CALL, Calls, DecisionFrame, OptionScores
 from debate.records._policy import Policy, TierPolicy
 from debate.records._validity import ValidityReport
-from debate.report import (
-    render_html,
-    render_validity_html,
-    render_validity_markdown,
-    risk_coverage_svg,
-)
+from debate.report import render_html, risk_coverage_svg
 from debate.report._risk_plot import PLOT_LEFT, PLOT_RIGHT
-from debate.report._validity import SUMMARY_HEAD, render_validity_summary
 from debate.stats import Platt
-from debate.storage import table_rows, write_judgments
 
 JUDGES = ("judge-a", "<b>judge</b> & co", "judge-c")
 

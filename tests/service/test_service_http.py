@@ -32,8 +32,8 @@ from openapi_spec_validator import validate
 
 from debate.api import judge_transcript, run_debate
 from debate.council._run import run_council
+from debate.judgments import decide_judgments
 from debate.models.test import TestModel
-from debate.quality._decide import decide_judgments
 from debate.records._config import RunConfig
 from debate.records._council import Candidate
 from debate.records._result import DebateResult

@@ -7,7 +7,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy.stats import spearmanr
 
-from debate.quality._simulate import planted_scores, planted_verdicts
+from debate.judgments import planted_scores, planted_verdicts
 from debate.records._judgments import NO_CALL, ScoreTable, VerdictTable
 from debate.stats import dawid_skene, one_factor, reliability_weights
 

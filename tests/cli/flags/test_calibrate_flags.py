@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from debate.judgments import TrackRecords
 from debate.panel._identity import identity
-from debate.quality._track import TrackRecords
 from debate.runtime._prompts import PromptRenderer
 from tests.cli.flags.harness import (
     Harness,

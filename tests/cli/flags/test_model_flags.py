@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from debate.judgments import TrackRecords
 from debate.models.test import TestModel
 from debate.panel._identity import identity
-from debate.quality._track import TrackRecords
 from debate.runtime._prompts import PromptRenderer
 from tests.cli.flags.harness import (
     JSON_KEY,

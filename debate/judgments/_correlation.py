@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.quality._resample import ItemBootstrap
+from debate.judgments._resample import ItemBootstrap
 from debate.records._judgments import NO_CALL, DecisionFrame
 from debate.records._validity import JudgeCorrelation
 from debate.stats._effective import ESTIMATOR, clusters, correlation_batch, effective_votes

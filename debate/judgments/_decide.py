@@ -18,19 +18,20 @@ from typing import Any
 import numpy as np
 
 from debate.exceptions import ConfigurationError
-from debate.panel._advice import band_advice
-from debate.panel._earned import describe, latent_weights
-from debate.panel._orders import ba_as_read
-from debate.quality._crossfit import Rules, alphas, cross_fit, decide, table_alpha
-from debate.quality._metrics import frame_dataframe, validity_report
-from debate.quality._policy import (
+from debate.judgments._crossfit import Rules, alphas, cross_fit, decide, table_alpha
+from debate.judgments._earned import describe, latent_weights
+from debate.judgments._metrics import frame_dataframe, validity_report
+from debate.judgments._policy import (
     apply_policy,
     check_policy,
     choose_policy,
     judge_evidence,
     tier_weights,
 )
-from debate.quality._track import TrackRecords
+from debate.judgments._tables import read_judgments
+from debate.judgments._track import TrackRecords
+from debate.panel._advice import band_advice
+from debate.panel._orders import ba_as_read
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     OUTCOMES,
@@ -46,7 +47,6 @@ from debate.records._judgments import (
 from debate.records._policy import Policy
 from debate.records._transcript import Frozen
 from debate.records._validity import ValidityReport
-from debate.storage._judgments import read_judgments
 
 Weights = str | Mapping[str, float] | TrackRecords
 """``"equal"``, ``"latent"``, a mapping judge -> weight, or track records."""
@@ -303,7 +303,7 @@ def validate_judgments(
     People's labels are a second table, or the rows of the judges named in ``people`` in
     the same table. ``label_scale`` is the labels' scale when their file does not declare
     it (default: ``scale``). With ``target_agreement``, a policy is chosen on the labels
-    (:mod:`debate.quality._policy`): agreement with people at least the target with
+    (:mod:`debate.judgments._policy`): agreement with people at least the target with
     probability at least ``1 - risk``; ``tiers`` (judge -> tier) makes it a cascade. A
     target the labels cannot support raises, or with ``refused_in_report`` leaves the
     report without a policy and says why (``policy_refusal``).

@@ -4,7 +4,7 @@ For every panel and every single judge: accuracy against people's majority, cove
 declared accuracy; for score data Spearman, Kendall and pairwise accuracy against people's
 mean; the risk-coverage curves of the gated panels and of the best single judge, and the two
 compared at equal coverage; how well the panel's splits pick out people's. Every figure has
-an item-bootstrap interval (:mod:`debate.quality._resample`). Also the tidy per-unit table
+an item-bootstrap interval (:mod:`debate.judgments._resample`). Also the tidy per-unit table
 (:func:`frame_rows`, :func:`write_frame_csv`, :func:`frame_dataframe`).
 """
 
@@ -24,8 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
-from debate.quality._correlation import error_correlation
-from debate.quality._resample import (
+from debate.judgments._correlation import error_correlation
+from debate.judgments._resample import (
     KENDALL_ITEMS,
     KENDALL_REPLICATES,
     FloatArray,

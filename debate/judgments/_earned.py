@@ -30,9 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
+from debate.judgments._recorded import option_points
+from debate.judgments._verdicts import verdict_matrix
 from debate.panel._evidence import MAX_WEIGHT
-from debate.panel._recorded import option_points
-from debate.panel._verdicts import verdict_matrix
 from debate.records._judgments import NO_CALL, Table, VerdictTable
 from debate.records._transcript import Frozen
 from debate.stats import one_coin, one_factor, reliability_weights

@@ -7,7 +7,7 @@ the weights that learn from agreement alone (``latent``: the one-coin model over
 on verdicts, a one-factor model on scores) are fitted on the other folds only, and the
 fold's items are decided with them. ``equal`` weights and the ungated ``majority`` learn
 nothing and are decided once. The result is a
-:class:`~debate.records._judgments.DecisionFrame`, which :mod:`debate.quality._metrics`
+:class:`~debate.records._judgments.DecisionFrame`, which :mod:`debate.judgments._metrics`
 turns into the report.
 
 Thresholds are not tuned: they come from the configuration, so nothing else learns.
@@ -23,7 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
-from debate.panel._earned import latent_weights, observed
+from debate.judgments._earned import latent_weights, observed
+from debate.judgments._recorded import decide_scores, option_points
+from debate.judgments._verdicts import decide_verdicts, verdict_matrix
 from debate.panel._evidence import (
     Confidence,
     confidence,
@@ -33,8 +35,6 @@ from debate.panel._evidence import (
     verdict_evidence,
     weight_vector,
 )
-from debate.panel._recorded import decide_scores, option_points
-from debate.panel._verdicts import decide_verdicts, verdict_matrix
 from debate.records._config import Thresholds
 from debate.records._judgments import (
     NO_CALL,
