@@ -37,7 +37,7 @@ from debate.judgments import (  # noqa: E402  # noqa: E402  # noqa: E402
     validate_judgments,
     write_judgments,
 )
-from debate.records._judgments import VerdictTable  # noqa: E402
+from debate.records import VerdictTable  # noqa: E402
 
 DECIDE_BOUND_S = 10.0
 VALIDITY_BOUND_S = 60.0

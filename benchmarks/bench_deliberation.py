@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig  # noqa: E402
-from debate.models._base import Message  # noqa: E402
-from debate.records._transcript import (  # noqa: E402
+from debate.models import Message  # noqa: E402
+from debate.records import (  # noqa: E402
     DIMENSIONS,
     Argument,
     Closing,

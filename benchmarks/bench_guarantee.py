@@ -47,8 +47,12 @@ sys.path.insert(0, str(ROOT))
 from debate.exceptions import ConfigurationError  # noqa: E402
 from debate.judgments import choose_policy, decide_judgments, read_judgments  # noqa: E402
 from debate.judgments._crossfit import cross_fit, key_of, people_for  # noqa: E402
-from debate.records._judgments import NO_CALL, ScoreTable, Table  # noqa: E402
-from debate.records._policy import Policy  # noqa: E402
+from debate.records import (  # noqa: E402
+    NO_CALL,
+    Policy,  # noqa: E402
+    ScoreTable,
+    Table,
+)
 
 FOLDS = 5
 DEFAULT_TARGETS = {"pandalm": (0.70, 0.75), "hanna": (0.75, 0.80), "hanna all": (0.80, 0.85)}

@@ -31,7 +31,7 @@ from typing import Any
 from debate import RunConfig, run_debate_sync
 from debate.models._schema import reply_max_tokens
 from debate.models.local import LocalModel
-from debate.runtime._replies import ClosingDraft, judge_reply, keyed_reply
+from debate.runtime import ClosingDraft, judge_reply, keyed_reply
 
 TOPIC = "Should a small startup (under 10 people) adopt a microservices architecture from day one?"
 WALL_BOUND = 120.0

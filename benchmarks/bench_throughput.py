@@ -47,8 +47,8 @@ from model_server import bare_client_rate  # noqa: E402
 
 from debate import RunConfig, run_debate  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
-from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema  # noqa: E402
-from debate.runtime._run import Run  # noqa: E402
+from debate.models import Message, Model, ModelSettings, Reply, ReplySchema  # noqa: E402
+from debate.runtime import Run  # noqa: E402
 
 
 class Sequential:

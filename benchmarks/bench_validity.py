@@ -41,10 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from debate import RunConfig  # noqa: E402
 from debate.judgments import TrackRecords  # noqa: E402
-from debate.quality._benchmark import calibrate_pairwise  # noqa: E402
+from debate.quality import calibrate_pairwise  # noqa: E402
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg  # noqa: E402
-from debate.runtime._run import Run  # noqa: E402
-from debate.storage._cache import ResponseCache  # noqa: E402
+from debate.runtime import Run  # noqa: E402
+from debate.storage import ResponseCache  # noqa: E402
 
 TIMING_BOUND_S = 10.0
 """Issue 27: `validity --target-agreement` on 10,000 items under 10 s on 2 cores."""

@@ -4,8 +4,10 @@ The panel declares a winner only when its agreement is strong enough to trust; o
 says, with reasons, that the judges do not agree or that the debate is too close to call.
 
 Everything a user needs is importable from here; the stage folders (``debate.records``,
-``debate.runtime``, ``debate.panel``, ...) keep their modules private. ``debate.stats`` (pure
-agreement and aggregation statistics) and ``debate.report`` (renderers) are public too.
+``debate.runtime``, ``debate.panel``, ``debate.judgments``, ...) keep their modules private and
+declare their face in ``__init__`` (``__all__``), and every name here is taken from a face.
+``debate.stats`` (pure agreement and aggregation statistics) and ``debate.report``
+(renderers) are public too.
 Every name is imported on first use (``debate.run_debate`` imports :mod:`debate.api`), so that
 ``import debate`` loads neither the ``openai`` SDK, nor llama.cpp, nor scipy before a command
 needs them.
@@ -38,8 +40,7 @@ if TYPE_CHECKING:
         write_result,
     )
     from debate.batch import BatchItem, load_batch, run_batch
-    from debate.council._review import escalate_on_tied_top
-    from debate.council._run import load_candidates, run_council, run_council_sync
+    from debate.council import escalate_on_tied_top, load_candidates, run_council, run_council_sync
     from debate.judgments import (
         Decided,
         TrackRecords,
@@ -62,54 +63,61 @@ if TYPE_CHECKING:
     )
     from debate.models.local import LocalModel
     from debate.models.openai import OpenAIModel
-    from debate.panel._cascade import (
+    from debate.panel import (
         Escalation,
         EscalationRule,
+        MultiJudgePanel,
+        PolicyRule,
         ask_every_tier,
         escalate_unless_winner,
     )
-    from debate.panel._panel import MultiJudgePanel
-    from debate.panel._selective import PolicyRule
-    from debate.records._config import JudgeSpec, RunConfig, Thresholds, default_judges, load_config
-    from debate.records._council import Candidate, CouncilResult
-    from debate.records._judgments import (
-        DecideSummary,
-        ItemDecision,
-        Scale,
-        ScoreTable,
-        VerdictTable,
-    )
-    from debate.records._policy import Policy, TierPolicy
-    from debate.records._result import (
+    from debate.records import (
         Agreement,
+        Argument,
+        Candidate,
         Cascade,
+        Closing,
+        CouncilResult,
+        CrossExamination,
         DebateResult,
+        DecideSummary,
         Decision,
         Diagnostics,
-        PanelResult,
-        TierStep,
-        Usage,
-        Vote,
-    )
-    from debate.records._transcript import (
-        Argument,
-        Closing,
-        CrossExamination,
+        ItemDecision,
         JudgeEvaluation,
+        JudgeSpec,
+        PanelResult,
+        Policy,
         RubricScore,
+        RunConfig,
+        Scale,
+        ScoreTable,
+        Thresholds,
+        TierPolicy,
+        TierStep,
         Transcript,
+        Usage,
+        VerdictTable,
+        Vote,
+        default_judges,
+        load_config,
     )
     from debate.report import charts, render_html, render_markdown, write_report
-    from debate.runtime._budget import Budget
-    from debate.runtime._events import Event, EventHandler, StepFinished, StepStarted
-    from debate.runtime._limiter import RateLimiter
-    from debate.runtime._pool import ModelPool
-    from debate.runtime._presets import PanelPreset, list_presets, panel_preset
-    from debate.runtime._pricing import PriceTable
-    from debate.runtime._run import Run
-    from debate.storage._cache import ResponseCache
-    from debate.storage._files import load_result
-    from debate.storage._policy import read_policy, write_policy
+    from debate.runtime import (
+        Budget,
+        Event,
+        EventHandler,
+        ModelPool,
+        PanelPreset,
+        PriceTable,
+        RateLimiter,
+        Run,
+        StepFinished,
+        StepStarted,
+        list_presets,
+        panel_preset,
+    )
+    from debate.storage import ResponseCache, load_result, read_policy, write_policy
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "debate.api": (
@@ -120,9 +128,27 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "run_debate_sync",
         "write_result",
     ),
-    "debate.batch": ("BatchItem", "load_batch", "run_batch"),
-    "debate.council._review": ("escalate_on_tied_top",),
-    "debate.council._run": ("load_candidates", "run_council", "run_council_sync"),
+    "debate.batch": (
+        "BatchItem",
+        "load_batch",
+        "run_batch",
+    ),
+    "debate.council": (
+        "escalate_on_tied_top",
+        "load_candidates",
+        "run_council",
+        "run_council_sync",
+    ),
+    "debate.judgments": (
+        "Decided",
+        "TrackRecords",
+        "Validity",
+        "ValidityReport",
+        "decide_judgments",
+        "read_judgments",
+        "validate_judgments",
+        "write_judgments",
+    ),
     "debate.models": (
         "FunctionModel",
         "Message",
@@ -135,70 +161,71 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "debate.models.local": ("LocalModel",),
     "debate.models.openai": ("OpenAIModel",),
-    "debate.panel._cascade": (
+    "debate.panel": (
         "Escalation",
         "EscalationRule",
+        "MultiJudgePanel",
+        "PolicyRule",
         "ask_every_tier",
         "escalate_unless_winner",
     ),
-    "debate.panel._panel": ("MultiJudgePanel",),
-    "debate.panel._selective": ("PolicyRule",),
-    "debate.judgments": (
-        "Decided",
-        "TrackRecords",
-        "Validity",
-        "ValidityReport",
-        "decide_judgments",
-        "read_judgments",
-        "validate_judgments",
-        "write_judgments",
-    ),
-    "debate.records._config": (
+    "debate.records": (
+        "Agreement",
+        "Argument",
+        "Candidate",
+        "Cascade",
+        "Closing",
+        "CouncilResult",
+        "CrossExamination",
+        "DebateResult",
+        "DecideSummary",
+        "Decision",
+        "Diagnostics",
+        "ItemDecision",
+        "JudgeEvaluation",
         "JudgeSpec",
+        "PanelResult",
+        "Policy",
+        "RubricScore",
         "RunConfig",
+        "Scale",
+        "ScoreTable",
         "Thresholds",
+        "TierPolicy",
+        "TierStep",
+        "Transcript",
+        "Usage",
+        "VerdictTable",
+        "Vote",
         "default_judges",
         "load_config",
     ),
-    "debate.records._council": ("Candidate", "CouncilResult"),
-    "debate.records._judgments": (
-        "DecideSummary",
-        "ItemDecision",
-        "Scale",
-        "ScoreTable",
-        "VerdictTable",
+    "debate.report": (
+        "charts",
+        "render_html",
+        "render_markdown",
+        "write_report",
     ),
-    "debate.records._policy": ("Policy", "TierPolicy"),
-    "debate.records._result": (
-        "Agreement",
-        "Cascade",
-        "DebateResult",
-        "Decision",
-        "Diagnostics",
-        "PanelResult",
-        "TierStep",
-        "Usage",
-        "Vote",
+    "debate.runtime": (
+        "Budget",
+        "Event",
+        "EventHandler",
+        "ModelPool",
+        "PanelPreset",
+        "PriceTable",
+        "RateLimiter",
+        "Run",
+        "StepFinished",
+        "StepStarted",
+        "list_presets",
+        "panel_preset",
     ),
-    "debate.records._transcript": (
-        "Argument",
-        "Closing",
-        "CrossExamination",
-        "JudgeEvaluation",
-        "RubricScore",
-        "Transcript",
+    "debate.storage": (
+        "ResponseCache",
+        "load_result",
+        "read_policy",
+        "write_policy",
     ),
-    "debate.report": ("charts", "render_html", "render_markdown", "write_report"),
-    "debate.runtime._budget": ("Budget",),
-    "debate.runtime._events": ("Event", "EventHandler", "StepFinished", "StepStarted"),
-    "debate.runtime._limiter": ("RateLimiter",),
-    "debate.runtime._pool": ("ModelPool",),
-    "debate.runtime._presets": ("PanelPreset", "list_presets", "panel_preset"),
-    "debate.runtime._pricing": ("PriceTable",),
-    "debate.runtime._run": ("Run",),
-    "debate.storage._cache": ("ResponseCache",),
-    "debate.storage._files": ("load_result",),
-    "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each public name lives; the TYPE_CHECKING imports above say the same to mypy."""
 

@@ -12,21 +12,32 @@ from pydantic import ValidationError
 
 from debate._version import __version__
 from debate.exceptions import BudgetExceeded, ConfigurationError
-from debate.models._base import Model, ModelSettings
-from debate.panel._cascade import EscalationRule
-from debate.panel._panel import MultiJudgePanel
-from debate.protocol._debate import DebateProtocol, Debaters
-from debate.records._config import RunConfig, validation_message
-from debate.records._input import check_unicode, parse_json
-from debate.records._result import DebateResult, PanelResult
-from debate.records._seed import draw_seed
-from debate.records._transcript import SIDES, Transcript, check_topic
-from debate.runtime._ask import CallContext
-from debate.runtime._deadline import Deadline
-from debate.runtime._pool import ModelPool, no_running_loop
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._run import Run, closing, given_models
-from debate.storage._files import write_json_atomic
+from debate.models import Model, ModelSettings
+from debate.panel import EscalationRule, MultiJudgePanel
+from debate.protocol import DebateProtocol, Debaters
+from debate.records import (
+    SIDES,
+    DebateResult,
+    PanelResult,
+    RunConfig,
+    Transcript,
+    check_topic,
+    check_unicode,
+    draw_seed,
+    parse_json,
+    validation_message,
+)
+from debate.runtime import (
+    CallContext,
+    Deadline,
+    ModelPool,
+    PromptRenderer,
+    Run,
+    closing,
+    given_models,
+    no_running_loop,
+)
+from debate.storage import write_json_atomic
 
 
 def _config(config: RunConfig | None) -> RunConfig:

@@ -94,7 +94,7 @@ def ray_cluster() -> Iterator[None]:
     """
     import ray
 
-    from debate.batch._ray_cluster import start_ray
+    from debate.batch import start_ray
 
     start_ray(None, 2)
     yield

@@ -24,12 +24,12 @@ from typing import Any
 
 from debate._cli.common import EXIT_OK, Commands, at_least, seed, user_file
 from debate.exceptions import ConfigurationError
-from debate.stats import fmt
-from debate.stats._agreement import (
+from debate.stats import (
     LEVELS,
     bootstrap_alpha,
     fleiss_kappa,
     fleiss_kappa_se,
+    fmt,
     label_counts,
 )
 

@@ -24,9 +24,11 @@ def add_parser(commands: Commands) -> None:
 
 def audit_command(args: argparse.Namespace) -> int:
     """Print the bias audit of every run in the store."""
-    from debate.quality._audit import audit  # scipy: imported by this command alone
-    from debate.quality._audit_text import format_audit
-    from debate.storage._runs import RunStore
+    from debate.quality import (
+        audit,  # scipy: imported by this command alone
+        format_audit,
+    )
+    from debate.storage import RunStore
 
     store = RunStore(args.store)
     result = audit(store)

@@ -18,17 +18,16 @@ from debate.batch import (
     check_concurrency,
     check_workers,
     load_batch,
+    parse_shard,
     planned_batch_calls,
     run_batch,
     summary_line,
+    take_shard,
 )
-from debate.batch._shards import parse_shard, take_shard
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig
-from debate.runtime._pool import ModelPool, closing_pool
-from debate.runtime._run import Run
-from debate.storage._cache import ResponseCache
-from debate.storage._runs import RunStore
+from debate.records import RunConfig
+from debate.runtime import ModelPool, Run, closing_pool
+from debate.storage import ResponseCache, RunStore
 
 
 def add_parser(commands: Commands) -> None:
@@ -146,7 +145,7 @@ def _engine(args: argparse.Namespace) -> str:
                 "this one process)"
             )
         return engine
-    from debate.batch._ray_cluster import check_address, require_ray
+    from debate.batch import check_address, require_ray
 
     require_ray("--engine ray")
     if args.ray_address is not None:  # before any file is written
@@ -166,8 +165,7 @@ def _on_ray(
     store: RunStore | None,
 ) -> list[BatchLine]:
     """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
-    from debate.batch._ray import run_batch_ray
-    from debate.batch._ray_cluster import start_ray, stop_ray
+    from debate.batch import run_batch_ray, start_ray, stop_ray
 
     cpus = args.workers if args.ray_address is None else None
     started = start_ray(args.ray_address, cpus)

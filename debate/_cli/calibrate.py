@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
-from debate.records._config import MAX_CONCURRENCY
-from debate.runtime._run import Run
+from debate.records import MAX_CONCURRENCY
+from debate.runtime import Run
 
 if TYPE_CHECKING:
-    from debate.quality._validity import CalibrationReport
+    from debate.quality import CalibrationReport
 
 
 def add_parser(commands: Commands) -> None:
@@ -45,8 +45,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     """
     # the benchmarks and their statistics: imported by this command alone
     from debate.judgments import TrackRecords
-    from debate.quality._benchmark import calibrate_debates, calibrate_pairwise
-    from debate.storage._files import write_json_atomic
+    from debate.quality import calibrate_debates, calibrate_pairwise
+    from debate.storage import write_json_atomic
 
     _check_reading_flags(args)
     config = common.run_config(args)
@@ -105,8 +105,7 @@ def _check_reading_flags(args: argparse.Namespace) -> None:
 
 def _items(args: argparse.Namespace) -> Any:
     """The items of ``args.file`` (at most ``--limit``); none at all is bad input."""
-    from debate.quality._benchmark import read_debate_items
-    from debate.quality._validity import load_items
+    from debate.quality import load_items, read_debate_items
 
     with common.user_file(args.file, f"{args.format} file"):
         if args.format == "debate":
@@ -119,7 +118,7 @@ def _items(args: argparse.Namespace) -> Any:
 
 
 def _summary(report: CalibrationReport, where: str) -> str:
-    from debate.quality._validity import format_report
+    from debate.quality import format_report
 
     table = format_report(report, f"{report.dataset}: {report.items} items")
     accuracy = ", ".join(f"{k} {v:.3f}" for k, v in report.accuracy_after.items())

@@ -17,25 +17,32 @@ from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
 from debate.judgments import TrackRecords
-from debate.panel._topics import TopicProfiles
-from debate.records._config import (
+from debate.panel import TopicProfiles
+from debate.records import (
+    Cascade,
     RunConfig,
     Thresholds,
+    Usage,
     build_config,
+    check_seed,
     default_judges,
     load_config,
     validation_message,
 )
-from debate.records._result import Cascade, Usage
-from debate.records._seed import check_seed
-from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget
-from debate.runtime._events import Event, EventHandler, Planned, StepFinished, event_record
-from debate.runtime._limiter import RateLimiter
-from debate.runtime._presets import load_preset
-from debate.runtime._pricing import PriceTable
-from debate.runtime._prompts import PromptRenderer
-from debate.storage._cache import ResponseCache
-from debate.storage._runs import RunStore, default_store_path
+from debate.runtime import (
+    MAX_BUDGET_TOKENS,
+    Budget,
+    Event,
+    EventHandler,
+    Planned,
+    PriceTable,
+    PromptRenderer,
+    RateLimiter,
+    StepFinished,
+    event_record,
+    load_preset,
+)
+from debate.storage import ResponseCache, RunStore, default_store_path
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_OUTCOME = 3
@@ -207,7 +214,7 @@ def escalation_of(args: argparse.Namespace) -> dict[str, Any]:
     """The escalation rule ``--policy`` asks for, as the keyword a debate entry point takes."""
     if getattr(args, "policy", None) is None:
         return {}
-    from debate.panel._selective import PolicyRule
+    from debate.panel import PolicyRule
     from debate.storage import read_policy
 
     policy = read_policy(args.policy)

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
-from debate.runtime._run import Run
+from debate.runtime import Run
 from debate.stats import fmt
 
 if TYPE_CHECKING:
     from debate.models import Model
-    from debate.records._config import RunConfig
-    from debate.records._council import CouncilResult
-    from debate.runtime._pool import ModelPool
+    from debate.records import CouncilResult, RunConfig
+    from debate.runtime import ModelPool
 
 MAX_CANDIDATES = 100
 """Every reviewer reads every candidate in one prompt; past this no context holds them."""
@@ -97,11 +96,10 @@ def council_summary(result: CouncilResult, path: str) -> str:
 def council_command(args: argparse.Namespace) -> int:
     """Run the council, write result.json and run.json, record it for the leaderboard."""
     # the council's machinery: imported by this command alone
-    from debate.council._run import load_candidates, run_council
+    from debate.council import load_candidates, run_council
     from debate.report import write_report
-    from debate.runtime._pool import ModelPool, closing_pool
-    from debate.storage._files import write_json_atomic
-    from debate.storage._runinfo import recording_run, resolve_seed
+    from debate.runtime import ModelPool, closing_pool
+    from debate.storage import recording_run, resolve_seed, write_json_atomic
 
     config = _config(args)
     candidates = None

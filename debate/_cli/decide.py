@@ -26,11 +26,11 @@ from debate._cli.common import (
     user_file,
 )
 from debate.exceptions import ConfigurationError
-from debate.records._input import parse_json
+from debate.records import parse_json
 
 if TYPE_CHECKING:
     from debate.judgments import Decided, TrackRecords, Weights
-    from debate.records._config import Thresholds
+    from debate.records import Thresholds
 
 
 def add_parser(commands: Commands) -> None:
@@ -96,7 +96,7 @@ def table_flags(parser: argparse.ArgumentParser) -> None:
 
 def thresholds(args: argparse.Namespace) -> Thresholds:
     """``[thresholds]`` of ``--config``, else the defaults."""
-    from debate.records._config import Thresholds, load_config
+    from debate.records import Thresholds, load_config
 
     found = Thresholds() if args.config is None else load_config(args.config).thresholds
     return decision_thresholds(found, args)
@@ -213,7 +213,7 @@ def decide_command(args: argparse.Namespace) -> int:
 
 def warn(notes: list[str]) -> None:
     """The notes that say the table itself looks wrong, as warnings on stderr."""
-    from debate.panel._orders import BA_AS_READ
+    from debate.panel import BA_AS_READ
 
     for note in notes:
         if note.startswith(BA_AS_READ):

@@ -7,7 +7,7 @@ import json
 import sys
 
 from debate._cli.common import EXIT_OK, Commands, days
-from debate.storage._runs import RunStore
+from debate.storage import RunStore
 
 
 def add_parser(commands: Commands) -> None:

@@ -54,10 +54,10 @@ from debate.exceptions import (
     ConfigurationError,
     DebateError,
 )
-from debate.records._errors import ERROR_KINDS as SHARED_KINDS
-from debate.records._errors import error_field as shared_error_field
-from debate.records._errors import error_kind as shared_error_kind
-from debate.records._input import lone_surrogate
+from debate.records import ERROR_KINDS as SHARED_KINDS
+from debate.records import error_field as shared_error_field
+from debate.records import error_kind as shared_error_kind
+from debate.records import lone_surrogate
 
 COMMANDS = (
     run,

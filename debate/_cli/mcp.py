@@ -15,8 +15,8 @@ from typing import Any
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
-from debate.panel._topics import TopicProfiles
-from debate.runtime._prompts import PromptRenderer
+from debate.panel import TopicProfiles
+from debate.runtime import PromptRenderer
 
 FLAGS = {"model": "--model", "base_url": "--base-url", "api_key_env": "--api-key-env"}
 """The config fields this command's flags set, and the flag a bad value is reported under."""
@@ -81,7 +81,7 @@ def mcp_command(args: argparse.Namespace) -> int:
     if config.topics is not None:
         TopicProfiles.load(config.topics)
     try:
-        from debate.service._mcp import build_server, serve
+        from debate.service import build_server, serve
     except ImportError as exc:
         raise ConfigurationError(
             f"debate mcp needs the 'server' extra with the mcp SDK 2 or later ({exc.name} "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from debate._cli.batch import summarise
 from debate._cli.common import Commands, path_text
-from debate.batch._shards import merge_shards
+from debate.batch import merge_shards
 
 
 def add_parser(commands: Commands) -> None:

@@ -13,7 +13,7 @@ import json
 import sys
 
 from debate._cli.common import EXIT_OK, Commands
-from debate.runtime._presets import (
+from debate.runtime import (
     PanelPreset,
     PresetJudge,
     describe_preset,

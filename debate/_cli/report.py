@@ -9,8 +9,8 @@ from pathlib import Path
 
 from debate._cli.common import EXIT_OK, Commands, path_text
 from debate.exceptions import ConfigurationError
-from debate.report._dispatch import write_report
-from debate.storage._files import load_result
+from debate.report import write_report
+from debate.storage import load_result
 
 logger = logging.getLogger(__name__)
 

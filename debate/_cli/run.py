@@ -15,13 +15,11 @@ from typing import Any
 from debate._cli import common
 from debate._cli.common import Commands
 from debate.api import run_debate, write_result
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from debate.report import deliberation_lines, write_report
-from debate.runtime._events import planned_calls
-from debate.runtime._pool import ModelPool, closing_pool
-from debate.runtime._run import Run
+from debate.runtime import ModelPool, Run, closing_pool, planned_calls
 from debate.stats import fmt
-from debate.storage._runinfo import recording_run, resolve_seed
+from debate.storage import recording_run, resolve_seed
 
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given its config, seed, escalation rule and ``run``."""

@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from debate._cli.common import EXIT_OK, Commands
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult
+from debate.records import CouncilResult, DebateResult
 
 # v2: config.max_tokens may be null (each call's bound derived from its reply schema).
 # v3: results record the cascade of judge tiers (judges' tier, decision.tier, cascade); every

@@ -33,8 +33,8 @@ from debate._cli.common import (
     panel_config,
 )
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig, validation_message
-from debate.runtime._pool import ModelPool
+from debate.records import RunConfig, validation_message
+from debate.runtime import ModelPool
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DRAIN_S = 5
@@ -147,7 +147,7 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
 def serve_command(args: argparse.Namespace) -> int:
     """Check everything, then run the server until SIGTERM or Ctrl-C."""
     if args.print_token_hash is not None:
-        from debate.service._auth import token_digest
+        from debate.service import token_digest
 
         sys.stdout.write(token_digest(args.print_token_hash) + "\n")
         return 0
@@ -155,7 +155,7 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from debate.service._timeouts import http_protocol
+        from debate.service import http_protocol
     except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
         raise ConfigurationError(_EXTRA) from exc
     logging.getLogger().handlers[:] = [handler]
@@ -177,7 +177,7 @@ _EXTRA = 'debate serve: needs the server extra; pip install -e ".[server]"'
 
 def settings(args: argparse.Namespace) -> Any:
     """The service's settings from the flags."""
-    from debate.service._models import ServiceLimits, ServiceSettings
+    from debate.service import ServiceLimits, ServiceSettings
 
     try:
         limits = ServiceLimits(
@@ -203,12 +203,15 @@ def settings(args: argparse.Namespace) -> Any:
 def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     """The app and its log handler; every refusal is a one-line error before the bind."""
     try:
-        from debate.service._app import create_app
-        from debate.service._auth import accepted_digests
-        from debate.service._backend import open_store
-        from debate.service._database import database_target
-        from debate.service._http import log_handler
-        from debate.service._process import RunnerProcess, RunnerSpec
+        from debate.service import (
+            RunnerProcess,
+            RunnerSpec,
+            accepted_digests,
+            create_app,
+            database_target,
+            log_handler,
+            open_store,
+        )
     except ImportError as exc:
         raise ConfigurationError(_EXTRA) from exc
     chosen = settings(args)

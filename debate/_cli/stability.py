@@ -10,10 +10,14 @@ from typing import Any
 from debate._cli import common
 from debate._cli.common import EXIT_OK, Commands
 from debate.exceptions import ConfigurationError
-from debate.records._config import MAX_SAMPLES, RunConfig, build_config
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult
-from debate.records._seed import draw_seed
+from debate.records import (
+    MAX_SAMPLES,
+    CouncilResult,
+    DebateResult,
+    RunConfig,
+    build_config,
+    draw_seed,
+)
 
 MAX_RUNS = 1000
 """The most re-judgings: each is a whole panel's calls."""
@@ -75,7 +79,7 @@ def _config(args: argparse.Namespace, recorded: RunConfig) -> RunConfig:
 
 def stability_command(args: argparse.Namespace) -> int:
     """Re-judge ``args.result`` ``--runs`` times; print the report."""
-    from debate.quality._stability import (
+    from debate.quality import (
         council_stability,
         debate_stability,
         rejudge,
@@ -83,8 +87,8 @@ def stability_command(args: argparse.Namespace) -> int:
         run_seeds,
         stability_text,
     )
-    from debate.runtime._pool import ModelPool, closing_pool
-    from debate.storage._files import load_result
+    from debate.runtime import ModelPool, closing_pool
+    from debate.storage import load_result
 
     if args.model is None and args.base_url is not None:  # before reading anything
         raise ConfigurationError("--model: name the model served at --base-url")

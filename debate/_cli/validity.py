@@ -31,7 +31,7 @@ from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from debate.judgments import Validity
-    from debate.records._validity import ValidityReport
+    from debate.records import ValidityReport
 
 MAX_BOOTSTRAP = 100_000
 MAX_FOLDS = 100
@@ -126,7 +126,7 @@ def validity_command(args: argparse.Namespace) -> int:
         render_validity_summary,
         validate_judgments,
     )
-    from debate.records._judgments import ScoreTable
+    from debate.records import ScoreTable
 
     tiers = _tiers(args.tiers)  # checked before anything is read or made
     if args.target_agreement is None and tiers is not None:
@@ -178,7 +178,7 @@ def validity_command(args: argparse.Namespace) -> int:
             warn(validity.report.notes)
         reports.append(validity.report)
         if args.brief:
-            from debate.report._brief import render_validity_brief
+            from debate.report import render_validity_brief
 
             texts.append(render_validity_brief(validity.report))
         elif args.json:
@@ -219,7 +219,7 @@ def _where(out: Path, file: str, reports: list[ValidityReport]) -> str:
 
 def _write(out: Path, suffix: str, validity: Validity) -> None:
     from debate.judgments import render_validity_html, render_validity_markdown, write_frame_csv
-    from debate.storage._files import write_json_atomic
+    from debate.storage import write_json_atomic
 
     report = validity.report
     write_json_atomic(out / f"validity{suffix}.json", report.model_dump_json(indent=2) + "\n")

@@ -16,24 +16,42 @@ import re
 import time
 from collections.abc import Awaitable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from debate._checks import repeated
+from debate._faces import lazy_names
 from debate.api import judge_transcript, run_debate, write_result
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._config import MAX_CONCURRENCY, RunConfig, build_config
-from debate.records._input import NotUnicodeError, check_unicode, without_surrogates
-from debate.records._result import DebateResult
-from debate.records._transcript import Frozen, Transcript, check_topic
-from debate.report import write_report
-from debate.report._batch import BatchSummaryLine, write_batch_summary
-from debate.runtime._events import Event, EventHandler, ItemFinished, StepFinished, planned_calls
-from debate.runtime._pool import owned_pool
-from debate.runtime._run import Run
-from debate.storage._files import read_jsonl, validated, write_json_atomic
-from debate.storage._runs import RunStore
+from debate.records import (
+    MAX_CONCURRENCY,
+    DebateResult,
+    Frozen,
+    NotUnicodeError,
+    RunConfig,
+    Transcript,
+    build_config,
+    check_topic,
+    check_unicode,
+    without_surrogates,
+)
+from debate.report import BatchSummaryLine, write_batch_summary, write_report
+from debate.runtime import (
+    Event,
+    EventHandler,
+    ItemFinished,
+    Run,
+    StepFinished,
+    owned_pool,
+    planned_calls,
+)
+from debate.storage import RunStore, read_jsonl, validated, write_json_atomic
+
+if TYPE_CHECKING:
+    from debate.batch._ray import run_batch_ray
+    from debate.batch._ray_cluster import check_address, require_ray, start_ray, stop_ray
+    from debate.batch._shards import merge_shards, parse_shard, take_shard
 
 MAX_WORKERS = 256
 """Workers of a batch on Ray at most (``--workers``)."""
@@ -419,3 +437,45 @@ async def _run_item(item: BatchItem, config: RunConfig, run: Run, seed: int) -> 
         return await judge_transcript(item.transcript, config=config, seed=seed, run=run)
     assert item.topic is not None
     return await run_debate(item.topic, config=config, seed=seed, run=run)
+
+
+# The Ray engine and the shards import this module's names, so they load on first use.
+_MODULES: dict[str, tuple[str, ...]] = {
+    "debate.batch._ray": ("run_batch_ray",),
+    "debate.batch._ray_cluster": (
+        "check_address",
+        "require_ray",
+        "start_ray",
+        "stop_ray",
+    ),
+    "debate.batch._shards": (
+        "merge_shards",
+        "parse_shard",
+        "take_shard",
+    ),
+}
+"""Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
+
+__all__ = [
+    "BatchItem",
+    "BatchLine",
+    "Progress",
+    "check_address",
+    "check_concurrency",
+    "check_workers",
+    "item_folder",
+    "load_batch",
+    "merge_shards",
+    "parse_shard",
+    "planned_batch_calls",
+    "require_ray",
+    "run_batch",
+    "run_batch_ray",
+    "start_ray",
+    "stop_ray",
+    "summary_line",
+    "take_shard",
+    "write_batch_files",
+]
+
+__getattr__, __dir__ = lazy_names(globals(), _MODULES)

@@ -60,17 +60,19 @@ from debate.batch import (
 from debate.batch._ray_cluster import cluster_cpus
 from debate.batch._ray_limits import GLOBAL_LIMITER, LedgerActor, LimitsActor, RayLedger
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._config import RunConfig
-from debate.records._input import NotUnicodeError
-from debate.records._result import DebateResult
-from debate.runtime._budget import Budget
-from debate.runtime._events import Event, ItemFinished, StepFinished
-from debate.runtime._limiter import RateLimiter, RemoteLimiter
-from debate.runtime._pool import ModelPool
-from debate.runtime._pricing import PriceTable
-from debate.runtime._run import Run
-from debate.storage._cache import ResponseCache
-from debate.storage._runs import RunStore
+from debate.records import DebateResult, NotUnicodeError, RunConfig
+from debate.runtime import (
+    Budget,
+    Event,
+    ItemFinished,
+    ModelPool,
+    PriceTable,
+    RateLimiter,
+    RemoteLimiter,
+    Run,
+    StepFinished,
+)
+from debate.storage import ResponseCache, RunStore
 
 try:
     import ray

@@ -15,8 +15,7 @@ import itertools
 from typing import Any
 
 from debate.exceptions import BudgetExceeded
-from debate.runtime._budget import Ledger
-from debate.runtime._limiter import RateLimiter
+from debate.runtime import Ledger, RateLimiter
 
 try:
     import ray

@@ -26,8 +26,8 @@ from pydantic import ValidationError
 
 from debate.batch import BatchItem, BatchLine, write_batch_files
 from debate.exceptions import ConfigurationError
-from debate.records._transcript import Frozen
-from debate.storage._files import write_json_atomic
+from debate.records import Frozen
+from debate.storage import write_json_atomic
 
 SHARD_FILE = "shard.json"
 

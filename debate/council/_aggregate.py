@@ -9,20 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from debate.council._bias import council_bias
-from debate.panel._evidence import confidence, margin_evidence
-from debate.records._config import CouncilSettings, RunConfig
-from debate.records._council import (
+from debate.panel import confidence, margin_evidence
+from debate.records import (
     COUNCIL_DIMENSIONS,
+    NO_CALL,
     Candidate,
     CouncilAgreement,
     CouncilResult,
+    CouncilSettings,
     RankingEntry,
     Review,
+    RunConfig,
     TopPair,
     UnrankedEntry,
+    Usage,
 )
-from debate.records._judgments import NO_CALL
-from debate.records._result import Usage
 from debate.stats import (
     BordaEntry,
     NormalizedEntry,

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from debate.records._council import (
+from debate.records import (
     BiasFigure,
     Candidate,
     CouncilBias,

@@ -30,24 +30,39 @@ from debate.exceptions import (
     ModelOutputError,
     ProviderError,
 )
-from debate.models._base import Message, Model, ModelSettings
-from debate.panel._cascade import Escalation, EscalationRule, Tier, run_cascade, tiers_of, upto
-from debate.panel._positions import labelled_order
-from debate.records._config import RunConfig, tier_problem
-from debate.records._council import (
+from debate.models import Message, Model, ModelSettings
+from debate.panel import (
+    Escalation,
+    EscalationRule,
+    Tier,
+    labelled_order,
+    run_cascade,
+    tiers_of,
+    upto,
+)
+from debate.records import (
     Candidate,
     CouncilDimensions,
     CouncilResult,
     CouncilScore,
+    Frozen,
     Review,
+    RunConfig,
+    tier_problem,
+    unscored,
 )
-from debate.records._transcript import Frozen, unscored
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
-from debate.runtime._deadline import Deadline
-from debate.runtime._events import EventHandler
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._replies import commentary, cut_commentary
-from debate.storage._cache import ResponseCache
+from debate.runtime import (
+    CallContext,
+    CallPolicy,
+    Deadline,
+    EventHandler,
+    PromptRenderer,
+    UsageMeter,
+    ask,
+    commentary,
+    cut_commentary,
+)
+from debate.storage import ResponseCache
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,19 @@ from typing import Any
 
 from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
 from debate.exceptions import ConfigurationError
-from debate.models._base import Model
-from debate.panel._cascade import EscalationRule
-from debate.records._config import RunConfig
-from debate.records._council import Candidate, CouncilResult
-from debate.records._seed import draw_seed
-from debate.runtime._deadline import Deadline
-from debate.runtime._pool import ModelPool, no_running_loop
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._run import Run, closing, given_models
-from debate.storage._files import read_jsonl_records
+from debate.models import Model
+from debate.panel import EscalationRule
+from debate.records import Candidate, CouncilResult, RunConfig, draw_seed
+from debate.runtime import (
+    Deadline,
+    ModelPool,
+    PromptRenderer,
+    Run,
+    closing,
+    given_models,
+    no_running_loop,
+)
+from debate.storage import read_jsonl_records
 
 
 def load_candidates(path: str | Path) -> list[Candidate]:

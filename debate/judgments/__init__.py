@@ -16,14 +16,15 @@ load scipy or the table reader, which only ``decide`` and ``validity`` need.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from debate._faces import lazy_names
 from debate.judgments._report import (
     render_validity_html,
     render_validity_markdown,
     render_validity_summary,
 )
-from debate.records._validity import ValidityReport
+from debate.records import ValidityReport
 from debate.report import render_html, render_markdown
 
 if TYPE_CHECKING:
@@ -85,7 +86,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
 }
 """Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "Decided",
@@ -115,18 +115,4 @@ __all__ = [
     "write_judgments",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """A name of the tables, decide, validity or track records, imported on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module 'debate.judgments' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the ones not imported yet included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _MODULES)

@@ -17,9 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.judgments._resample import ItemBootstrap
-from debate.records._judgments import NO_CALL, DecisionFrame
-from debate.records._validity import JudgeCorrelation
-from debate.stats._effective import ESTIMATOR, clusters, correlation_batch, effective_votes
+from debate.records import NO_CALL, DecisionFrame, JudgeCorrelation
+from debate.stats import ESTIMATOR, clusters, correlation_batch, effective_votes
 
 MAX_REPLICATES = 200
 """Replicates of the interval: one judges x judges matrix each, over every unit."""

@@ -26,7 +26,7 @@ from debate.exceptions import ConfigurationError
 from debate.judgments._earned import latent_weights, observed
 from debate.judgments._recorded import decide_scores, option_points
 from debate.judgments._verdicts import decide_verdicts, verdict_matrix
-from debate.panel._evidence import (
+from debate.panel import (
     Confidence,
     confidence,
     doubt_features,
@@ -35,8 +35,7 @@ from debate.panel._evidence import (
     verdict_evidence,
     weight_vector,
 )
-from debate.records._config import Thresholds
-from debate.records._judgments import (
+from debate.records import (
     NO_CALL,
     OUTCOMES,
     Calls,
@@ -45,6 +44,7 @@ from debate.records._judgments import (
     OptionScores,
     ScoreTable,
     Table,
+    Thresholds,
     VerdictTable,
 )
 from debate.stats import Platt, krippendorff_alpha, platt_fit

@@ -30,23 +30,22 @@ from debate.judgments._policy import (
 )
 from debate.judgments._tables import read_judgments
 from debate.judgments._track import TrackRecords
-from debate.panel._advice import band_advice
-from debate.panel._orders import ba_as_read
-from debate.records._config import Thresholds
-from debate.records._judgments import (
+from debate.panel import ba_as_read, band_advice
+from debate.records import (
     OUTCOMES,
     CascadeCost,
     DecideSummary,
     DecisionFrame,
+    Frozen,
     ItemDecision,
+    Policy,
     Scale,
     ScoreTable,
     Table,
+    Thresholds,
+    ValidityReport,
     VerdictTable,
 )
-from debate.records._policy import Policy
-from debate.records._transcript import Frozen
-from debate.records._validity import ValidityReport
 
 Weights = str | Mapping[str, float] | TrackRecords
 """``"equal"``, ``"latent"``, a mapping judge -> weight, or track records."""

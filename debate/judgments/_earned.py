@@ -32,12 +32,16 @@ from pydantic import Field
 
 from debate.judgments._recorded import option_points
 from debate.judgments._verdicts import verdict_matrix
-from debate.panel._evidence import MAX_WEIGHT
-from debate.records._judgments import NO_CALL, Table, VerdictTable
-from debate.records._transcript import Frozen
-from debate.stats import one_coin, one_factor, reliability_weights
-from debate.stats._latent import FactorFit
-from debate.stats._onecoin import DEFAULT_MAX_ITER, OneCoinFit
+from debate.panel import MAX_WEIGHT
+from debate.records import NO_CALL, Frozen, Table, VerdictTable
+from debate.stats import (
+    DEFAULT_MAX_ITER,
+    FactorFit,
+    OneCoinFit,
+    one_coin,
+    one_factor,
+    reliability_weights,
+)
 
 log = logging.getLogger(__name__)
 

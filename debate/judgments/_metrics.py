@@ -37,15 +37,19 @@ from debate.judgments._resample import (
     ratio,
     undefined,
 )
-from debate.records._judgments import NO_CALL, OUTCOMES, VERDICTS, Calls, DecisionFrame
-from debate.records._policy import Policy
-from debate.records._validity import (
+from debate.records import (
+    NO_CALL,
+    OUTCOMES,
+    VERDICTS,
     AgreementComparison,
     Calibration,
+    Calls,
+    DecisionFrame,
     EqualCoverage,
     Estimate,
     MethodKind,
     MethodRow,
+    Policy,
     RiskCoverage,
     RiskPoint,
     SplitDetection,

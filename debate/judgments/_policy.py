@@ -31,11 +31,18 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.judgments._crossfit import agreed, calibrate_fold, predict_agree, unit_evidence
-from debate.panel._evidence import evidence_weights, weight_vector
-from debate.panel._selective import gate_note, rule
-from debate.records._judgments import NO_CALL, DecisionFrame, ItemDecision, Table
-from debate.records._policy import DEFAULT_CONDITION, Policy, TierPolicy, guarantee_sentence
-from debate.records._transcript import Outcome
+from debate.panel import evidence_weights, gate_note, rule, weight_vector
+from debate.records import (
+    DEFAULT_CONDITION,
+    NO_CALL,
+    DecisionFrame,
+    ItemDecision,
+    Outcome,
+    Policy,
+    Table,
+    TierPolicy,
+    guarantee_sentence,
+)
 from debate.stats import Platt, Selection, cascade_thresholds
 
 log = logging.getLogger(__name__)

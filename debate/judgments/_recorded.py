@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate._gc import collector_held
-from debate.panel._decision import (
+from debate.panel import (
     RESOLUTION,
     Conclusion,
     Context,
@@ -33,25 +33,22 @@ from debate.panel._decision import (
     Setting,
     conclude_batch,
 )
-from debate.records._config import Thresholds
-from debate.records._judgments import (
+from debate.records import (
+    DIMENSIONS,
     NO_CALL,
     ORDERS,
-    ItemDecision,
-    Scale,
-    ScoreTable,
-    interval_confidence,
-)
-from debate.records._transcript import (
-    DIMENSIONS,
     SIDES,
     STANDINGS,
+    ItemDecision,
     JudgeEvaluation,
+    Scale,
+    ScoreTable,
+    Thresholds,
     Transcript,
+    interval_confidence,
 )
-from debate.stats import choose_calibration
-from debate.stats._batched import side_means
-from debate.stats._calibration import Method as CalibrationMethod
+from debate.stats import Method as CalibrationMethod
+from debate.stats import choose_calibration, side_means
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from debate.records._validity import (
+from debate.records import (
     Calibration,
     EqualCoverage,
     Estimate,
@@ -20,12 +20,21 @@ from debate.records._validity import (
     SplitDetection,
     ValidityReport,
 )
-from debate.report._guarantee import guarantee_html, guarantee_markdown
-from debate.report._html import CSS
-from debate.report._markdown import cell, md_table
-from debate.report._markup import esc, key_values, section, table
-from debate.report._reliability import reliability_caption, reliability_figures
-from debate.report._risk_plot import panel_inks, risk_coverage_svg
+from debate.report import (
+    CSS,
+    cell,
+    esc,
+    guarantee_html,
+    guarantee_markdown,
+    key_values,
+    md_table,
+    panel_inks,
+    reliability_caption,
+    reliability_figures,
+    risk_coverage_svg,
+    section,
+    table,
+)
 from debate.stats import band, fmt
 
 VALIDITY_CSS = """

@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats as sps
 
-from debate.records._validity import Estimate
-from debate.stats._units import draw_counts
+from debate.records import Estimate
+from debate.stats import draw_counts
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.records._judgments import Scale, ScoreTable, VerdictTable
+from debate.records import Scale, ScoreTable, VerdictTable
 
 CHANCE = 1 / 3
 """Accuracy of a judge that picks one of A, B, tie at random. A planted judge below it is

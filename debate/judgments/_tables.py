@@ -32,19 +32,19 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.records._input import parse_json
-from debate.records._judgments import (
+from debate.records import (
     NO_CALL,
     ORDERS,
+    STANDINGS,
     VERDICTS,
     Scale,
     ScoreTable,
     Table,
     TableKind,
     VerdictTable,
+    parse_json,
 )
-from debate.records._transcript import STANDINGS
-from debate.storage._files import current_umask
+from debate.storage import current_umask
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
 
-from debate.records._transcript import Frozen
+from debate.records import Frozen
 from debate.stats import krippendorff_alpha
 
 PRIOR_ITEMS = 10.0

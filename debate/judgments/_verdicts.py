@@ -32,18 +32,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.panel._evidence import Confidence, confidence, verdict_evidence
-from debate.records._config import Thresholds
-from debate.records._judgments import (
+from debate.panel import Confidence, confidence, verdict_evidence
+from debate.records import (
     NO_CALL,
     ORDERS,
     VERDICTS,
     ItemDecision,
+    Outcome,
+    Thresholds,
     VerdictTable,
     interval_confidence,
 )
-from debate.records._transcript import Outcome
-from debate.stats._batched import percentile_interval
+from debate.stats import percentile_interval
 
 N_BOOT = 2000
 """Bootstrap draws of each item's judges, as :func:`debate.stats.bootstrap_margin`; each

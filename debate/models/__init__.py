@@ -6,9 +6,10 @@ Backends return raw :class:`Reply` objects; parsing them is the runtime's job
 
 from __future__ import annotations
 
-from debate.models._base import Message, Model, ModelSettings, Reply, TokenUsage
+from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._schema import call_max_tokens, json_schema_of, schema_bytes
 from debate.models.test import FunctionModel, ScriptedModel, TestModel
-from debate.records._config import DEFAULT_ENDPOINT
+from debate.records import DEFAULT_ENDPOINT
 
 __all__ = [
     "FunctionModel",
@@ -16,11 +17,15 @@ __all__ = [
     "Model",
     "ModelSettings",
     "Reply",
+    "ReplySchema",
     "ScriptedModel",
     "TestModel",
     "TokenUsage",
+    "call_max_tokens",
     "in_process",
+    "json_schema_of",
     "resolve_model",
+    "schema_bytes",
 ]
 
 LOCAL = "local"

@@ -3,3 +3,82 @@
 Judges read in counterbalanced orders; their scores become matrices; calibration, the
 weighted vote and agreement decide a winner, or report an honest split with its reasons.
 """
+
+from __future__ import annotations
+
+from debate.panel._advice import band_advice, too_close_explanation, winner_explanation
+from debate.panel._cascade import (
+    Escalation,
+    EscalationRule,
+    Tier,
+    ask_every_tier,
+    escalate_unless_winner,
+    run_cascade,
+    tiers_of,
+    upto,
+)
+from debate.panel._decision import (
+    RESOLUTION,
+    Conclusion,
+    Context,
+    ScoreBatch,
+    Setting,
+    conclude_batch,
+    score_matrices,
+)
+from debate.panel._evidence import (
+    MAX_WEIGHT,
+    Confidence,
+    confidence,
+    doubt_features,
+    evidence_weights,
+    margin_evidence,
+    verdict_evidence,
+    weight_vector,
+)
+from debate.panel._identity import identity
+from debate.panel._orders import BA_AS_READ, ba_as_read
+from debate.panel._panel import MultiJudgePanel
+from debate.panel._positions import labelled_order
+from debate.panel._rules import effect_word
+from debate.panel._selective import PolicyRule, gate_note, rule
+from debate.panel._topics import TopicProfiles
+
+__all__ = [
+    "BA_AS_READ",
+    "Conclusion",
+    "Confidence",
+    "Context",
+    "Escalation",
+    "EscalationRule",
+    "MAX_WEIGHT",
+    "MultiJudgePanel",
+    "PolicyRule",
+    "RESOLUTION",
+    "ScoreBatch",
+    "Setting",
+    "Tier",
+    "TopicProfiles",
+    "ask_every_tier",
+    "ba_as_read",
+    "band_advice",
+    "conclude_batch",
+    "confidence",
+    "doubt_features",
+    "effect_word",
+    "escalate_unless_winner",
+    "evidence_weights",
+    "gate_note",
+    "identity",
+    "labelled_order",
+    "margin_evidence",
+    "rule",
+    "run_cascade",
+    "score_matrices",
+    "tiers_of",
+    "too_close_explanation",
+    "upto",
+    "verdict_evidence",
+    "weight_vector",
+    "winner_explanation",
+]

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from debate.records._result import Cascade, PanelResult, TierStep, TokenCounts
-from debate.runtime._ask import UsageMeter
+from debate.records import Cascade, PanelResult, TierStep, TokenCounts
+from debate.runtime import UsageMeter
 
 R = TypeVar("R")
 R_contra = TypeVar("R_contra", contravariant=True)

@@ -19,40 +19,43 @@ from numpy.typing import NDArray
 from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._rules import decide
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
-from debate.records._config import Thresholds
-from debate.records._judgments import NO_CALL
-from debate.records._result import Agreement, Decision, Diagnostics, TopicSource, Vote
-from debate.records._transcript import (
+from debate.records import (
     DIMENSIONS,
+    NO_CALL,
     STANDINGS,
+    Agreement,
+    Decision,
+    Diagnostics,
     JudgeEvaluation,
     Side,
+    Thresholds,
+    TopicSource,
     Transcript,
+    Vote,
 )
-from debate.stats._aggregate import aggregate_vote_batch, bootstrap_aggregate_batch
-from debate.stats._batched import (
-    argument_variance_batch,
-    bootstrap_margin_batch,
-    calibrate_batch,
-    fleiss_kappa_batch,
-    interval_alpha_batch,
-    leave_one_out_alpha_batch,
-    offset_corrected_batch,
-    side_means,
-    side_vote_batch,
-)
-from debate.stats._calibration import Method as CalibrationMethod
-from debate.stats._effective import (
+from debate.stats import (
     ESTIMATOR,
     EXACT_INTERVAL_ITEMS,
+    aggregate_vote_batch,
+    argument_variance_batch,
+    bootstrap_aggregate_batch,
+    bootstrap_margin_batch,
+    calibrate_batch,
     cluster_batch,
     correlation_batch,
     design_effect,
     design_scale,
     effective_votes,
     effective_votes_interval,
+    fleiss_kappa_batch,
+    interval_alpha_batch,
+    leave_one_out_alpha_batch,
+    offset_corrected_batch,
+    side_means,
+    side_vote_batch,
     split_weights,
 )
+from debate.stats import Method as CalibrationMethod
 
 FloatArray = NDArray[np.float64]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
-from debate.models._base import Message, Model
+from debate.models import Message, Model
 from debate.panel._herding import (
     calibrated_alpha,
     judge_moves,
@@ -32,21 +32,18 @@ from debate.panel._herding import (
 from debate.panel._judge import Sitting, judge_request
 from debate.panel._positions import Presentation
 from debate.panel._rules import high_variance_arguments
-from debate.records._config import JudgeSpec
-from debate.records._deliberation import DeliberationSummary
-from debate.records._result import PanelResult
-from debate.records._transcript import (
+from debate.records import (
     ArgumentDeliberation,
+    DeliberationSummary,
     JudgeDeliberation,
     JudgeEvaluation,
+    JudgeSpec,
+    PanelResult,
     RubricScore,
     unscored,
 )
-from debate.runtime._ask import ask
-from debate.runtime._deliberation_reply import deliberation_reply
-from debate.runtime._prompts import neutralise_markers
-from debate.runtime._replies import keyed_items
-from debate.stats._calibration import Method as CalibrationMethod
+from debate.runtime import ask, deliberation_reply, keyed_items, neutralise_markers
+from debate.stats import Method as CalibrationMethod
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.records._judgments import NO_CALL, VerdictTable
+from debate.records import NO_CALL, VerdictTable
 
 FloatArray = NDArray[np.float64]
 

@@ -16,11 +16,18 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from debate.panel._decision import batch_of, score_matrices
-from debate.records._config import Thresholds
-from debate.records._deliberation import Direction, JudgeMoves, Move
-from debate.records._transcript import DIMENSIONS, JudgeEvaluation, RubricScore, Transcript
-from debate.stats._batched import calibrate_batch, interval_alpha_batch
-from debate.stats._calibration import Method as CalibrationMethod
+from debate.records import (
+    DIMENSIONS,
+    Direction,
+    JudgeEvaluation,
+    JudgeMoves,
+    Move,
+    RubricScore,
+    Thresholds,
+    Transcript,
+)
+from debate.stats import Method as CalibrationMethod
+from debate.stats import calibrate_batch, interval_alpha_batch
 
 EPSILON = 1e-9
 """Below this a change of a weighted total is floating-point noise, not a move."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from debate.runtime._prompts import PromptRenderer
+from debate.runtime import PromptRenderer
 
 
 def identity(role: str, model: str, renderer: PromptRenderer | None = None) -> str:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
-from debate.models._base import Message, Model, ModelSettings
+from debate.models import Message, Model, ModelSettings
 from debate.panel._positions import Presentation
 from debate.panel._samples import consistency, moved, reading_seed
-from debate.records._config import JudgeSpec
-from debate.records._transcript import (
+from debate.records import (
     JudgeEvaluation,
+    JudgeSpec,
     RubricScore,
     SampleReading,
     SwapReading,
@@ -28,10 +28,15 @@ from debate.records._transcript import (
     transcript_view,
     unscored,
 )
-from debate.runtime._ask import CallContext, ask
-from debate.runtime._deadline import Deadline
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._replies import RubricDraft, judge_reply, keyed_items
+from debate.runtime import (
+    CallContext,
+    Deadline,
+    PromptRenderer,
+    RubricDraft,
+    ask,
+    judge_reply,
+    keyed_items,
+)
 
 logger = logging.getLogger(__name__)
 

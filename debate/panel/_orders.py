@@ -26,7 +26,7 @@ import logging
 
 import numpy as np
 
-from debate.records._judgments import ORDERS, VerdictTable
+from debate.records import ORDERS, VerdictTable
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message, Model, ModelSettings
+from debate.models import Message, Model, ModelSettings
 from debate.panel._cascade import (
     EscalationRule,
     Tier,
@@ -30,17 +30,28 @@ from debate.panel._samples import consistent_weights, further_presentations
 from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
-from debate.records._config import JudgeSpec, RunConfig, samples_of
-from debate.records._result import PanelResult, TopicSource
-from debate.records._seed import draw_seed
-from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
-from debate.runtime._deadline import Deadline
-from debate.runtime._events import EventHandler
-from debate.runtime._prompts import PromptRenderer
+from debate.records import (
+    SIDES,
+    JudgeEvaluation,
+    JudgeSpec,
+    PanelResult,
+    RunConfig,
+    TopicSource,
+    Transcript,
+    draw_seed,
+    samples_of,
+)
+from debate.runtime import (
+    CallContext,
+    CallPolicy,
+    Deadline,
+    EventHandler,
+    PromptRenderer,
+    UsageMeter,
+)
+from debate.stats import Method as CalibrationMethod
 from debate.stats import choose_calibration
-from debate.stats._calibration import Method as CalibrationMethod
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 logger = logging.getLogger(__name__)
 

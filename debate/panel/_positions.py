@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from debate.records._transcript import Frozen, Side
+from debate.records import Frozen, Side
 
 PresentationMode = Literal["counterbalanced", "fixed"]
 

@@ -25,9 +25,16 @@ from dataclasses import dataclass
 
 from debate.panel._advice import flagged_arguments
 from debate.panel._advice import recommendation as advise
-from debate.records._config import Thresholds
-from debate.records._result import Agreement, Decision, Diagnostics, Vote
-from debate.records._transcript import JudgeEvaluation, Outcome, Side
+from debate.records import (
+    Agreement,
+    Decision,
+    Diagnostics,
+    JudgeEvaluation,
+    Outcome,
+    Side,
+    Thresholds,
+    Vote,
+)
 from debate.stats import HIGH_AGREEMENT, UNDEFINED, band, fmt
 
 EFFECT_BANDS: tuple[tuple[float, str], ...] = ((0.5, "slightly"), (1.5, "moderately"))

@@ -32,8 +32,7 @@ from numpy.typing import NDArray
 from debate.panel._cascade import Tier
 from debate.panel._evidence import margin_evidence_array
 from debate.panel._positions import Presentation, PresentationMode, presentations
-from debate.records._seed import derive_seed
-from debate.records._transcript import JudgeEvaluation, RubricScore, Transcript
+from debate.records import JudgeEvaluation, RubricScore, Transcript, derive_seed
 
 if TYPE_CHECKING:
     from debate.panel._decision import ScoreBatch, Setting

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 
 from debate.panel._cascade import Escalation, upto
 from debate.panel._evidence import doubt_features, judge_row
-from debate.records._policy import Policy, TierPolicy
-from debate.records._result import PanelResult
-from debate.records._transcript import Outcome, Side
+from debate.records import Outcome, PanelResult, Policy, Side, TierPolicy
 
 
 @dataclass(frozen=True)

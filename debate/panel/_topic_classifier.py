@@ -17,12 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, create_model
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
-from debate.models._base import Message, Model, ModelSettings
+from debate.models import Message, Model, ModelSettings
 from debate.panel._topics import TopicProfiles
-from debate.records._result import TopicSource
-from debate.records._transcript import Frozen
-from debate.runtime._ask import CallContext, ask
-from debate.runtime._prompts import PromptRenderer
+from debate.records import Frozen, TopicSource
+from debate.runtime import CallContext, PromptRenderer, ask
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import data_toml, read_toml
+from debate.records import data_toml, read_toml
 
 DEFAULT_TYPE = "default"
 

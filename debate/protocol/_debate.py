@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from debate.exceptions import DebaterError, ModelOutputError, ProviderError
-from debate.models._base import Message, Model, ModelSettings
-from debate.records._transcript import (
+from debate.models import Message, Model, ModelSettings
+from debate.records import (
     Argument,
     Closing,
     CrossExamination,
@@ -22,11 +22,18 @@ from debate.records._transcript import (
     other,
     transcript_view,
 )
-from debate.runtime._ask import CallContext, ask
-from debate.runtime._deadline import Deadline
-from debate.runtime._events import Phase
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._replies import ArgumentDraft, ClosingDraft, ExamDraft, keyed_items, keyed_reply
+from debate.runtime import (
+    ArgumentDraft,
+    CallContext,
+    ClosingDraft,
+    Deadline,
+    ExamDraft,
+    Phase,
+    PromptRenderer,
+    ask,
+    keyed_items,
+    keyed_reply,
+)
 
 
 @dataclass

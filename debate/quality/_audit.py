@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from debate.quality._effects import FloatArray, IntArray, Slope, absorb, codes, fit
-from debate.records._transcript import Frozen
-from debate.storage._runs import RunStore
+from debate.records import Frozen
+from debate.storage import RunStore
 
 MIN_SAMPLE = 30
 MIN_RUNS = 5

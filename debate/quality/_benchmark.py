@@ -11,8 +11,7 @@ import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
 from debate.api import judge_transcript
-from debate.council._review import check_candidates
-from debate.council._run import run_council
+from debate.council import check_candidates, run_council
 from debate.exceptions import ConfigurationError
 from debate.judgments import (
     DimensionAgreement,
@@ -22,10 +21,8 @@ from debate.judgments import (
     dimension_agreement,
     write_judgments,
 )
-from debate.models._base import Model
-from debate.panel._cascade import ask_every_tier
-from debate.panel._decision import score_matrices
-from debate.panel._identity import identity
+from debate.models import Model
+from debate.panel import ask_every_tier, identity, score_matrices
 from debate.quality._validity import (
     CalibrationReport,
     JudgeValidity,
@@ -38,17 +35,19 @@ from debate.quality._validity import (
     panel_call,
     review_call,
 )
-from debate.records._config import RunConfig
-from debate.records._council import COUNCIL_DIMENSIONS, CouncilResult
-from debate.records._judgments import Scale
-from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS, Frozen, Transcript
-from debate.runtime._ask import total_usage
-from debate.runtime._pool import owned_pool
-from debate.runtime._prompts import PromptRenderer
-from debate.runtime._run import Run
+from debate.records import (
+    COUNCIL_DIMENSIONS,
+    DIMENSIONS,
+    CouncilResult,
+    DebateResult,
+    Frozen,
+    RunConfig,
+    Scale,
+    Transcript,
+)
+from debate.runtime import PromptRenderer, Run, owned_pool, total_usage
 from debate.stats import calibrate as calibrate_scores
-from debate.storage._files import read_jsonl_records
+from debate.storage import read_jsonl_records
 
 
 class DebateItem(Frozen):

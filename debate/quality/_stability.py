@@ -24,15 +24,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from debate.api import judge_transcript
-from debate.council._run import run_council
+from debate.council import run_council
 from debate.quality._audit import Estimate, wilson
-from debate.records._config import RunConfig
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult, Usage
-from debate.records._seed import derive_seed
-from debate.records._transcript import Frozen
-from debate.runtime._pool import ModelPool
-from debate.runtime._run import Run
+from debate.records import CouncilResult, DebateResult, Frozen, RunConfig, Usage, derive_seed
+from debate.runtime import ModelPool, Run
 from debate.stats import kendall_w
 
 NO_LEAD = "none"

@@ -22,12 +22,17 @@ from pydantic import Field, field_validator
 from debate.exceptions import ConfigurationError
 from debate.judgments import DimensionAgreement
 from debate.quality._audit import Estimate, wilson
-from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult, Review
-from debate.records._result import Usage
-from debate.records._transcript import Frozen
-from debate.records._validity import JudgeCorrelation
+from debate.records import (
+    COUNCIL_DIMENSIONS,
+    Candidate,
+    CouncilResult,
+    Frozen,
+    JudgeCorrelation,
+    Review,
+    Usage,
+)
 from debate.stats import krippendorff_alpha
-from debate.storage._files import read_jsonl, read_jsonl_records
+from debate.storage import read_jsonl, read_jsonl_records
 
 Label = Literal["a", "b", "tie"]
 

@@ -28,8 +28,7 @@ from debate.exceptions import ConfigurationError
 from debate.records._input import parse_toml
 from debate.records._preset_header import split_header
 from debate.records._transcript import DIMENSIONS, Frozen
-from debate.stats import RUBRIC_WEIGHTS, check_weights
-from debate.stats._aggregate import Aggregate
+from debate.stats import RUBRIC_WEIGHTS, Aggregate, check_weights
 
 if sys.version_info >= (3, 11):
     import tomllib

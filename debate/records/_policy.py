@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from debate._checks import repeated
 from debate.records._judgments import TableKind
 from debate.records._transcript import Frozen
-from debate.stats._platt import Platt
+from debate.stats import Platt
 
 POLICY_FORMAT: Literal["debate-policy/1"] = "debate-policy/1"
 DEFAULT_CONDITION = (

@@ -16,7 +16,7 @@ from debate.records._transcript import (
     Transcript,
     is_unset,
 )
-from debate.stats._aggregate import Aggregate
+from debate.stats import Aggregate
 
 
 class Agreement(Frozen):

@@ -13,21 +13,41 @@ report of recorded judgments renders through the same entry points, registered b
 
 from __future__ import annotations
 
+from debate.report._batch import BatchSummaryLine, write_batch_summary
+from debate.report._brief import render_validity_brief
 from debate.report._deliberation import deliberation_lines
 from debate.report._dispatch import render_html, render_markdown, write_report
-from debate.report._html import SECTION_IDS, charts
+from debate.report._guarantee import guarantee_html, guarantee_markdown
+from debate.report._html import CSS, SECTION_IDS, charts
 from debate.report._labelling import write_labelling_sheet
-from debate.report._reliability import reliability_svg
-from debate.report._risk_plot import risk_coverage_svg
+from debate.report._markdown import cell, md_table
+from debate.report._markup import esc, key_values, section, table
+from debate.report._reliability import reliability_caption, reliability_figures, reliability_svg
+from debate.report._risk_plot import panel_inks, risk_coverage_svg
 
 __all__ = [
+    "BatchSummaryLine",
+    "CSS",
     "SECTION_IDS",
+    "cell",
     "charts",
     "deliberation_lines",
+    "esc",
+    "guarantee_html",
+    "guarantee_markdown",
+    "key_values",
+    "md_table",
+    "panel_inks",
+    "reliability_caption",
+    "reliability_figures",
+    "reliability_svg",
     "render_html",
     "render_markdown",
-    "reliability_svg",
+    "render_validity_brief",
     "risk_coverage_svg",
+    "section",
+    "table",
+    "write_batch_summary",
     "write_labelling_sheet",
     "write_report",
 ]

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from debate.records._transcript import Frozen
+from debate.records import Frozen
 from debate.report._html import CSS
 from debate.report._markup import esc, section, table
-from debate.storage._files import write_json_atomic
+from debate.storage import write_json_atomic
 
 
 class BatchSummaryLine(Frozen):

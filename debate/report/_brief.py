@@ -9,7 +9,7 @@ report holds; nothing is computed here.
 
 from __future__ import annotations
 
-from debate.records._validity import EqualCoverage, Estimate, RiskCoverage, ValidityReport
+from debate.records import EqualCoverage, Estimate, RiskCoverage, ValidityReport
 
 DEFAULT_BRIEF_PANEL = "labels"
 """The panel the brief speaks of: label-trained weights, learned on the other folds (the

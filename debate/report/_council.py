@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from debate.records._council import BiasFigure, CouncilBias, CouncilResult, RankingEntry, Review
+from debate.records import BiasFigure, CouncilBias, CouncilResult, RankingEntry, Review
 from debate.report._gauges import at, fluid_svg, hline, nice_ticks, pct, ptext, vline
 from debate.report._markup import esc, section, table
 from debate.report._svg import INK, MUTED, text

@@ -7,7 +7,7 @@ Shared by the command's text summary and the Markdown report, so both say it the
 
 from __future__ import annotations
 
-from debate.records._result import DebateResult, Decision
+from debate.records import DebateResult, Decision
 from debate.report._view import HEADLINES
 
 

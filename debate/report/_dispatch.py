@@ -5,12 +5,11 @@ from __future__ import annotations
 from functools import singledispatch
 from pathlib import Path
 
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult
+from debate.records import CouncilResult, DebateResult
 from debate.report._council import render_council_html, render_council_markdown
 from debate.report._html import render_debate_html
 from debate.report._markdown import render_debate_markdown
-from debate.storage._files import write_json_atomic
+from debate.storage import write_json_atomic
 
 
 @singledispatch

@@ -10,7 +10,7 @@ box for a refusal.
 
 from __future__ import annotations
 
-from debate.records._policy import Policy, TierPolicy
+from debate.records import Policy, TierPolicy
 from debate.report._markdown import cell, md_table
 from debate.report._markup import esc, table
 

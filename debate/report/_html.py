@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS
+from debate.records import DIMENSIONS, DebateResult
 from debate.report import _gauges, _svg, _tables, _why
 from debate.report._deliberation import deliberation_lines
 from debate.report._markup import esc, key_values, section

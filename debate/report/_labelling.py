@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from debate.records._judgments import ItemDecision
+from debate.records import ItemDecision
 
 SHEET_COLUMNS = ("item", "judge", "verdict", "option_a", "option_b", "panel_lead", "p_agree")
 """The sheet's columns: the first three make it a labels table; the rest are context."""

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS
+from debate.records import DIMENSIONS, DebateResult
 from debate.report import _why
 from debate.report._deliberation import deliberation_lines
 from debate.report._markup import visible_controls

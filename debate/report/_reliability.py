@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from debate.records._validity import Calibration
+from debate.records import Calibration
 from debate.report._markup import esc
 from debate.report._risk_plot import PANEL_ROLE
 from debate.report._svg import INK, MUTED, svg, text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from debate.records._validity import RiskCoverage, RiskPoint, ValidityReport
+from debate.records import RiskCoverage, RiskPoint, ValidityReport
 from debate.report._gauges import nice_ticks
 from debate.report._markup import esc
 from debate.report._svg import INK, MUTED, svg, text

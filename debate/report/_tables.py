@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from debate.records._result import DebateResult
-from debate.records._transcript import DIMENSIONS, STANDINGS, JudgeEvaluation, Transcript
+from debate.records import DIMENSIONS, STANDINGS, DebateResult, JudgeEvaluation, Transcript
 from debate.report._markup import esc, key_values, section, table
 from debate.report._view import standing_cells, unscored_label
 

@@ -16,11 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from debate.panel._advice import too_close_explanation, winner_explanation
-from debate.panel._decision import score_matrices
-from debate.panel._rules import effect_word
-from debate.records._result import DebateResult, Vote
-from debate.records._transcript import JudgeEvaluation
+from debate.panel import effect_word, score_matrices, too_close_explanation, winner_explanation
+from debate.records import DebateResult, JudgeEvaluation, Vote
 from debate.stats import calibrate, fmt
 
 T = TypeVar("T")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.panel._decision import score_matrices
-from debate.records._result import DebateResult
+from debate.panel import score_matrices
+from debate.records import DebateResult
 from debate.report._view import heatmap, per_result
 from debate.stats import fmt
 

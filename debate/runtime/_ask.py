@@ -31,16 +31,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
-from debate.models._base import Message, Model, ModelSettings, Reply, TokenUsage
-from debate.models._schema import call_max_tokens
-from debate.records._config import RunConfig
-from debate.records._result import CallUsage, SkippedCall, TokenCounts, Usage
+from debate.models import Message, Model, ModelSettings, Reply, TokenUsage, call_max_tokens
+from debate.records import CallUsage, RunConfig, SkippedCall, TokenCounts, Usage
 from debate.runtime._budget import Budget, Hold, prompt_bound
 from debate.runtime._cached import Replayed, cache_slot
 from debate.runtime._events import EventHandler, Phase, StepFinished, StepRetried, StepStarted
 from debate.runtime._parse import Completion, T, check_reply, is_truncated
 from debate.runtime._pricing import PriceTable
-from debate.storage._cache import CallCost, ResponseCache
+from debate.storage import CallCost, ResponseCache
 
 logger = logging.getLogger(__name__)
 

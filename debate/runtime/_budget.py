@@ -18,9 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from debate.exceptions import BudgetExceeded, ConfigurationError
-from debate.models._base import Message, ReplySchema, TokenUsage
-from debate.models._schema import schema_bytes
-from debate.records._result import BudgetCaps
+from debate.models import Message, ReplySchema, TokenUsage, schema_bytes
+from debate.records import BudgetCaps
 from debate.runtime._pricing import PriceTable
 
 logger = logging.getLogger(__name__)

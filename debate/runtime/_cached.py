@@ -13,9 +13,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
-from debate.models._schema import json_schema_of
-from debate.storage._cache import CallCost, ResponseCache, request_key
+from debate.models import Message, Model, ModelSettings, Reply, ReplySchema, json_schema_of
+from debate.storage import CallCost, ResponseCache, request_key
 
 
 @dataclass(frozen=True)

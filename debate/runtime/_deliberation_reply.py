@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from debate.records._transcript import Frozen
+from debate.records import Frozen
 from debate.runtime._replies import RubricDraft, commentary, cut_commentary
 
 REASON_CHARS = 300

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from debate.records._config import RunConfig, samples_of
+from debate.records import RunConfig, samples_of
 
 Phase = Literal[
     "opening", "cross_examination", "closing", "topic", "judge", "council", "deliberation"

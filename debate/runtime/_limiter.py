@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message, Model, ModelSettings, Reply, ReplySchema
-from debate.records._config import MAX_PER_MINUTE
+from debate.models import Message, Model, ModelSettings, Reply, ReplySchema
+from debate.records import MAX_PER_MINUTE
 
 WINDOW = 60.0
 

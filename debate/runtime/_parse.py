@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from debate.exceptions import ModelOutputError
-from debate.models._base import Reply, TokenUsage
+from debate.models import Reply, TokenUsage
 
 T = TypeVar("T", bound=BaseModel)
 

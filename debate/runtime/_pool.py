@@ -11,12 +11,11 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.models import in_process, resolve_model
-from debate.models._base import Model
-from debate.records._config import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
+from debate.models import Model, in_process, resolve_model
+from debate.records import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
 from debate.runtime._limiter import LimitedModel, RateLimiter
 from debate.runtime._pricing import PriceTable
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 CacheSpec = ResponseCache | str | Path | None
 LimiterFactory = Callable[[str, int | None, int | None], RateLimiter]

@@ -19,9 +19,7 @@ from typing import Any
 
 from debate.exceptions import ConfigurationError
 from debate.models import in_process
-from debate.records._config import RunConfig, build_config, data_toml
-from debate.records._preset_header import split_header
-from debate.records._transcript import Frozen
+from debate.records import Frozen, RunConfig, build_config, data_toml, split_header
 from debate.runtime._pool import _endpoint
 
 PANELS = "panels"

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 from pydantic import Field, ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import Finite, data_toml, read_toml, validation_message
+from debate.records import Finite, data_toml, read_toml, validation_message
 
 if TYPE_CHECKING:
-    from debate.records._result import TokenCounts
+    from debate.records import TokenCounts
 
 
 class Price(Finite):

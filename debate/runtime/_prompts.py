@@ -46,7 +46,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig
+from debate.records import RunConfig
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 NONCE_VARIABLE = "_delimiter_key"

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from debate.records._transcript import Frozen, RubricScore
+from debate.records import Frozen, RubricScore
 
 NOTE_CHARS = 200
 KEY_FINDING_CHARS = 300

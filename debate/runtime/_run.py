@@ -17,15 +17,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from debate.models._base import Model
-from debate.records._config import RunConfig
+from debate.models import Model
+from debate.records import RunConfig
 from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
 from debate.runtime._budget import Budget
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import LimitedModel, RateLimiter
 from debate.runtime._pool import ModelPool, close_models, open_cache, owned_pool, run_prices
 from debate.runtime._pricing import PriceTable
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 
 @dataclass(frozen=True)

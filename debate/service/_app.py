@@ -36,8 +36,8 @@ from pydantic.json_schema import models_json_schema
 from debate._gc import freeze_survivors
 from debate._version import __version__
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig
-from debate.runtime._run import Run
+from debate.records import RunConfig
+from debate.runtime import Run
 from debate.service._auth import Authenticator, accepted_digests
 from debate.service._backend import JobStoreLike, open_store
 from debate.service._database import database_target

@@ -24,7 +24,7 @@ from debate.service._models import (
     JobStatus,
     JobSummary,
 )
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 
 class JobStoreLike(Protocol):

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from debate.exceptions import ConfigurationError
-from debate.storage._pg import SCHEMES
+from debate.storage import SCHEMES
 
 DEFAULT_DATABASE = "debate-service.sqlite"
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")

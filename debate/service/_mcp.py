@@ -31,19 +31,15 @@ from pydantic import Field, StrictInt, ValidationError
 
 from debate._version import __version__
 from debate.api import judge_transcript, run_debate
-from debate.council._run import run_council
+from debate.council import run_council
 from debate.exceptions import (
     ConfigurationError,
     DebateError,
 )
 from debate.judgments import decide_judgments, read_judgment_rows
-from debate.models._base import Model
-from debate.records._config import RunConfig
-from debate.records._council import Candidate
-from debate.records._transcript import Frozen, Transcript
-from debate.runtime._events import Event, Planned, StepFinished, planned_calls
-from debate.runtime._pool import ModelPool
-from debate.runtime._run import Run
+from debate.models import Model
+from debate.records import Candidate, Frozen, RunConfig, Transcript
+from debate.runtime import Event, ModelPool, Planned, Run, StepFinished, planned_calls
 from debate.service._models import (
     CouncilCandidate,
     CouncilRequest,

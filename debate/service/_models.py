@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from debate.records._transcript import Frozen, Transcript
+from debate.records import Frozen, Transcript
 
 JobKind = Literal["debate", "judgement", "council", "decision"]
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]

@@ -26,7 +26,7 @@ import base64
 import hashlib
 from typing import TYPE_CHECKING
 
-from debate.report._html import CSS as REPORT_CSS
+from debate.report import CSS as REPORT_CSS
 from debate.service._page_script import PAGE_SCRIPT
 from debate.service._summary import OUTCOMES, STATUSES
 

@@ -65,8 +65,7 @@ from debate.service._store import (
     with_seed,
 )
 from debate.service._summary import PG_COLUMNS, row_summary, where_clause
-from debate.storage._pg import migrate, open_pool
-from debate.storage._pgcache import PgResponseCache
+from debate.storage import PgResponseCache, migrate, open_pool
 
 logger = logging.getLogger(__name__)
 

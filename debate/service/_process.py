@@ -29,8 +29,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig
-from debate.runtime._run import Run
+from debate.records import RunConfig
+from debate.runtime import Run
 from debate.service._backend import JobBackend, open_store
 from debate.service._database import database_target
 from debate.service._models import Job, ServiceSettings

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import (
+from debate.records import (
     JudgeSpec,
     RunConfig,
     build_config,

@@ -24,10 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from debate.exceptions import ConfigurationError
 from debate.judgments import Decided
-from debate.records._config import RunConfig, validation_message
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult
-from debate.records._transcript import Outcome
+from debate.records import CouncilResult, DebateResult, Outcome, RunConfig, validation_message
 from debate.report import render_html
 from debate.service._auth import Authenticator, AuthError, Caller
 from debate.service._backend import JobStoreLike

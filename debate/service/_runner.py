@@ -24,19 +24,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from debate.api import judge_transcript, run_debate
-from debate.council._run import run_council
+from debate.council import run_council
 from debate.exceptions import (
     DebateError,
 )
 from debate.judgments import Decided, decide_judgments, read_judgment_rows
-from debate.models._base import Model
+from debate.models import Model
 from debate.models.test import TestModel
-from debate.records._config import RunConfig
-from debate.records._council import Candidate
-from debate.records._errors import error_field, error_kind, one_line
-from debate.runtime._events import Event, Planned, event_record, planned_calls
-from debate.runtime._pool import ModelPool
-from debate.runtime._run import Run
+from debate.records import Candidate, RunConfig, error_field, error_kind, one_line
+from debate.runtime import Event, ModelPool, Planned, Run, event_record, planned_calls
 from debate.service._backend import JobBackend
 from debate.service._models import (
     CouncilRequest,

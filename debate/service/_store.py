@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, get_args
 
-from debate.records._seed import draw_seed
+from debate.records import draw_seed
 from debate.service._feed import PollWatch
 from debate.service._models import (
     FINAL,
@@ -46,8 +46,7 @@ from debate.service._models import (
     JudgementRequest,
 )
 from debate.service._summary import SQLITE_COLUMNS, row_summary, where_clause
-from debate.storage._cache import ResponseCache
-from debate.storage._sqlite import write_lock, write_transaction
+from debate.storage import ResponseCache, write_lock, write_transaction
 
 SCHEMA_SQL = (
     """CREATE TABLE IF NOT EXISTS jobs (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, get_args
 
-from debate.records._transcript import Outcome
+from debate.records import Outcome
 from debate.service._models import Job, JobError, JobRequest, JobStatus, JobSummary
 
 SUBJECT_CHARS = 300

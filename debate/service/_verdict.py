@@ -13,10 +13,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from debate.records._council import CouncilResult
-from debate.records._judgments import ItemDecision
-from debate.records._result import Agreement, DebateResult, Diagnostics, Usage
-from debate.records._transcript import Frozen
+from debate.records import (
+    Agreement,
+    CouncilResult,
+    DebateResult,
+    Diagnostics,
+    Frozen,
+    ItemDecision,
+    Usage,
+)
 from debate.service._models import JobKind
 from debate.stats import fmt
 

@@ -8,7 +8,23 @@ writer live with the product that reads them, :mod:`debate.judgments`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from debate._faces import lazy_names
+from debate.storage._cache import CallCost, ResponseCache, request_key
+from debate.storage._files import (
+    current_umask,
+    load_result,
+    read_jsonl,
+    read_jsonl_records,
+    validated,
+    write_json_atomic,
+)
+from debate.storage._pg import SCHEMES, migrate, open_pool
+from debate.storage._pgcache import PgResponseCache
+from debate.storage._runinfo import recording_run, resolve_seed
+from debate.storage._runs import RunStore, default_store_path
+from debate.storage._sqlite import write_lock, write_transaction
 
 if TYPE_CHECKING:
     from debate.storage._policy import read_policy, write_policy
@@ -17,25 +33,29 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.storage._policy": ("read_policy", "write_policy"),
 }
 """Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "CallCost",
+    "PgResponseCache",
+    "ResponseCache",
+    "RunStore",
+    "SCHEMES",
+    "current_umask",
+    "default_store_path",
+    "load_result",
+    "migrate",
+    "open_pool",
+    "read_jsonl",
+    "read_jsonl_records",
     "read_policy",
+    "recording_run",
+    "request_key",
+    "resolve_seed",
+    "validated",
+    "write_json_atomic",
+    "write_lock",
     "write_policy",
+    "write_transaction",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The policy file's functions, imported on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module 'debate.storage' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the ones not imported yet included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _MODULES)

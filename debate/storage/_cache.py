@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from debate.models._base import (
+from debate.models import (
     Message,
     ModelSettings,
     TokenUsage,

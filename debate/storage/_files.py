@@ -12,10 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import validation_message
-from debate.records._council import CouncilResult
-from debate.records._input import parse_json
-from debate.records._result import DebateResult
+from debate.records import CouncilResult, DebateResult, parse_json, validation_message
 
 
 def write_json_atomic(path: str | Path, text: str) -> Path:

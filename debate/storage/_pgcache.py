@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from debate.models._base import TokenUsage
+from debate.models import TokenUsage
 from debate.storage._cache import CachedReply, CallCost, ResponseCache, reply_of
 from debate.storage._pg import migrate, open_pool
 

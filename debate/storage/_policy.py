@@ -9,8 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import validation_message
-from debate.records._policy import POLICY_FORMAT, Policy
+from debate.records import POLICY_FORMAT, Policy, validation_message
 from debate.storage._files import field_of, write_json_atomic
 
 MAKE_ONE = "`debate validity TABLE --labels L --target-agreement T --risk R`"

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from debate._version import __version__
 from debate.exceptions import ConfigurationError, DebateError
-from debate.records._seed import check_seed, draw_seed
+from debate.records import check_seed, draw_seed
 from debate.storage._cache import ResponseCache
 from debate.storage._files import write_json_atomic
 

@@ -21,9 +21,14 @@ from typing import Literal
 import numpy as np
 
 from debate.exceptions import ConfigurationError
-from debate.records._council import CouncilResult
-from debate.records._result import DebateResult
-from debate.records._transcript import Frozen, JudgeEvaluation, RubricScore, side_of
+from debate.records import (
+    CouncilResult,
+    DebateResult,
+    Frozen,
+    JudgeEvaluation,
+    RubricScore,
+    side_of,
+)
 from debate.stats import calibrate
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import pytest
 
 from debate._cli.main import main
 from debate.models.test import fill_schema
-from debate.runtime._limiter import RateLimiter
+from debate.runtime import RateLimiter
 from tests.support import ROOT
 from tests.support.openai_server import FakeOpenAIServer, Reply, empty_first_try, is_reask
 
@@ -180,8 +180,8 @@ def test_prices_give_a_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_batch_weights_votes_by_track_records_and_records_its_runs(tmp_path: Path) -> None:
     from debate.judgments import TrackRecords
-    from debate.panel._identity import identity
-    from debate.storage._runs import RunStore
+    from debate.panel import identity
+    from debate.storage import RunStore
 
     store = tmp_path / "store.sqlite"
     key = identity("risk", "scripted")

@@ -11,8 +11,8 @@ import pytest
 
 from debate._cli.main import main
 from debate.judgments import TrackRecords
-from debate.panel._identity import identity
-from debate.quality._validity import CalibrationReport
+from debate.panel import identity
+from debate.quality import CalibrationReport
 from tests.support.helpers import transcript
 from tests.support.openai_server import FakeOpenAIServer, Reply
 

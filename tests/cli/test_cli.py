@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from debate._cli.main import main
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from tests.support import ROOT
 from tests.support.helpers import served
 from tests.support.openai_server import FakeOpenAIServer

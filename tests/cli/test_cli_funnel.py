@@ -29,7 +29,7 @@ from debate.exceptions import (
     ProviderError,
 )
 from debate.models.test import fill_schema
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from debate.storage._runinfo import RunInfo
 from tests.support import ROOT
 from tests.support.openai_server import FakeOpenAIServer, Reply

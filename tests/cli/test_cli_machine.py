@@ -30,11 +30,10 @@ from debate.exceptions import (
 )
 from debate.models import local
 from debate.models.test import fill_schema
-from debate.records._config import RunConfig
-from debate.records._result import DebateResult
+from debate.records import DebateResult, RunConfig
 from debate.report._batch import BatchSummaryLine, render_batch_html
-from debate.runtime._events import planned_calls
-from debate.storage._files import current_umask, write_json_atomic
+from debate.runtime import planned_calls
+from debate.storage import current_umask, write_json_atomic
 from tests.support import ROOT as CHECKOUT
 from tests.support.helpers import ROLE, graded, served, transcript
 from tests.support.openai_server import FakeOpenAIServer, Reply, request_schema

@@ -19,8 +19,8 @@ import pytest
 
 from debate._cli import common
 from debate._cli.main import main
-from debate.models._base import TokenUsage
-from debate.storage._cache import ResponseCache
+from debate.models import TokenUsage
+from debate.storage import ResponseCache
 from tests.support import ROOT
 
 TOPIC = "Should we adopt four-day weeks?"

@@ -16,9 +16,8 @@ import pytest
 
 from debate._cli.main import main
 from debate.judgments import read_judgments
-from debate.records._judgments import VerdictTable
-from debate.records._validity import ValidityReport
-from debate.report._brief import render_validity_brief
+from debate.records import ValidityReport, VerdictTable
+from debate.report import render_validity_brief
 from tests.support import ROOT
 
 SHIPPED = ROOT / "debate" / "data" / "examples" / "pandalm"
@@ -144,7 +143,7 @@ def test_validity_brief_on_the_shipped_panel(
 
 def test_brief_leaves_out_what_the_report_lacks() -> None:
     """No best judge, no comparison, no policy: the brief says only what there is."""
-    from debate.records._validity import AgreementComparison
+    from debate.records import AgreementComparison
 
     bare = ValidityReport(
         source="t.csv", kind="verdicts", units=3, labelled=0, items=3, folds=2, seed=0,

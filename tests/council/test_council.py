@@ -10,10 +10,10 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig
 from debate._cli.main import main
-from debate.council._run import load_candidates, run_council_sync
+from debate.council import load_candidates, run_council_sync
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message
-from debate.records._council import Candidate, CouncilResult
+from debate.models import Message
+from debate.records import Candidate, CouncilResult
 from tests.support.helpers import review_reply, shown_candidates
 
 QUALITY = {"alpha answer": 8.0, "beta answer": 6.0, "gamma answer": 4.0}

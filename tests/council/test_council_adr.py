@@ -19,13 +19,12 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig
 from debate._cli.main import main
-from debate.council._run import run_council_sync
-from debate.models._base import Message
-from debate.quality._audit import audit
-from debate.records._council import COUNCIL_DIMENSIONS, Candidate, CouncilResult
-from debate.records._transcript import DIMENSIONS, STANDINGS
+from debate.council import run_council_sync
+from debate.models import Message
+from debate.quality import audit
+from debate.records import COUNCIL_DIMENSIONS, DIMENSIONS, STANDINGS, Candidate, CouncilResult
 from debate.report._council import render_council_html
-from debate.runtime._prompts import PromptRenderer
+from debate.runtime import PromptRenderer
 from debate.stats import (
     Ranking,
     accuracy_ceiling,
@@ -35,7 +34,7 @@ from debate.stats import (
     rubric_overall,
     t95,
 )
-from debate.storage._runs import RunStore
+from debate.storage import RunStore
 from tests.council.test_council_rules import answer, reviewer
 from tests.service.test_service_page import CHROMIUM, Browser
 from tests.support.helpers import review_reply, shown_candidates

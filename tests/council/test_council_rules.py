@@ -18,20 +18,20 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig
+from debate.council import run_council_sync
 from debate.council._aggregate import aggregate
-from debate.council._run import run_council_sync
-from debate.models._base import Message
-from debate.records._council import (
+from debate.models import Message
+from debate.records import (
     COUNCIL_DIMENSIONS,
     Candidate,
     CouncilResult,
     CouncilScore,
     Review,
+    Usage,
 )
-from debate.records._result import Usage
 from debate.report._council import render_council_html
 from debate.stats import Ranking, borda, intervals_tie, normalized_scores, rubric_overall
-from debate.storage._runs import RunStore
+from debate.storage import RunStore
 from tests.support.helpers import shown_candidates
 
 CANDS = ["a", "b", "c"]

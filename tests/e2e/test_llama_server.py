@@ -24,12 +24,11 @@ from typing import Any, get_args
 import pytest
 
 from debate import RunConfig, run_debate_sync
-from debate.models._base import Message, ModelSettings
+from debate.models import Message, ModelSettings
 from debate.models.local import locate_smollm2_gguf
 from debate.models.openai import OpenAIModel
-from debate.records._result import DebateResult
-from debate.records._transcript import Outcome
-from debate.runtime._replies import judge_reply
+from debate.records import DebateResult, Outcome
+from debate.runtime import judge_reply
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from debate.exceptions import ConfigurationError, ProviderError
-from debate.models._base import Message, ModelSettings
+from debate.models import Message, ModelSettings
+from debate.runtime import judge_reply, keyed_items
 from debate.runtime._parse import parse_reply
-from debate.runtime._replies import judge_reply, keyed_items
 
 llama_cpp = pytest.importorskip("llama_cpp")
 

@@ -18,7 +18,7 @@ from debate.exceptions import ConfigurationError
 from debate.judgments import planted_scores, planted_verdicts
 from debate.judgments._crossfit import cross_fit, fold_of_items
 from debate.judgments._decide import select_judges, validate_judgments
-from debate.records._judgments import NO_CALL, Calls, DecisionFrame
+from debate.records import NO_CALL, Calls, DecisionFrame
 
 ACCURACY = {"sharp": 0.85, "good": 0.75, "fair": 0.68, "weak": 0.6, "adversary": 0.2}
 NOISE = {"sharp": 0.6, "good": 0.75, "fair": 0.9, "weak": 1.2}

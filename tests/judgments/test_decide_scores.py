@@ -12,8 +12,7 @@ import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.judgments._recorded import decide_scores, evaluation_table, option_points
-from debate.records._config import Thresholds
-from debate.records._judgments import NO_CALL, ItemDecision, Scale, ScoreTable
+from debate.records import NO_CALL, ItemDecision, Scale, ScoreTable, Thresholds
 from tests.support.helpers import graded, planted_judges, transcript
 
 Row = tuple[str, str, str, str, float] | tuple[str, str, str, str, float, str]

@@ -12,8 +12,7 @@ from pydantic import ValidationError
 from debate.exceptions import ConfigurationError
 from debate.judgments import planted_verdicts
 from debate.judgments._verdicts import N_BOOT, decide_verdicts, verdict_matrix
-from debate.records._config import Thresholds, load_config
-from debate.records._judgments import ORDERS, VERDICTS, ItemDecision, VerdictTable
+from debate.records import ORDERS, VERDICTS, ItemDecision, Thresholds, VerdictTable, load_config
 
 THRESHOLDS = Thresholds()
 SPLIT_SHARE = THRESHOLDS.split_share

@@ -14,7 +14,7 @@ import pytest
 from debate._cli.main import main
 from debate.exceptions import ConfigurationError
 from debate.judgments import read_judgment_rows, read_judgments, table_rows, write_judgments
-from debate.records._judgments import NO_CALL, Scale, ScoreTable, VerdictTable
+from debate.records import NO_CALL, Scale, ScoreTable, VerdictTable
 from tests.cli.test_calibrate_cli import GOOD, prefers_the_good_answer
 from tests.support import ROOT
 from tests.support.openai_server import FakeOpenAIServer

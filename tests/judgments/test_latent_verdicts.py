@@ -25,7 +25,7 @@ from debate.judgments._earned import (
     orient,
 )
 from debate.judgments._verdicts import verdict_matrix
-from debate.records._judgments import NO_CALL, VerdictTable
+from debate.records import NO_CALL, VerdictTable
 from debate.stats import dawid_skene, one_coin, reliability_weights
 from tests.support.verdict_tables import mirror_verdicts, planted_orders
 

@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 from debate.judgments import decide_judgments
 from debate.judgments._crossfit import cross_fit
 from debate.judgments._verdicts import decide_verdicts
-from debate.records._config import Thresholds
-from debate.records._judgments import ItemDecision, Scale, ScoreTable, VerdictTable
+from debate.records import ItemDecision, Scale, ScoreTable, Thresholds, VerdictTable
 from tests.support.verdict_tables import mirror_scores, mirror_verdicts, verdict_table
 
 SWAP_NAMES = {"A": "B", "B": "A", "AB": "BA", "BA": "AB", "PRO": "CON", "CON": "PRO"}

@@ -21,8 +21,8 @@ from debate.judgments import (
 )
 from debate.judgments._crossfit import predict_agree
 from debate.judgments._policy import fit_tier
-from debate.panel._evidence import evidence_weights, verdict_evidence
-from debate.records._judgments import NO_CALL, DecisionFrame
+from debate.panel import evidence_weights, verdict_evidence
+from debate.records import NO_CALL, DecisionFrame
 from debate.storage import read_policy
 
 GOOD = {"strong": 0.85, "mid": 0.78, "weak": 0.72}

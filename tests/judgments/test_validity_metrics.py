@@ -18,8 +18,7 @@ from debate.judgments._metrics import (
     validity_report,
 )
 from debate.judgments._resample import ItemBootstrap, kendall_replicates, spearman_replicates
-from debate.records._judgments import NO_CALL, Calls, DecisionFrame, OptionScores
-from debate.records._validity import ValidityReport
+from debate.records import NO_CALL, Calls, DecisionFrame, OptionScores, ValidityReport
 
 X = NO_CALL
 WINNER, TOO_CLOSE, IRRECONCILABLE, INSUFFICIENT = 0, 1, 2, 3

@@ -28,9 +28,15 @@ from debate.judgments._metrics import (
     write_frame_csv,
 )
 from debate.judgments._report import SUMMARY_HEAD, render_validity_summary
-from debate.records._judgments import NO_CALL, Calls, DecisionFrame, OptionScores
-from debate.records._policy import Policy, TierPolicy
-from debate.records._validity import ValidityReport
+from debate.records import (
+    NO_CALL,
+    Calls,
+    DecisionFrame,
+    OptionScores,
+    Policy,
+    TierPolicy,
+    ValidityReport,
+)
 from debate.report import render_html, risk_coverage_svg
 from debate.report._risk_plot import PLOT_LEFT, PLOT_RIGHT
 from debate.stats import Platt

@@ -26,9 +26,9 @@ from typing import Any
 from debate import DebaterError, RunConfig, run_debate
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
-from debate.records._result import DebateResult
-from debate.runtime._run import Run
-from debate.storage._cache import ResponseCache
+from debate.records import DebateResult
+from debate.runtime import Run
+from debate.storage import ResponseCache
 from tests.support.openai_server import FakeOpenAIServer, Reply, empty_first_try, is_reask
 
 KINDS = ("http_500", "http_429", "hang", "truncated", "missing_key", "empty", "wrong_ids")
@@ -321,8 +321,8 @@ def test_killed_run_resumes_and_resends_only_unfinished_calls(tmp_path: Path) ->
 def test_a_reply_cut_off_by_the_token_budget_is_asked_again_with_twice_the_budget() -> None:
     from pydantic import BaseModel
 
-    from debate.models._base import Message, ModelSettings, Reply, TokenUsage
-    from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
+    from debate.models import Message, ModelSettings, Reply, TokenUsage
+    from debate.runtime import CallContext, CallPolicy, UsageMeter, ask
 
     class Said(BaseModel):
         text: str
@@ -398,7 +398,7 @@ def test_a_run_whose_every_call_needed_a_re_ask_is_replayed_and_sends_nothing(
 def test_a_function_model_empty_on_every_first_try_is_replayed_whole(tmp_path: Path) -> None:
     """The issue's measurement with a FunctionModel: first run 18 requests, the same run
     again 9 (0 expected)."""
-    from debate.models._base import Message
+    from debate.models import Message
     from debate.models.test import FunctionModel
 
     def reply(messages: list[Message], schema: Any) -> str:

@@ -22,9 +22,9 @@ import pytest
 
 from debate._version import __version__
 from debate.exceptions import ProviderError
-from debate.models._base import Message, ModelSettings, Reply
+from debate.models import Message, ModelSettings, Reply
 from debate.models.openai import OpenAIModel, endpoint_url, request_headers
-from debate.runtime._replies import ClosingDraft
+from debate.runtime import ClosingDraft
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.openai_server import Reply as ServerReply
 

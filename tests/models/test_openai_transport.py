@@ -20,10 +20,10 @@ from pydantic import BaseModel
 
 from debate._cli.main import main
 from debate.exceptions import ProviderError
-from debate.models._base import Message, ModelSettings, Reply
+from debate.models import Message, ModelSettings, Reply
 from debate.models._schema import reply_max_tokens
 from debate.models.openai import FORMS, OpenAIModel
-from debate.runtime._replies import ClosingDraft, judge_reply
+from debate.runtime import ClosingDraft, judge_reply
 from tests.support.helpers import served
 from tests.support.openai_server import (
     LLAMA_JSON_SCHEMA_500,

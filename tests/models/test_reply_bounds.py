@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from debate._cli.common import ProgressPrinter
 from debate.council._review import Answer, review_reply
 from debate.exceptions import ModelOutputError
-from debate.models._base import Message, ModelSettings, Reply
+from debate.models import Message, ModelSettings, Reply
 from debate.models._schema import (
     FALLBACK_MAX_TOKENS,
     UnsupportedSchema,
@@ -25,10 +25,18 @@ from debate.models._schema import (
 )
 from debate.models.local import RepetitionGuard
 from debate.models.test import ScriptedModel
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
-from debate.runtime._deliberation_reply import deliberation_reply
-from debate.runtime._events import Planned, StepFinished
-from debate.runtime._replies import ClosingDraft, judge_reply, keyed_reply
+from debate.runtime import (
+    CallContext,
+    CallPolicy,
+    ClosingDraft,
+    Planned,
+    StepFinished,
+    UsageMeter,
+    ask,
+    deliberation_reply,
+    judge_reply,
+    keyed_reply,
+)
 
 IDS = ("PRO-1", "PRO-2", "CON-1", "CON-2")
 SCHEMAS = [

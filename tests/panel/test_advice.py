@@ -13,8 +13,7 @@ from debate.panel._advice import (
     winner_explanation,
 )
 from debate.panel._rules import decide
-from debate.records._config import Thresholds
-from debate.records._result import Agreement, Decision, Diagnostics, Vote
+from debate.records import Agreement, Decision, Diagnostics, Thresholds, Vote
 from debate.report._view import explanation
 from tests.report.test_report import judged
 

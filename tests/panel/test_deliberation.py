@@ -14,11 +14,9 @@ from pydantic import BaseModel
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate._cli.main import main
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message
-from debate.records._config import build_config
-from debate.records._result import DebateResult, PanelResult
-from debate.records._transcript import DIMENSIONS
-from debate.runtime._deliberation_reply import deliberation_reply
+from debate.models import Message
+from debate.records import DIMENSIONS, DebateResult, PanelResult, build_config
+from debate.runtime import deliberation_reply
 from tests.support import ROOT
 from tests.support.helpers import graded, role_of, schema_ids, transcript
 

@@ -10,7 +10,7 @@ import pytest
 from debate._cli.main import main
 from debate.judgments import decide_judgments, table_rows, validate_judgments, write_judgments
 from debate.panel._orders import BA_AS_READ, MIN_BOTH_ORDERS, ba_as_read
-from debate.records._judgments import VerdictTable
+from debate.records import VerdictTable
 from tests.support.verdict_tables import as_read, planted_orders, verdict_table
 
 JUDGES = {"a": (0.9, 0.1), "b": (0.8, 0.15), "c": (0.75, 0.2), "d": (0.7, 0.1)}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig, ScriptedModel
-from debate.panel._decision import score_matrices
+from debate.panel import score_matrices
 from debate.stats import calibrate, krippendorff_alpha
 from tests.support.helpers import planted_judges, role_of, schema_ids, transcript
 

@@ -14,7 +14,7 @@ import pytest
 
 from debate import PolicyRule, judge_transcript_sync
 from debate._cli.main import main
-from debate.records._policy import Policy, TierPolicy, guarantee_sentence
+from debate.records import Policy, TierPolicy, guarantee_sentence
 from debate.stats import Platt
 from debate.storage import write_policy
 from tests.panel.test_tiers import (

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.models._base import Message
+from debate.models import Message
 from debate.panel._samples import reading_seed
-from debate.records._config import JudgeSpec
+from debate.records import JudgeSpec
 from tests.support.helpers import graded, role_of, schema_ids, transcript
 
 T = transcript()
@@ -76,7 +76,7 @@ def test_a_replay_with_the_same_seed_asks_the_same_questions() -> None:
 
 
 def test_combined_scores_are_the_mean_of_the_readings() -> None:
-    from debate.panel._decision import score_matrices
+    from debate.panel import score_matrices
 
     p, _ = panel(judge({"technical"}), samples=2)
     result = p.evaluate_sync(T, seed=1)

@@ -32,12 +32,11 @@ from debate import (
 from debate._cli.main import main
 from debate.council._review import Council, Reviewer
 from debate.judgments import TrackRecords
-from debate.models._base import Message
+from debate.models import Message
 from debate.panel._positions import presentations
 from debate.quality._benchmark import DebateItem, calibrate_debates
-from debate.records._config import RunConfig, build_config, load_config
-from debate.records._council import Candidate
-from debate.runtime._run import Run
+from debate.records import Candidate, RunConfig, build_config, load_config
+from debate.runtime import Run
 from tests.support.helpers import (
     RESPONSE,
     ROLE,

@@ -7,8 +7,8 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message
-from debate.panel._topics import TopicProfiles
+from debate.models import Message
+from debate.panel import TopicProfiles
 from tests.support.helpers import planted_judges, transcript
 
 

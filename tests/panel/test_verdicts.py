@@ -15,9 +15,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.panel._rules import effect_word
-from debate.records._config import default_judges
-from debate.records._result import PanelResult
+from debate.panel import effect_word
+from debate.records import PanelResult, default_judges
 from debate.report._view import explanation, margin_words
 from debate.stats import bootstrap_margin, calibrate, minmax, zscore
 from tests.support.helpers import as_result, planted_judges, transcript

@@ -15,17 +15,19 @@ import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.exceptions import ConfigurationError
-from debate.models._base import Message
-from debate.panel._decision import Context, ScoreBatch, Setting, conclude_batch
-from debate.records._config import JudgeSpec, Thresholds, build_config, default_judges
-from debate.stats._aggregate import aggregate, aggregate_vote_batch, trimmed
-from debate.stats._batched import bootstrap_margin_batch, calibrate_batch, side_means
-from debate.stats._effective import (
+from debate.models import Message
+from debate.panel import Context, ScoreBatch, Setting, conclude_batch
+from debate.records import JudgeSpec, Thresholds, build_config, default_judges
+from debate.stats import (
+    bootstrap_margin_batch,
+    calibrate_batch,
     correlation_batch,
     design_effect,
     effective_votes,
     effective_votes_interval,
+    side_means,
 )
+from debate.stats._aggregate import aggregate, aggregate_vote_batch, trimmed
 from tests.support.helpers import planted_judges, transcript
 
 WIDE = transcript(pro=10, con=10)

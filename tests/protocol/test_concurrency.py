@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from debate import RunConfig, run_debate_sync
-from debate.models._base import Message, ModelSettings
+from debate.models import Message, ModelSettings
 from debate.models.openai import OpenAIModel
-from debate.runtime._replies import ClosingDraft
+from debate.runtime import ClosingDraft
 from tests.support.openai_server import FakeOpenAIServer, Record
 
 

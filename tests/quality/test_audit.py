@@ -17,12 +17,12 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig, judge_transcript_sync
 from debate._cli.main import main
-from debate.council._run import run_council_sync
-from debate.models._base import Message
+from debate.council import run_council_sync
+from debate.models import Message
 from debate.quality._audit import Audit, Estimate, JudgeAudit, audit
 from debate.quality._effects import fit, identified
-from debate.records._council import Candidate
-from debate.storage._runs import RunStore
+from debate.records import Candidate
+from debate.storage import RunStore
 from tests.support.helpers import (
     as_result,
     graded,

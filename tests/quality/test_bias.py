@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig, run_debate_sync
 from debate.api import write_result
-from debate.models._base import Message
+from debate.models import Message
 from debate.models.test import TestModel
-from debate.quality._audit import audit
-from debate.storage._runs import RunStore
+from debate.quality import audit
+from debate.storage import RunStore
 from tests.support.helpers import as_result, graded, role_of, schema_ids, transcript
 
 BOOST = 2

@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from debate import FunctionModel
 from debate._cli.main import main
-from debate.council._run import run_council_sync
-from debate.models._base import Message
+from debate.council import run_council_sync
+from debate.models import Message
 from debate.quality._stability import Stability, council_stability, run_seeds
-from debate.records._council import Candidate
+from debate.records import Candidate
 from debate.stats import kendall_w
 from tests.support import ROOT
 from tests.support.helpers import graded, review_reply, served, shown_candidates

@@ -11,11 +11,11 @@ from pydantic import BaseModel
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.judgments import TrackRecords
-from debate.models._base import Message
-from debate.panel._identity import identity
+from debate.models import Message
+from debate.panel import identity
 from debate.quality._benchmark import DebateItem, calibrate_debates
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg
-from debate.runtime._prompts import PromptRenderer
+from debate.runtime import PromptRenderer
 from tests.support.helpers import role_of, schema_ids, transcript
 
 GOOD = {"PRO-1": 7, "PRO-2": 6, "PRO-3": 5, "CON-1": 4, "CON-2": 4, "CON-3": 3}

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 import debate
 from debate.exceptions import ConfigurationError
-from debate.records._policy import DEFAULT_CONDITION, Policy, TierPolicy, guarantee_sentence
+from debate.records import DEFAULT_CONDITION, Policy, TierPolicy, guarantee_sentence
 from debate.stats import Platt
 from debate.storage import read_policy, write_policy
 

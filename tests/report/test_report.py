@@ -13,11 +13,10 @@ import pytest
 
 from debate import FunctionModel, RunConfig, judge_transcript_sync, write_result
 from debate._cli.main import main
-from debate.records._result import DebateResult
-from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
+from debate.records import Argument, Closing, CrossExamination, DebateResult, Transcript
 from debate.report import SECTION_IDS, render_html, render_markdown, write_report
 from debate.report._markdown import text as md_text
-from debate.storage._files import load_result
+from debate.storage import load_result
 from tests.support.helpers import planted_judges
 
 HOSTILE = "<script>alert(1)</script> {{ 7*7 }}"
@@ -479,7 +478,7 @@ DIMS = ("logic", "evidence", "responsiveness", "honesty")
 
 
 def _css() -> str:
-    from debate.report._html import CSS
+    from debate.report import CSS
 
     return CSS
 

@@ -22,12 +22,10 @@ from debate.exceptions import ModelOutputError, ProviderError
 from debate.models import Message, ModelSettings, Reply, ScriptedModel, TokenUsage
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
-from debate.records._result import DebateResult
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
+from debate.records import DebateResult
+from debate.runtime import CallContext, CallPolicy, Event, Run, StepFinished, UsageMeter, ask
 from debate.runtime._cached import cache_slot
-from debate.runtime._events import Event, StepFinished
-from debate.runtime._run import Run
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 from tests.support.helpers import transcript
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.openai_server import Reply as ServerReply

@@ -19,14 +19,12 @@ from debate._cli import common
 from debate._cli.main import main
 from debate.api import judge_transcript, run_debate
 from debate.exceptions import BudgetExceeded, ConfigurationError
-from debate.models._base import TokenUsage
+from debate.models import TokenUsage
 from debate.models.test import TestModel
-from debate.records._config import RunConfig
-from debate.records._result import DebateResult
+from debate.records import DebateResult, RunConfig
+from debate.runtime import RateLimiter, Run
 from debate.runtime._budget import Budget, prompt_bound
-from debate.runtime._limiter import RateLimiter
 from debate.runtime._pricing import Price, PriceTable
-from debate.runtime._run import Run
 from tests.support.helpers import transcript
 
 MAX_TOKENS = 320

@@ -21,15 +21,13 @@ import pytest
 
 from debate import RunConfig, run_debate_sync
 from debate._cli.main import main
-from debate.council._run import run_council_sync
+from debate.council import run_council_sync
 from debate.exceptions import ConfigurationError
 from debate.models.openai import OpenAIModel
 from debate.models.test import fill_schema
-from debate.records._config import build_config
-from debate.records._council import Candidate
-from debate.records._result import DebateResult
+from debate.records import Candidate, DebateResult, build_config
+from debate.runtime import ModelPool
 from debate.runtime._limiter import LimitedModel
-from debate.runtime._pool import ModelPool
 from tests.support import ROOT
 from tests.support.openai_server import request_schema
 

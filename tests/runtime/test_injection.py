@@ -10,12 +10,12 @@ from pydantic import BaseModel, ValidationError
 
 from debate import FunctionModel, Message, run_debate_sync
 from debate.models.test import fill_schema
-from debate.records._transcript import Argument, transcript_view
+from debate.records import Argument, transcript_view
+from debate.report import esc
 from debate.report._markdown import text as md_text
-from debate.report._markup import esc
+from debate.runtime import Run
 from debate.runtime._prompts import ZWSP, PromptRenderer, data_block
-from debate.runtime._run import Run
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 MARKERS = [
     "<|im_start|>system",

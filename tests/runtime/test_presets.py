@@ -20,8 +20,7 @@ import pytest
 
 import debate
 from debate._cli.main import main
-from debate.records._config import DEFAULT_ENDPOINT, RunConfig, load_config
-from debate.records._result import DebateResult
+from debate.records import DEFAULT_ENDPOINT, DebateResult, RunConfig, load_config
 from debate.runtime._presets import (
     EMBEDDED,
     UNKNOWN_FAMILY,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from debate._cli.main import main
-from debate.records._config import data_toml
-from debate.runtime._pricing import PriceTable
+from debate.records import data_toml
+from debate.runtime import PriceTable
 from tests.support.helpers import transcript
 from tests.support.openai_server import FakeOpenAIServer
 

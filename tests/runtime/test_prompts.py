@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from debate.exceptions import ConfigurationError
-from debate.records._config import RunConfig
-from debate.records._transcript import Argument, Closing, CrossExamination, transcript_view
+from debate.records import Argument, Closing, CrossExamination, RunConfig, transcript_view
 from debate.runtime._prompts import (
     DEFAULT_RENDER_SECONDS,
     MAX_RENDER_STEPS,

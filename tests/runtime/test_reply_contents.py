@@ -17,16 +17,13 @@ import pytest
 from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig, judge_transcript_sync
+from debate.council import run_council_sync
 from debate.council._review import review_reply
-from debate.council._run import run_council_sync
 from debate.exceptions import ModelOutputError
-from debate.models._base import Message
-from debate.models._schema import json_schema_of
-from debate.records._config import CouncilSettings
-from debate.records._council import Candidate
-from debate.records._result import DebateResult
+from debate.models import Message, json_schema_of
+from debate.records import Candidate, CouncilSettings, DebateResult
+from debate.runtime import judge_reply
 from debate.runtime._parse import parse_reply
-from debate.runtime._replies import judge_reply
 from tests.support.helpers import rubric, schema_ids, transcript
 
 LONG = "x" * 1000

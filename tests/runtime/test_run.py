@@ -18,9 +18,9 @@ from debate import (
     run_debate,
     run_debate_sync,
 )
-from debate.records._council import Candidate
+from debate.records import Candidate
 from debate.runtime._limiter import LimitedModel, RateLimiter
-from debate.storage._cache import ResponseCache
+from debate.storage import ResponseCache
 
 SMALL = RunConfig(arguments=1, rounds=0)
 

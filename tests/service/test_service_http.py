@@ -31,17 +31,13 @@ from fastapi import FastAPI
 from openapi_spec_validator import validate
 
 from debate.api import judge_transcript, run_debate
-from debate.council._run import run_council
+from debate.council import run_council
 from debate.judgments import decide_judgments
 from debate.models.test import TestModel
-from debate.records._config import RunConfig
-from debate.records._council import Candidate
-from debate.records._result import DebateResult
-from debate.runtime._events import Event, event_record
-from debate.runtime._run import Run
+from debate.records import Candidate, DebateResult, RunConfig
+from debate.runtime import Event, Run, event_record
+from debate.service import log_handler, token_digest
 from debate.service._app import create_app, openapi_document
-from debate.service._auth import token_digest
-from debate.service._http import log_handler
 from debate.service._models import (
     FINAL,
     CouncilRequest,
@@ -981,7 +977,7 @@ def post_head(token: str = TOKEN_A, length: int = 64) -> bytes:
 
 def timed(header: float, body: float) -> tuple[Served, MemoryStore]:
     """The app with tokens, on ``debate serve``'s protocol with these read timeouts."""
-    from debate.service._timeouts import http_protocol
+    from debate.service import http_protocol
 
     limits = ServiceLimits(header_timeout_s=header, body_timeout_s=body)
     store = MemoryStore()

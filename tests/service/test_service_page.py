@@ -585,11 +585,11 @@ if __name__ == "__main__":
 def real_app(database: Path, base_url: str) -> FastAPI | None:
     """The service's own app over a model server, with the page; None before it exists."""
     try:
-        from debate.service._app import create_app
+        from debate.service import create_app
     except ImportError:
         return None
-    from debate.records._config import RunConfig
-    from debate.service._models import ServiceSettings
+    from debate.records import RunConfig
+    from debate.service import ServiceSettings
 
     config = RunConfig(model="m", base_url=base_url, api_key_env="")
     app = create_app(ServiceSettings(database=str(database)), config)

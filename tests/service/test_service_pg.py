@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 
 from debate.exceptions import ConfigurationError
-from debate.models._base import TokenUsage
-from debate.service._database import database_target
+from debate.models import TokenUsage
+from debate.service import database_target
 from debate.service._models import DebateRequest, JobError, PanelOverrides
 from debate.service._store import IdempotencyConflict, QueueFull
-from debate.storage._cache import CallCost
+from debate.storage import CallCost
 
 pytest.importorskip("psycopg")
 
 from debate.service._pgstore import PgJobStore  # noqa: E402
+from debate.storage import PgResponseCache  # noqa: E402
 from debate.storage._pg import redact  # noqa: E402
-from debate.storage._pgcache import PgResponseCache  # noqa: E402
 
 
 def debate(topic: str = "Should we adopt the plan?", seed: int | None = None) -> DebateRequest:
@@ -260,8 +260,8 @@ def test_a_runner_that_lost_its_lease_stops_its_copy_and_records_nothing(
     """A runner stalled past its lease: another runner takes the job over; the first one's
     next renewal finds the job lost and drops its copy, so the job ends once, by the other."""
     from debate.models.test import TestModel
-    from debate.records._config import build_config
-    from debate.service._models import ServiceLimits, ServiceSettings
+    from debate.records import build_config
+    from debate.service import ServiceLimits, ServiceSettings
     from debate.service._runner import JobRunner, ModelBundle
 
     judges = [{"role": "technical"}, {"role": "risk"}]

@@ -19,10 +19,9 @@ import pytest
 from debate._cli.main import ERROR_KINDS as CLI_ERROR_KINDS
 from debate._cli.main import error_field, error_kind
 from debate.exceptions import BudgetExceeded, ConfigurationError, DebaterError, ProviderError
-from debate.models._base import Message
+from debate.models import Message
 from debate.models.test import FunctionModel, TestModel
-from debate.records._config import build_config
-from debate.records._errors import ERROR_KINDS
+from debate.records import ERROR_KINDS, build_config
 from debate.service._models import (
     CouncilCandidate,
     CouncilRequest,

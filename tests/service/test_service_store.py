@@ -12,7 +12,7 @@ import pytest
 
 from debate.service._models import DebateRequest, DecisionRequest, JobError, PanelOverrides
 from debate.service._store import IdempotencyConflict, JobStore, QueueFull, new_id, token_id
-from debate.storage._sqlite import write_transaction
+from debate.storage import write_transaction
 
 
 def debate(topic: str = "Should we adopt the plan?", seed: int | None = None) -> DebateRequest:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from debate.records._transcript import Transcript
+from debate.records import Transcript
 from debate.service._backend import JobBackend
 from debate.service._models import (
     CouncilCandidate,

@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 from scipy.stats import spearmanr
 
 from debate.judgments import planted_scores, planted_verdicts
-from debate.records._judgments import NO_CALL, ScoreTable, VerdictTable
+from debate.records import NO_CALL, ScoreTable, VerdictTable
 from debate.stats import dawid_skene, one_factor, reliability_weights
 
 ACCURACIES = {"j90": 0.9, "j80": 0.8, "j70": 0.7, "j60": 0.6, "adversary": 0.2}

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from debate.exceptions import ConfigurationError
-from debate.quality._benchmark import read_debate_items
-from debate.records._council import Candidate
-from debate.storage._files import read_jsonl, read_jsonl_records
+from debate.quality import read_debate_items
+from debate.records import Candidate
+from debate.storage import read_jsonl, read_jsonl_records
 
 
 def test_blank_lines_are_skipped_and_numbers_stay_true(tmp_path: Path) -> None:

@@ -10,11 +10,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from debate.models._base import Message
-from debate.records._config import RunConfig
-from debate.records._council import COUNCIL_DIMENSIONS
-from debate.records._result import DebateResult, PanelResult
-from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
+from debate.models import Message
+from debate.records import (
+    COUNCIL_DIMENSIONS,
+    Argument,
+    Closing,
+    CrossExamination,
+    DebateResult,
+    PanelResult,
+    RunConfig,
+    Transcript,
+)
 from tests.support.openai_server import FakeOpenAIServer
 
 ROLE = re.compile(r"# Your role: (\w+) judge")

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from debate.models._base import Message
+from debate.models import Message
 from debate.models.test import FunctionModel, TestModel
-from debate.records._config import RunConfig
+from debate.records import RunConfig
 from debate.service._mcp import Models, build_server, serve
 from tests.support.helpers import planted_judges, review_reply, shown_candidates
 

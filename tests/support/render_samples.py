@@ -23,11 +23,17 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from debate import FunctionModel, RunConfig, judge_transcript_sync
-from debate.council._run import run_council_sync
-from debate.models._base import Message
-from debate.records._council import Candidate, CouncilResult
-from debate.records._result import DebateResult
-from debate.records._transcript import Argument, Closing, CrossExamination, Transcript
+from debate.council import run_council_sync
+from debate.models import Message
+from debate.records import (
+    Argument,
+    Candidate,
+    Closing,
+    CouncilResult,
+    CrossExamination,
+    DebateResult,
+    Transcript,
+)
 from debate.report import write_report
 from tests.support.helpers import planted_judges, review_reply, shown_candidates
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.records._judgments import ORDERS, ScoreTable, VerdictTable
+from debate.records import ORDERS, ScoreTable, VerdictTable
 
 SWAP_VERDICT = np.array([1, 0, 2], dtype=np.int8)
 """A<->B; tie stays."""

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from debate.quality import _benchmark
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from tests.cli.flags.harness import Harness
 
 

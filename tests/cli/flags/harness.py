@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from debate._cli.main import main
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from tests.support import ROOT
 from tests.support.helpers import RESPONSE, review_reply, transcript
 from tests.support.openai_server import FakeOpenAIServer, Record, Reply

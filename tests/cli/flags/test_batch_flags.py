@@ -32,7 +32,7 @@ def test_batch_concurrency_bounds_items_in_flight(h: Harness) -> None:
 def limiter_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits of the batch's rate limiter, on a clock that the waits move on."""
     from debate._cli import common as common_cli
-    from debate.runtime._limiter import RateLimiter
+    from debate.runtime import RateLimiter
 
     waits: list[float] = []
     now = [0.0]

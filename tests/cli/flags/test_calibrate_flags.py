@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from debate.judgments import TrackRecords
-from debate.panel._identity import identity
-from debate.runtime._prompts import PromptRenderer
+from debate.panel import identity
+from debate.runtime import PromptRenderer
 from tests.cli.flags.harness import (
     Harness,
 )

@@ -10,8 +10,8 @@ import pytest
 
 from debate.judgments import TrackRecords
 from debate.models.test import TestModel
-from debate.panel._identity import identity
-from debate.runtime._prompts import PromptRenderer
+from debate.panel import identity
+from debate.runtime import PromptRenderer
 from tests.cli.flags.harness import (
     JSON_KEY,
     MARKER,
@@ -314,7 +314,7 @@ def test_timeout_stops_the_embedded_model_mid_generation(tmp_path: Path) -> None
     from pydantic import BaseModel
 
     from debate.exceptions import ProviderError
-    from debate.models._base import Message, ModelSettings
+    from debate.models import Message, ModelSettings
 
     local = pytest.importorskip("debate.models.local")
     pytest.importorskip("llama_cpp")

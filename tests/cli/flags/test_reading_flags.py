@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from debate.records._result import DebateResult
+from debate.records import DebateResult
 from tests.cli.flags.harness import (
     DEBATE_COMMANDS,
     READING_FLAGS,

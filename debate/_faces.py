@@ -1,0 +1,37 @@
+"""Faces whose names are imported on first use (PEP 562), written once for every package.
+
+A stage package whose modules are costly to import (scipy, the server's packages, Ray) or
+that its own modules import back (the batch's engines) still declares its whole face: its
+``__init__`` maps each name to the private module that defines it, and the module-level
+``__getattr__`` and ``__dir__`` made here import that module when the name is first asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_names(
+    namespace: dict[str, Any], modules: Mapping[str, tuple[str, ...]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of a face (``namespace``: its ``globals()``).
+
+    ``modules`` maps a module to the names it defines; a name found is kept in ``namespace``,
+    so that it is imported once.
+    """
+    where = {name: module for module, names in modules.items() for name in names}
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        if name not in where:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(where[name]), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *namespace.get("__all__", ())})
+
+    return __getattr__, __dir__

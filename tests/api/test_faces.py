@@ -1,0 +1,67 @@
+"""Each stage package's face: its names resolve, and reaching past it breaks a contract."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from grimp import ImportGraph
+
+from tests.support.faces_contract import breaches, private_owner
+
+PACKAGES = [
+    "debate.records",
+    "debate.stats",
+    "debate.models",
+    "debate.storage",
+    "debate.runtime",
+    "debate.protocol",
+    "debate.panel",
+    "debate.council",
+    "debate.report",
+    "debate.judgments",
+    "debate.quality",
+    "debate.batch",
+    "debate.service",
+]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_name_a_face_declares_resolves(package: str) -> None:
+    face = importlib.import_module(package)
+    missing = [name for name in face.__all__ if not hasattr(face, name)]
+    assert missing == []
+    assert face.__all__, f"{package} declares no face"
+
+
+def graph_of(*imports: tuple[str, str]) -> ImportGraph:
+    graph = ImportGraph()
+    for importer, imported in imports:
+        graph.add_import(importer=importer, imported=imported, line_number=1, line_contents="")
+    return graph
+
+
+def test_a_private_module_is_its_package_s_alone() -> None:
+    packages = ["p.a", "p.b"]
+    assert private_owner("p.b._x", packages) == "p.b"
+    assert private_owner("p.b._x.deep", packages) == "p.b"
+    assert private_owner("p.b", packages) is None
+    assert private_owner("p.b.public", packages) is None
+    assert private_owner("p.b.__init__", packages) is None
+    assert private_owner("p.c._x", packages) is None
+
+
+def test_only_imports_past_another_package_s_face_are_breaches() -> None:
+    graph = graph_of(
+        ("p.a._one", "p.b._x"),  # reaches into b: a breach
+        ("p.a._one", "p.b"),  # b's face: fine
+        ("p.a._one", "p.b.public"),  # a public submodule: fine
+        ("p.b._y", "p.b._x"),  # inside b: fine
+        ("p.b", "p.b._x"),  # the face itself: fine
+        ("p.top", "p.a._one._deep"),  # below a private module: a breach
+    )
+    found = breaches(graph, ["p.a", "p.b"])
+    assert [(importer, imported) for importer, imported, _ in found] == [
+        ("p.top", "p.a._one._deep"),
+        ("p.a._one", "p.b._x"),
+    ]
