@@ -18,8 +18,10 @@ def lazy_names(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of a face (``namespace``: its ``globals()``).
 
-    ``modules`` maps a module to the names it defines; a name found is kept in ``namespace``,
-    so that it is imported once.
+    ``modules`` maps a module to the names it defines. A name is looked up in its module on
+    every access, not copied into the face: the module is imported once (``sys.modules``), and a
+    face never holds a value its module has since replaced (a test's ``monkeypatch`` of the
+    module, undone after the test, would otherwise stay behind in the face).
     """
     where = {name: module for module, names in modules.items() for name in names}
     package = namespace["__name__"]
@@ -27,9 +29,7 @@ def lazy_names(
     def __getattr__(name: str) -> Any:
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(where[name]), name)
-        namespace[name] = value
-        return value
+        return getattr(importlib.import_module(where[name]), name)
 
     def __dir__() -> list[str]:
         return sorted({*namespace, *namespace.get("__all__", ())})
