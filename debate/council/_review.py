@@ -42,7 +42,7 @@ from debate.records._council import (
     Review,
 )
 from debate.records._transcript import Frozen, unscored
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask
+from debate.runtime._ask import CallContext, UsageMeter, ask, run_settings
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
@@ -124,16 +124,6 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     return model
 
 
-def run_settings(config: RunConfig, seed: int) -> ModelSettings:
-    """The sampling settings of every council call of a run (answers and reviews)."""
-    return ModelSettings(
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=seed,
-        timeout=config.timeout,
-    )
-
-
 @dataclass(frozen=True)
 class _Sitting:
     """What every reviewer of one question shares, built once per :meth:`Council.rank`."""
@@ -206,9 +196,7 @@ class Council:
             seed=seed,
             renderer=self.renderer.keyed(seed),  # the same seed renders the same prompts
             settings=run_settings(self.config, seed),
-            call=CallContext(
-                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
-            ),
+            call=CallContext.of(self.config, meter, self.cache, self.on_event),
             deadline=deadline or Deadline(self.config.deadline),
         )
         by_name = {r.name: r for r in self.reviewers}
@@ -329,7 +317,7 @@ async def generate_candidates(
     """Each model answers the question first; the answers become the candidates."""
     prompt = renderer.render("council_answer.md.jinja", question=question)
     settings = run_settings(config, seed)
-    call = CallContext(CallPolicy.of(config), meter, cache, on_event)
+    call = CallContext.of(config, meter, cache, on_event)
 
     async def one(model: Model) -> Candidate:
         try:

@@ -34,7 +34,7 @@ from debate.records._config import JudgeSpec, RunConfig, samples_of
 from debate.records._result import PanelResult, TopicSource
 from debate.records._seed import draw_seed
 from debate.records._transcript import SIDES, JudgeEvaluation, Transcript
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
+from debate.runtime._ask import CallContext, UsageMeter, run_settings
 from debate.runtime._deadline import Deadline
 from debate.runtime._events import EventHandler
 from debate.runtime._prompts import PromptRenderer
@@ -218,16 +218,9 @@ class MultiJudgePanel:
         sitting = Sitting(
             transcript=transcript,
             system=Message(role="system", content=renderer.render("judge_system.md.jinja")),
-            settings=ModelSettings(
-                temperature=self.config.temperature,
-                max_tokens=self.config.max_tokens,
-                seed=seed,
-                timeout=self.config.timeout,
-            ),
+            settings=run_settings(self.config, seed),
             renderer=renderer,
-            call=CallContext(
-                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
-            ),
+            call=CallContext.of(self.config, meter, self.cache, self.on_event),
             deadline=deadline or Deadline(self.config.deadline),
             swap=self.config.swap,
         )
