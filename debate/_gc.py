@@ -16,18 +16,20 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_held() -> Iterator[None]:
+def collector_held(*, restore: bool = True) -> Iterator[None]:
     """Hold the cycle collector for a block of bounded, acyclic work; then restore it.
 
     Restores the collector only if it was running, so nested holds and a caller that turned
-    it off itself are left as they were.
+    it off itself are left as they were. ``restore=False`` is for a process that exits
+    after the block (the ``debate`` command's own process): turning the collector back on
+    would only let it run once more on the way out.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if enabled:
+        if enabled and restore:
             gc.enable()
 
 

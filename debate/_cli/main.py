@@ -215,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cycles is small and goes with the process. The time both save is on the performance page.
     """
     own = argv is None
-    held = collector_held() if own and _command(sys.argv[1:]) in BOUNDED else nullcontext()
+    bounded = own and _command(sys.argv[1:]) in BOUNDED
+    held = collector_held(restore=False) if bounded else nullcontext()
     with held:
         try:
             return _main(list(sys.argv[1:] if argv is None else argv))

@@ -53,7 +53,6 @@ from debate.records import (
 )
 from debate.runtime import (
     CallContext,
-    CallPolicy,
     Deadline,
     EventHandler,
     PromptRenderer,
@@ -61,6 +60,7 @@ from debate.runtime import (
     ask,
     commentary,
     cut_commentary,
+    run_settings,
 )
 from debate.storage import ResponseCache
 
@@ -139,16 +139,6 @@ def review_reply(labels: tuple[str, ...], gated: bool) -> type[BaseModel]:
     return model
 
 
-def run_settings(config: RunConfig, seed: int) -> ModelSettings:
-    """The sampling settings of every council call of a run (answers and reviews)."""
-    return ModelSettings(
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=seed,
-        timeout=config.timeout,
-    )
-
-
 @dataclass(frozen=True)
 class _Sitting:
     """What every reviewer of one question shares, built once per :meth:`Council.rank`."""
@@ -221,9 +211,7 @@ class Council:
             seed=seed,
             renderer=self.renderer.keyed(seed),  # the same seed renders the same prompts
             settings=run_settings(self.config, seed),
-            call=CallContext(
-                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
-            ),
+            call=CallContext.of(self.config, meter, self.cache, self.on_event),
             deadline=deadline or Deadline(self.config.deadline),
         )
         by_name = {r.name: r for r in self.reviewers}
@@ -344,7 +332,7 @@ async def generate_candidates(
     """Each model answers the question first; the answers become the candidates."""
     prompt = renderer.render("council_answer.md.jinja", question=question)
     settings = run_settings(config, seed)
-    call = CallContext(CallPolicy.of(config), meter, cache, on_event)
+    call = CallContext.of(config, meter, cache, on_event)
 
     async def one(model: Model) -> Candidate:
         try:

@@ -43,11 +43,11 @@ from debate.records import (
 )
 from debate.runtime import (
     CallContext,
-    CallPolicy,
     Deadline,
     EventHandler,
     PromptRenderer,
     UsageMeter,
+    run_settings,
 )
 from debate.stats import Method as CalibrationMethod
 from debate.stats import choose_calibration
@@ -229,16 +229,9 @@ class MultiJudgePanel:
         sitting = Sitting(
             transcript=transcript,
             system=Message(role="system", content=renderer.render("judge_system.md.jinja")),
-            settings=ModelSettings(
-                temperature=self.config.temperature,
-                max_tokens=self.config.max_tokens,
-                seed=seed,
-                timeout=self.config.timeout,
-            ),
+            settings=run_settings(self.config, seed),
             renderer=renderer,
-            call=CallContext(
-                CallPolicy.of(self.config), meter or UsageMeter(), self.cache, self.on_event
-            ),
+            call=CallContext.of(self.config, meter, self.cache, self.on_event),
             deadline=deadline or Deadline(self.config.deadline),
             swap=self.config.swap,
         )

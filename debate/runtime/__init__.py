@@ -7,7 +7,14 @@ rate limiter) and pricing.
 
 from __future__ import annotations
 
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter, ask, total_usage
+from debate.runtime._ask import (
+    CallContext,
+    CallPolicy,
+    UsageMeter,
+    ask,
+    run_settings,
+    total_usage,
+)
 from debate.runtime._budget import MAX_BUDGET_TOKENS, Budget, Ledger
 from debate.runtime._deadline import Deadline
 from debate.runtime._deliberation_reply import deliberation_reply
@@ -95,5 +102,6 @@ __all__ = [
     "panel_preset",
     "planned_calls",
     "preset_text",
+    "run_settings",
     "total_usage",
 ]

@@ -199,6 +199,27 @@ class CallContext:
     on_event: EventHandler | None = None
     """Progress callback."""
 
+    @classmethod
+    def of(
+        cls,
+        config: RunConfig,
+        meter: UsageMeter | None = None,
+        cache: ResponseCache | None = None,
+        on_event: EventHandler | None = None,
+    ) -> CallContext:
+        """The context of one run's calls: ``config``'s policy, a fresh meter unless given."""
+        return cls(CallPolicy.of(config), meter or UsageMeter(), cache, on_event)
+
+
+def run_settings(config: RunConfig, seed: int) -> ModelSettings:
+    """The sampling settings of every judging call of a run (judges, reviewers, answers)."""
+    return ModelSettings(
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=seed,
+        timeout=config.timeout,
+    )
+
 
 @dataclass(frozen=True)
 class _Request:

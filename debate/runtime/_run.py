@@ -19,7 +19,7 @@ from typing import Any
 
 from debate.models import Model
 from debate.records import RunConfig
-from debate.runtime._ask import CallContext, CallPolicy, UsageMeter
+from debate.runtime._ask import CallContext, UsageMeter
 from debate.runtime._budget import Budget
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import LimitedModel, RateLimiter
@@ -109,7 +109,7 @@ class Run:
 
         The policy is ``config``'s, the meter the debate's own (:meth:`meter`).
         """
-        return CallContext(CallPolicy.of(config), meter, self.cache, self.on_event)
+        return CallContext.of(config, meter, self.cache, self.on_event)
 
     @asynccontextmanager
     async def models(

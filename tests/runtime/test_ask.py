@@ -353,6 +353,7 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
         with pytest.raises(DebaterError, match="PRO debater could not produce its closing"):
             asyncio.run(once(server))
         first = len(server.records)
+        stored = len(cache)  # the debaters' replies the interrupted run completed
         responder.broken = False
         resumed = asyncio.run(once(server))
         second = server.records[first:]
@@ -378,7 +379,11 @@ def test_a_run_cut_off_by_the_budget_then_interrupted_resumes_from_the_cache(
         "judge",
         "judge",
     ]
-    assert kinds(second).count("debater") <= 1
+    # Every other debater step (two openings, two cross-examinations, CON's closing) is asked
+    # again exactly when the interrupted run had not stored its reply: none is repeated. How
+    # many were still in flight when the failure cancelled them depends on timing (the
+    # sides run concurrently; under load CON can be a step behind), so it is read, not fixed.
+    assert kinds(second).count("debater") == 5 - stored
     assert len(resumed.transcript.closings) == 2
     assert resumed.usage.calls == 11  # ten steps, one re-ask
     # The valid reply at twice the budget was stored under the call's first request: a
