@@ -225,7 +225,6 @@ class _Kind(Generic[Item, Result]):
 async def _calibrate(
     kind: _Kind[Item, Result],
     items: Sequence[Item],
-    *,
     config: RunConfig,
     records: TrackRecords,
     seed: int,
@@ -292,16 +291,7 @@ async def calibrate_debates(
         )
 
     kind = _Kind("debate", judge, _debate_tidy, _debate_tally)
-    return await _calibrate(
-        kind,
-        items,
-        config=config,
-        records=records,
-        seed=seed,
-        concurrency=concurrency,
-        run=run,
-        judgments=judgments,
-    )
+    return await _calibrate(kind, items, config, records, seed, concurrency, run, judgments)
 
 
 def _debate_tidy(items: Sequence[DebateItem], results: Sequence[DebateResult]) -> tuple[Rows, Rows]:
@@ -411,16 +401,7 @@ async def calibrate_pairwise(
         )
 
     kind = _Kind(dataset, rank, _pairwise_tidy, _pairwise_tally)
-    return await _calibrate(
-        kind,
-        items,
-        config=config,
-        records=records,
-        seed=seed,
-        concurrency=concurrency,
-        run=run,
-        judgments=judgments,
-    )
+    return await _calibrate(kind, items, config, records, seed, concurrency, run, judgments)
 
 
 def _pairwise_tidy(
