@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -115,10 +116,37 @@ def dawid_skene(
     """
     x = _check_labels(labels, n_classes)
     onehot = _onehot(x, n_classes)  # items x judges x K
-    posterior = _majority_start(onehot, seed)
+    stop = _ds_em(onehot, _majority_start(onehot, seed), max_iter, tol)
+    # One more round, so that the posterior returned is the one the returned priors give.
+    priors, confusion = _ds_m_step(onehot, stop.posterior)
+    posterior, log_likelihood = _ds_e_step(onehot, priors, confusion)
     has_labels: NDArray[np.bool_] = np.asarray((x >= 0).any(axis=0))
+    accuracy, reliability = _ds_reliability(priors, confusion, has_labels)
+    return LatentClassFit(
+        priors=priors,
+        confusion=confusion,
+        posterior=posterior,
+        accuracy=accuracy,
+        reliability=reliability,
+        converged=stop.converged,
+        iterations=stop.iterations,
+        log_likelihood=float(log_likelihood),
+        notes=_no_label_notes(has_labels),
+    )
+
+
+class _Stop(NamedTuple):
+    """Where EM stopped: its last posterior, after how many iterations, and if it settled."""
+
+    posterior: FloatArray
+    iterations: int
+    converged: bool
+
+
+def _ds_em(onehot: FloatArray, posterior: FloatArray, max_iter: int, tol: float) -> _Stop:
+    """Alternate the M and E steps from ``posterior`` until the log-likelihood settles."""
     previous = -math.inf
-    log_likelihood, iterations, converged = -math.inf, 0, False
+    iterations, converged = 0, False
     for iterations in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
         priors, confusion = _ds_m_step(onehot, posterior)
         posterior, log_likelihood = _ds_e_step(onehot, priors, confusion)
@@ -126,24 +154,9 @@ def dawid_skene(
             converged = True
             break
         previous = log_likelihood
-    # One more round, so that the posterior returned is the one the returned priors give.
-    priors, confusion = _ds_m_step(onehot, posterior)
-    posterior, log_likelihood = _ds_e_step(onehot, priors, confusion)
-    accuracy, reliability = _ds_reliability(priors, confusion, has_labels)
-    notes = _no_label_notes(has_labels)
     if not converged:
         logger.warning("Dawid-Skene did not converge in %d iterations", max_iter)
-    return LatentClassFit(
-        priors=priors,
-        confusion=confusion,
-        posterior=posterior,
-        accuracy=accuracy,
-        reliability=reliability,
-        converged=converged,
-        iterations=iterations,
-        log_likelihood=float(log_likelihood),
-        notes=notes,
-    )
+    return _Stop(posterior, iterations, converged)
 
 
 def _check_labels(labels: NDArray[np.integer], n_classes: int) -> NDArray[np.int64]:
