@@ -101,6 +101,20 @@ def record_scores(
     return {name: dimension_agreement(triples) for name, triples in by_name.items()}
 
 
+Reading = tuple[str, str, Mapping[str, BaseModel] | None]
+"""``(judge name, model name, its scores by target)``: None where it gave none."""
+
+
+def _score_entries(
+    items: Sequence[DebateItem | PairwiseItem], readings: Iterable[Sequence[Reading]]
+) -> Iterator[ScoreEntry]:
+    """Every judge's scores of each item beside people's, the item's readings in order."""
+    for item, read in zip(items, readings, strict=True):
+        for name, model, scores in read:
+            if scores is not None:
+                yield (item.id, item.people_scores, name, model, scores)
+
+
 def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
     """JSONL of ``{"id", "transcript", "verdict"}``."""
     items = [item for _, item in read_jsonl_records(path, "debate file", DebateItem)]
@@ -319,11 +333,8 @@ def _debate_tally(
             for item, used, call in zip(items, models, calls[n], strict=True)
             if n in used  # a standby not asked on this item has nothing to record
         ),
-        scores=(
-            (item.id, item.people_scores, e.judge, e.model, e.scores)
-            for item, result in zip(items, results, strict=True)
-            for e in result.evaluations
-            if e.scores is not None
+        scores=_score_entries(
+            items, ([(e.judge, e.model, e.scores) for e in r.evaluations] for r in results)
         ),
         rows=rows,
         alpha_people=None,
@@ -434,11 +445,8 @@ def _pairwise_tally(
             for item, result in zip(items, results, strict=True)
             for review in result.reviews
         ),
-        scores=(
-            (item.id, item.people_scores, review.reviewer, review.model, review.scores)
-            for item, result in zip(items, results, strict=True)
-            for review in result.reviews
-            if review.scores is not None
+        scores=_score_entries(
+            items, ([(v.reviewer, v.model, v.scores) for v in r.reviews] for r in results)
         ),
         rows=rows,
         alpha_people=nominal_alpha(people),
