@@ -40,13 +40,7 @@ if TYPE_CHECKING:
     from debate.judgments._metrics import write_frame_csv
     from debate.judgments._policy import choose_policy
     from debate.judgments._simulate import planted_pairs, planted_scores, planted_verdicts
-    from debate.judgments._tables import (
-        parse_scale,
-        read_judgment_rows,
-        read_judgments,
-        table_rows,
-        write_judgments,
-    )
+    from debate.judgments._tables import parse_scale, read_judgment_rows, read_judgments
     from debate.judgments._track import (
         DimensionAgreement,
         ScoreRow,
@@ -71,19 +65,14 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.judgments._metrics": ("write_frame_csv",),
     "debate.judgments._policy": ("choose_policy",),
     "debate.judgments._simulate": ("planted_pairs", "planted_scores", "planted_verdicts"),
-    "debate.judgments._tables": (
-        "parse_scale",
-        "read_judgment_rows",
-        "read_judgments",
-        "table_rows",
-        "write_judgments",
-    ),
+    "debate.judgments._tables": ("parse_scale", "read_judgment_rows", "read_judgments"),
     "debate.judgments._track": (
         "DimensionAgreement",
         "ScoreRow",
         "TrackRecords",
         "dimension_agreement",
     ),
+    "debate.judgments._writing": ("table_rows", "write_judgments"),
 }
 """Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
 
