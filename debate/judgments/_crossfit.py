@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.judgments._earned import latent_weights, observed
-from debate.judgments._recorded import decide_scores, option_points
+from debate.judgments._recorded import decide_scores
+from debate.judgments._score_cells import option_points
 from debate.judgments._verdicts import decide_verdicts, verdict_matrix
 from debate.panel import (
     Confidence,

@@ -24,13 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
+from debate.judgments._arrays import BoolArray, FloatArray, Index, IntArray
 from debate.judgments._correlation import error_correlation
 from debate.judgments._resample import (
     KENDALL_ITEMS,
     KENDALL_REPLICATES,
-    FloatArray,
-    Index,
-    IntArray,
     ItemBootstrap,
     estimate,
     rank_correlations,
@@ -56,8 +54,6 @@ from debate.records import (
     ValidityReport,
 )
 from debate.stats import band, expected_calibration_error, reliability_bins
-
-BoolArray = NDArray[np.bool_]
 
 SHARES = tuple(k / 10 for k in range(1, 11))
 """The risk-coverage points: the most confident 10 %, 20 %, ... 100 % of declared calls."""

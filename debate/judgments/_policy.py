@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
+from debate.judgments._arrays import FloatArray
 from debate.judgments._crossfit import agreed, calibrate_fold, predict_agree, unit_evidence
 from debate.panel import evidence_weights, gate_note, rule, weight_vector
 from debate.records import (
@@ -46,8 +47,6 @@ from debate.records import (
 from debate.stats import Platt, Selection, cascade_thresholds
 
 log = logging.getLogger(__name__)
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
