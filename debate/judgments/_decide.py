@@ -20,7 +20,8 @@ import numpy as np
 from debate.exceptions import ConfigurationError
 from debate.judgments._crossfit import Rules, alphas, cross_fit, decide, table_alpha
 from debate.judgments._earned import describe, latent_weights
-from debate.judgments._metrics import frame_dataframe, validity_report
+from debate.judgments._frame_table import frame_dataframe
+from debate.judgments._metrics import validity_report
 from debate.judgments._policy import (
     apply_policy,
     check_policy,

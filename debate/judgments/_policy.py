@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.judgments._arrays import FloatArray
-from debate.judgments._crossfit import agreed, calibrate_fold, predict_agree, unit_evidence
+from debate.judgments._crossfit import unit_evidence
+from debate.judgments._learn import agreed, calibrate_fold, predict_agree
 from debate.panel import evidence_weights, gate_note, rule, weight_vector
 from debate.records import (
     DEFAULT_CONDITION,
