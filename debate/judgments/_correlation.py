@@ -12,7 +12,6 @@ the design-effect number of :mod:`debate.stats._effective`. Its interval resampl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,9 +33,9 @@ def error_correlation(
         return None
     calls = np.stack([frame.judges[n].call for n in names])
     complete = (frame.label != NO_CALL) & (calls != NO_CALL).all(axis=0)
-    wrong = (calls[:, complete] != frame.label[complete]).astype(np.float64)
-    errors = _Errors(names, wrong, frame.group[complete], len(frame.items))
-    return _report(errors, n_boot, seed, level)
+    errors = (calls[:, complete] != frame.label[complete]).astype(np.float64)
+    boot = _resampling(len(frame.items), n_boot, seed)
+    return _report(names, errors, frame.group[complete], boot, level)
 
 
 def call_error_correlation(
@@ -59,35 +58,33 @@ def call_error_correlation(
         for k, t in enumerate(truth)
         if t is not None and all(calls[n][k] is not None for n in names)
     ]
-    wrong = np.array(
+    errors = np.array(
         [[float(calls[n][k] != truth[k]) for k in complete] for n in names], dtype=np.float64
     ).reshape(len(names), len(complete))
-    errors = _Errors(names, wrong, np.arange(len(complete), dtype=np.int32), len(complete))
-    return _report(errors, n_boot, seed, level)
+    group = np.arange(len(complete), dtype=np.int32)
+    return _report(names, errors, group, _resampling(len(complete), n_boot, seed), level)
 
 
-@dataclass(frozen=True)
-class _Errors:
-    """Each judge's errors on the units every judge called, and the items they belong to."""
-
-    names: list[str]
-    values: NDArray[np.float64]
-    """``judges x units``: 1 where the judge's call differs from people's majority."""
-    group: NDArray[np.int32]
-    """Each unit's item: the interval resamples items, every unit of an item together."""
-    n_items: int
+def _resampling(n_items: int, n_boot: int, seed: int) -> ItemBootstrap | None:
+    """The items' resampling for the interval (at most :data:`MAX_REPLICATES`); None if none."""
+    return ItemBootstrap(n_items, min(n_boot, MAX_REPLICATES), seed) if n_items else None
 
 
-def _report(errors: _Errors, n_boot: int, seed: int, level: float) -> JudgeCorrelation:
-    names = errors.names
-    corr = correlation_batch(errors.values[None])[0]
+def _report(
+    names: list[str],
+    errors: NDArray[np.float64],
+    group: NDArray[np.int32],
+    boot: ItemBootstrap | None,
+    level: float,
+) -> JudgeCorrelation:
+    corr = correlation_batch(errors[None])[0]
     found = float(effective_votes(corr[None])[0])
-    interval = _interval(errors, n_boot, seed, level) if errors.n_items else None
+    interval = None if boot is None else _interval(errors, group, boot, level)
     defined = bool(np.isfinite(corr).all())
     groups = clusters(corr, names) if defined else []
     return JudgeCorrelation(
         kind="error",
-        units=int(errors.values.shape[1]),
+        units=int(errors.shape[1]),
         correlation={
             a: {b: _num(corr[i, k]) for k, b in enumerate(names) if k != i}
             for i, a in enumerate(names)
@@ -104,12 +101,12 @@ def _num(value: float) -> float | None:
     return round(float(value), 9) if np.isfinite(value) else None
 
 
-def _interval(unit: _Errors, n_boot: int, seed: int, level: float) -> tuple[float, float] | None:
+def _interval(
+    errors: NDArray[np.float64], group: NDArray[np.int32], boot: ItemBootstrap, level: float
+) -> tuple[float, float] | None:
     """The percentile interval of the effective votes, items resampled (weighted Pearson)."""
-    errors, group = unit.values, unit.group
     if errors.shape[1] < 3:
         return None
-    boot = ItemBootstrap(unit.n_items, min(n_boot, MAX_REPLICATES), seed)
     weights = boot.counts[:, group].astype(np.float64)  # replicates x units
     total = weights.sum(axis=1)
     mean = weights @ errors.T / total[:, None]  # replicates x judges

@@ -22,7 +22,6 @@ goes to people.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,8 +45,6 @@ from debate.records import (
     guarantee_sentence,
 )
 from debate.stats import Platt, Selection, cascade_thresholds
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

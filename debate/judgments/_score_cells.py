@@ -242,11 +242,7 @@ def _reading_mean(
 
 
 def option_points(
-    table: ScoreTable,
-    *,
-    dimension: str | None = None,
-    dimension_weights: DimensionWeights | None = None,
-    items: Sequence[int] | None = None,
+    table: ScoreTable, *, dimension: str | None = None
 ) -> tuple[NDArray[np.int32], NDArray[np.int32], FloatArray]:
     """Each judge's 1-10 score per (item, option): dimension-weighted, units averaged.
 
@@ -257,7 +253,7 @@ def option_points(
     Returns:
         The item index and option index of each row, and rows x judges scores.
     """
-    cells = read_cells(table, dimension=dimension, dimension_weights=dimension_weights, items=items)
+    cells = read_cells(table, dimension=dimension)
     key = cells.item.astype(np.int64) * len(table.options) + cells.option
     distinct, first, inverse = _first_seen(key)
     order = np.argsort(first, kind="stable")

@@ -10,7 +10,7 @@ import csv
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -103,11 +103,11 @@ def write_judgments(
         raise ValueError(f"write_judgments: score rows need a scale ({SCALE_HINT})")
     scored = scale if "score" in columns else None
     everything = rest if first is None else _chain_rows(first, rest)
+    write = _write_csv if fmt == "csv" else _write_jsonl
     with _atomic(target) as handle:
-        if fmt == "csv":
-            _write_csv(handle, everything, list(columns), scored)
-        else:
-            _write_jsonl(handle, everything, list(columns), scored)
+        if scored is not None:  # the file's first line, so that the file reads alone
+            handle.write(_SCALE_LINE[fmt](scored))
+        write(handle, everything, list(columns))
     return target
 
 
@@ -118,14 +118,14 @@ def _chain_rows(
     yield from rest
 
 
-def _write_csv(
-    handle: TextIO,
-    rows: Iterable[Mapping[str, object]],
-    columns: list[str],
-    scale: Scale | None,
-) -> None:
-    if scale is not None:
-        handle.write(f"# scale: {scale}\n")
+_SCALE_LINE: dict[str, Callable[[Scale], str]] = {
+    "csv": lambda scale: f"# scale: {scale}\n",
+    "jsonl": lambda scale: json.dumps({"scale": str(scale)}) + "\n",
+}
+"""How each format declares the score scale on its first line."""
+
+
+def _write_csv(handle: TextIO, rows: Iterable[Mapping[str, object]], columns: list[str]) -> None:
     writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(columns)
     known = set(columns)
@@ -135,14 +135,7 @@ def _write_csv(
         writer.writerow([_cell(row.get(c)) for c in columns])
 
 
-def _write_jsonl(
-    handle: TextIO,
-    rows: Iterable[Mapping[str, object]],
-    columns: list[str],
-    scale: Scale | None,
-) -> None:
-    if scale is not None:
-        handle.write(json.dumps({"scale": str(scale)}) + "\n")
+def _write_jsonl(handle: TextIO, rows: Iterable[Mapping[str, object]], columns: list[str]) -> None:
     for row in rows:
         values = {c: row.get(c) for c in columns if row.get(c) not in (None, "")}
         handle.write(json.dumps(values, ensure_ascii=False) + "\n")
