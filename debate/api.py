@@ -179,10 +179,8 @@ def _panel(
         models={name: run.limit(m) for name, m in judges.items()},
         config=cfg,
         renderer=renderer,
-        on_event=run.on_event,
-        history=run.history,
-        cache=run.cache,
         escalation=escalation,
+        run=run,
     )
 
 

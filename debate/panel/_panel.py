@@ -11,6 +11,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from debate.exceptions import ConfigurationError
 from debate.models import Message, Model, ModelSettings
@@ -44,19 +45,20 @@ from debate.records import (
 from debate.runtime import (
     CallContext,
     Deadline,
-    EventHandler,
     PromptRenderer,
+    Run,
     UsageMeter,
     run_settings,
 )
 from debate.stats import Method as CalibrationMethod
 from debate.stats import choose_calibration
-from debate.storage import ResponseCache
 
 logger = logging.getLogger(__name__)
 
 HISTORY_WEIGHT = 0.3
 DOMAIN_WEIGHT = 0.7
+_LEGACY = ("on_event", "history", "cache")
+"""The fields of ``Run`` the panel took one by one before it took ``run``."""
 
 
 class MultiJudgePanel:
@@ -68,13 +70,16 @@ class MultiJudgePanel:
         config: Thresholds, calibration, sampling and retry settings.
         renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
         topics: Topic profiles (default: the shipped table, or ``config.topics``).
-        on_event: Progress callback.
-        history: Track-record accuracy by judge identity (:meth:`identity`);
-            judges without history count as 1.0.
-        cache: Response cache: a judge's valid reply is replayed from it, and stored in it.
         escalation: When to ask the judges of the next tier (:mod:`debate.panel._cascade`);
             default: when the judges asked so far declared no winner. Without tiers (every
             judge in tier 1) it is consulted once and its reason recorded.
+        run: The machinery shared with other runs (:class:`~debate.runtime._run.Run`); the
+            panel reads its progress callback (``on_event``), its track records
+            (``history``: accuracy by judge identity, :meth:`identity`; judges without one
+            count as 1.0) and its response cache (``cache``: a judge's valid reply is
+            replayed from it, and stored in it). Its models are given in ``models``.
+        **legacy: Deprecated: ``on_event=``, ``history=`` and ``cache=`` given one by one;
+            they still work, with a DeprecationWarning.
     """
 
     def __init__(
@@ -85,13 +90,13 @@ class MultiJudgePanel:
         config: RunConfig | None = None,
         renderer: PromptRenderer | None = None,
         topics: TopicProfiles | None = None,
-        on_event: EventHandler | None = None,
-        history: Mapping[str, float] | None = None,
-        cache: ResponseCache | None = None,
         escalation: EscalationRule[PanelResult] | None = None,
+        run: Run | None = None,
+        **legacy: Any,
     ) -> None:
+        run = Run.of(run, legacy, "MultiJudgePanel", took=_LEGACY)
         base = config or RunConfig()
-        self.history = dict(history or {})
+        self.history = dict(run.history or {})
         if judges is not None:
             base = base.model_copy(update={"judges": list(judges)})
             RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
@@ -102,8 +107,8 @@ class MultiJudgePanel:
         """Asked only to replace a regular judge that ended unscored, in this order."""
         self.renderer = renderer or PromptRenderer.for_run(base)
         self.topics = topics or TopicProfiles.load(base.topics)
-        self.on_event = on_event
-        self.cache = cache
+        self.on_event = run.on_event
+        self.cache = run.cache
         self.escalation: EscalationRule[PanelResult] = escalation or escalate_unless_winner
         self.models = self._bind_models(models)
         for spec in self._everyone():

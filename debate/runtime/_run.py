@@ -12,7 +12,7 @@ signatures and re-bundled three times; here they are built once and passed as ``
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -58,17 +58,24 @@ class Run:
     their clients belong to the event loop that ends with the call)."""
 
     @classmethod
-    def of(cls, run: Run | None, legacy: Mapping[str, Any], where: str) -> Run:
+    def of(
+        cls,
+        run: Run | None,
+        legacy: Mapping[str, Any],
+        where: str,
+        took: Collection[str] | None = None,
+    ) -> Run:
         """``run`` with the machinery still passed the old way, as keywords of ``where``.
 
         Those keywords keep working but are deprecated: give ``run=Run(...)`` instead.
+        ``took``: the fields ``where`` took one by one (default: all of them).
 
         Raises:
             TypeError: a keyword that ``where`` never took (as Python itself would).
         """
         if not legacy:
             return run or cls()
-        known = {f.name for f in fields(cls)} - {"closes_given"}
+        known = {f.name for f in fields(cls)} - {"closes_given"} if took is None else set(took)
         unknown = sorted(set(legacy) - known)
         if unknown:
             raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
