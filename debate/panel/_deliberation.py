@@ -202,33 +202,51 @@ async def deliberate(
     split = split_arguments(first, transcript.argument_ids, thresholds.variance)
     weights = {name: dict(spec.weights) for name, spec in specs.items()}
     if not split:
-        summary = DeliberationSummary(
-            rounds=rounds,
-            split_arguments=[],
-            alpha_before=first.agreement.alpha,
-            alpha_after=first.agreement.alpha,
-        )
-        return first.model_copy(update={"deliberation": summary, "first_decision": first.decision})
-    scored = [e for e in first.evaluations if e.status == "scored"]
-    ids = list(split)
-    revised = await asyncio.gather(
-        *(
-            reconsider(
-                sitting,
-                specs[e.judge],
-                models[e.judge],
-                orders[e.judge],
-                e,
-                [o for o in scored if o.judge != e.judge],
-                ids,
-            )
-            for e in scored
-        )
-    )
+        return _undivided(first, rounds)
+    revised = await _reconsidered(sitting, first, specs, models, orders, list(split))
     final = redecide({e.judge: e for e in revised})
     summary = _summary(sitting, first, final, revised, split, weights, rounds, calibration)
     return final.model_copy(
         update={"deliberation": summary, "first_decision": first.decision, "cascade": first.cascade}
+    )
+
+
+def _undivided(first: PanelResult, rounds: int) -> PanelResult:
+    """``first`` with a summary that says no argument was split, so nobody was asked."""
+    summary = DeliberationSummary(
+        rounds=rounds,
+        split_arguments=[],
+        alpha_before=first.agreement.alpha,
+        alpha_after=first.agreement.alpha,
+    )
+    return first.model_copy(update={"deliberation": summary, "first_decision": first.decision})
+
+
+async def _reconsidered(
+    sitting: Sitting,
+    first: PanelResult,
+    specs: Mapping[str, JudgeSpec],
+    models: Mapping[str, Model],
+    orders: Mapping[str, Presentation],
+    ids: list[str],
+) -> list[JudgeEvaluation]:
+    """Every scored judge reconsiders the split arguments ``ids``, shown the others' scores."""
+    scored = [e for e in first.evaluations if e.status == "scored"]
+    return list(
+        await asyncio.gather(
+            *(
+                reconsider(
+                    sitting,
+                    specs[e.judge],
+                    models[e.judge],
+                    orders[e.judge],
+                    e,
+                    [o for o in scored if o.judge != e.judge],
+                    ids,
+                )
+                for e in scored
+            )
+        )
     )
 
 
