@@ -304,6 +304,29 @@ def _scored_review(common: dict[str, Any], labels: tuple[str, ...], reply: Any) 
     return Review(**common, status="scored", scores=scores, ranking=ranking)
 
 
+async def candidates_for(
+    question: str,
+    given: Sequence[Candidate] | None,
+    generators: Sequence[Model],
+    config: RunConfig,
+    seed: int,
+    call: CallContext,
+    renderer: PromptRenderer,
+    deadline: Deadline,
+) -> Sequence[Candidate]:
+    """The candidates to rank: the generators' answers if any, else those given; checked.
+
+    The answers are written within ``deadline``, the one the reviews then share.
+    """
+    if generators:
+        answers = generate_candidates(question, generators, config, seed, call, renderer)
+        [given] = await deadline.run("candidate answers", answers)
+    if given is None:
+        raise ConfigurationError("candidates: give candidates or models to --generate them")
+    check_candidates(question, given)
+    return given
+
+
 def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
     """At least two candidates with distinct ids, and a question."""
     if not question.strip():
@@ -321,18 +344,17 @@ def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
 async def generate_candidates(
     question: str,
     models: Sequence[Model],
-    *,
     config: RunConfig,
     seed: int,
-    meter: UsageMeter,
+    call: CallContext,
     renderer: PromptRenderer,
-    on_event: EventHandler | None = None,
-    cache: ResponseCache | None = None,
 ) -> list[Candidate]:
-    """Each model answers the question first; the answers become the candidates."""
+    """Each model answers the question first; the answers become the candidates.
+
+    ``call``: the run's, shared with the reviews (:meth:`~debate.runtime._run.Run.call`).
+    """
     prompt = renderer.render("council_answer.md.jinja", question=question)
     settings = run_settings(config, seed)
-    call = CallContext.of(config, meter, cache, on_event)
 
     async def one(model: Model) -> Candidate:
         try:

@@ -53,7 +53,7 @@ from debate.runtime._replies import (
     keyed_items,
     keyed_reply,
 )
-from debate.runtime._run import Run, closing, given_models
+from debate.runtime._run import Run, blocking, closing, given_models
 
 __all__ = [
     "ArgumentDraft",
@@ -83,6 +83,7 @@ __all__ = [
     "StepStarted",
     "UsageMeter",
     "ask",
+    "blocking",
     "closing",
     "closing_pool",
     "commentary",
