@@ -203,7 +203,22 @@ async def deliberate(
     weights = {name: dict(spec.weights) for name, spec in specs.items()}
     if not split:
         return _undivided(first, rounds)
-    revised = await _reconsidered(sitting, first, specs, models, orders, list(split))
+    scored = [e for e in first.evaluations if e.status == "scored"]
+    ids = list(split)
+    revised = await asyncio.gather(
+        *(
+            reconsider(
+                sitting,
+                specs[e.judge],
+                models[e.judge],
+                orders[e.judge],
+                e,
+                [o for o in scored if o.judge != e.judge],
+                ids,
+            )
+            for e in scored
+        )
+    )
     final = redecide({e.judge: e for e in revised})
     summary = _summary(sitting, first, final, revised, split, weights, rounds, calibration)
     return final.model_copy(
@@ -220,34 +235,6 @@ def _undivided(first: PanelResult, rounds: int) -> PanelResult:
         alpha_after=first.agreement.alpha,
     )
     return first.model_copy(update={"deliberation": summary, "first_decision": first.decision})
-
-
-async def _reconsidered(
-    sitting: Sitting,
-    first: PanelResult,
-    specs: Mapping[str, JudgeSpec],
-    models: Mapping[str, Model],
-    orders: Mapping[str, Presentation],
-    ids: list[str],
-) -> list[JudgeEvaluation]:
-    """Every scored judge reconsiders the split arguments ``ids``, shown the others' scores."""
-    scored = [e for e in first.evaluations if e.status == "scored"]
-    return list(
-        await asyncio.gather(
-            *(
-                reconsider(
-                    sitting,
-                    specs[e.judge],
-                    models[e.judge],
-                    orders[e.judge],
-                    e,
-                    [o for o in scored if o.judge != e.judge],
-                    ids,
-                )
-                for e in scored
-            )
-        )
-    )
 
 
 def _summary(
