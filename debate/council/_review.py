@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from debate._checks import repeated
@@ -53,13 +53,13 @@ from debate.records import (
 )
 from debate.runtime import (
     CallContext,
+    Commented,
     Deadline,
     EventHandler,
     PromptRenderer,
     UsageMeter,
     ask,
     commentary,
-    cut_commentary,
     run_settings,
 )
 from debate.storage import ResponseCache
@@ -100,15 +100,10 @@ class Answer(Frozen):
 NOTES_CHARS = 300
 
 
-class _Scores(CouncilDimensions):
+class _Scores(CouncilDimensions, Commented):
     notes: str = commentary(NOTES_CHARS)
     notes_cut: SkipJsonSchema[bool] = False
     """Set by the validator when the notes were cut; not part of the schema sent."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cut_notes(cls, data: Any) -> Any:
-        return cut_commentary(data, {"notes": NOTES_CHARS})
 
 
 class _GatedScores(_Scores):

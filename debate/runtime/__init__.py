@@ -45,6 +45,7 @@ from debate.runtime._prompts import PromptRenderer, neutralise_markers
 from debate.runtime._replies import (
     ArgumentDraft,
     ClosingDraft,
+    Commented,
     ExamDraft,
     RubricDraft,
     commentary,
@@ -61,6 +62,7 @@ __all__ = [
     "CallContext",
     "CallPolicy",
     "ClosingDraft",
+    "Commented",
     "Deadline",
     "Event",
     "EventHandler",
