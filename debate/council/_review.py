@@ -55,14 +55,13 @@ from debate.runtime import (
     CallContext,
     Commented,
     Deadline,
-    EventHandler,
     PromptRenderer,
+    Run,
     UsageMeter,
     ask,
     commentary,
     run_settings,
 )
-from debate.storage import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -154,6 +153,8 @@ class Council:
 
     ``escalation`` says when the reviewers of the next tier are asked (default
     :func:`escalate_on_tied_top`); without tiers it is consulted once and its reason kept.
+    ``run``: the machinery shared with other runs; the council reads its progress callback
+    and response cache (its models are the reviewers').
     """
 
     def __init__(
@@ -162,9 +163,8 @@ class Council:
         *,
         config: RunConfig | None = None,
         renderer: PromptRenderer | None = None,
-        on_event: EventHandler | None = None,
-        cache: ResponseCache | None = None,
         escalation: EscalationRule[CouncilResult] | None = None,
+        run: Run | None = None,
     ) -> None:
         if not reviewers:
             raise ConfigurationError("reviewers: the council needs at least one reviewer")
@@ -177,8 +177,8 @@ class Council:
         self.reviewers = list(reviewers)
         self.config = config or RunConfig()
         self.renderer = renderer or PromptRenderer.for_run(self.config)
-        self.on_event = on_event
-        self.cache = cache
+        self.on_event = None if run is None else run.on_event
+        self.cache = None if run is None else run.cache
         self.escalation: EscalationRule[CouncilResult] = escalation or escalate_on_tied_top
 
     async def rank(

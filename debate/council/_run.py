@@ -74,12 +74,7 @@ async def run_council(
             question, candidates, limited, cfg, seed, run.call(cfg, meter), renderer, deadline
         )
         council = Council(
-            council_reviewers,
-            config=cfg,
-            renderer=renderer,
-            on_event=run.on_event,
-            cache=run.cache,
-            escalation=escalation,
+            council_reviewers, config=cfg, renderer=renderer, escalation=escalation, run=run
         )
         return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
 
