@@ -106,9 +106,11 @@ def main() -> None:
             folder = Path(tmp)
             one, many = batch_file(folder, 1), batch_file(folder, args.items)
             batch(one, base_url, folder / "warm", 1)  # page cache, compiled bytecode
-            print(f"L = {args.latency * 1000:.0f} ms, critical path 4L = {path:.2f} s, "
-                  f"{args.items} debates at --concurrency {args.concurrency}, "
-                  f"{os.cpu_count()} CPUs")
+            print(
+                f"L = {args.latency * 1000:.0f} ms, critical path 4L = {path:.2f} s, "
+                f"{args.items} debates at --concurrency {args.concurrency}, "
+                f"{os.cpu_count()} CPUs"
+            )
             for n in range(args.runs):
                 _, version, version_cpu = cli([sys.executable, "-m", "debate", "--version"])
                 small = batch(one, base_url, folder / f"one{n}", args.concurrency)
