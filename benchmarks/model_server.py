@@ -65,8 +65,11 @@ def make_app(latency: float, seed: int = 0) -> web.Application:
     replies: dict[str, str] = {}
     served = [0]
     last: list[Any] = [None]
+    times: dict[str, float] = {}
+    """Wall clock (time.time) of the first request's arrival and the last reply's sending."""
 
     async def complete(request: web.Request) -> web.Response:
+        times.setdefault("first_request", time.time())
         body = await request.json()
         fmt = json.dumps(body["response_format"], sort_keys=True)
         content = replies.get(fmt)
@@ -75,10 +78,14 @@ def make_app(latency: float, seed: int = 0) -> web.Application:
         await asyncio.sleep(latency)
         served[0] += 1
         last[0] = body
+        times["last_reply"] = time.time()
         return web.Response(body=_envelope(body, content), content_type="application/json")
 
     async def count(request: web.Request) -> web.Response:
-        return web.json_response({"served": served[0], "last": last[0]})
+        answer = {"served": served[0], "last": last[0], **times}
+        if "reset" in request.query:  # the next run's first request and last reply
+            times.clear()
+        return web.json_response(answer)
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", complete)

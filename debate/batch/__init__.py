@@ -382,7 +382,10 @@ async def _kept(
     own that is not Unicode (:class:`~debate.records._input.NotUnicodeError`) fails only it.
     """
     try:
-        return keep(await run, item_id, folder, store)
+        result = await run
+        # rendering and fsyncs off the loop: the other items' calls go on meanwhile
+        await asyncio.to_thread(write_item_files, result, folder)
+        return recorded(result, item_id, store)
     except NotUnicodeError as exc:
         return BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
     except ConfigurationError:
@@ -396,8 +399,18 @@ def keep(result: DebateResult, item_id: str, folder: Path, store: RunStore | Non
 
     The result.json comes first: once it is there a re-run of the batch skips the item.
     """
+    write_item_files(result, folder)
+    return recorded(result, item_id, store)
+
+
+def write_item_files(result: DebateResult, folder: Path) -> None:
+    """The item's result.json, then its reports (safe in a worker thread)."""
     write_result(result, folder)
     write_report(result, folder)
+
+
+def recorded(result: DebateResult, item_id: str, store: RunStore | None) -> BatchLine:
+    """Record a written item in ``store`` (on the caller's thread, the store's own); its line."""
     if store is not None:
         store.record(result)
     return BatchLine.of(item_id, result)

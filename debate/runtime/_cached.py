@@ -4,8 +4,8 @@ The cache is consulted above the model boundary, so what is stored is decided wh
 reply is validated: only a valid reply is stored, and a replayed reply is validated again
 like a fresh one. A call has one slot, keyed by its original request: the re-asks and
 retries it took are its attempts, stored beside the reply (:class:`CallCost`) so that a
-replay counts them as the run that made them did. SQLite work runs in a worker thread so
-the event loop keeps going.
+replay counts them as the run that made them did. Writes run in a worker thread so the
+event loop keeps going; so do lookups, unless they are local reads (SQLite's).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ class CacheSlot:
 
     async def replay(self) -> Replayed | None:
         """The stored reply, with the usage it cost when it was made; None on a miss."""
-        stored = await asyncio.to_thread(self.cache.get, self.key)
+        if self.cache.local_reads:
+            stored = self.cache.get(self.key)
+        else:
+            stored = await asyncio.to_thread(self.cache.get, self.key)
         if stored is None:
             return None
         answered = stored.model or self.model  # who answered when the reply was made

@@ -12,7 +12,6 @@ show a fraction instead of a count.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,7 +105,9 @@ EventHandler = Callable[[Event], None]
 
 def event_record(event: Event) -> dict[str, Any]:
     """The event as one JSON-ready object: ``type`` and ``ts`` (Unix seconds), then its fields."""
-    return {"type": event.type, "ts": round(time.time(), 3), **dataclasses.asdict(event)}
+    # every field is a scalar: a shallow copy is what dataclasses.asdict's deep one gave,
+    # at a tenth of its cost (the service records each call's events)
+    return {"type": event.type, "ts": round(time.time(), 3), **vars(event)}
 
 
 def debate_calls(config: RunConfig) -> int:

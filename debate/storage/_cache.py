@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from debate.models import (
     Message,
@@ -120,6 +120,11 @@ class CachedReply:
 
 class ResponseCache:
     """The SQLite store of valid replies, looked up and filled by ``ask``."""
+
+    local_reads: ClassVar[bool] = True
+    """A lookup is a read of a local file that never waits for a writer (WAL): cheaper made
+    on the event loop than handed to a thread (the service makes one a call). A cache
+    whose lookups cross a network says False, and ``ask`` makes them in a thread."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -45,6 +45,8 @@ class PgResponseCache(ResponseCache):
         max_size: Connections its pool may open (lookups run in worker threads).
     """
 
+    local_reads = False  # a round trip to the database: not on the event loop
+
     def __init__(self, url: str, *, max_size: int = 8) -> None:  # noqa: D107
         # ResponseCache.__init__ opens a SQLite file; nothing of it applies here.
         self.url = url
