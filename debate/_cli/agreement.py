@@ -22,7 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate._cli.common import EXIT_OK, Commands, at_least, seed, user_file
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.parsing import Commands
+from debate._cli.values import at_least, seed
 from debate.exceptions import ConfigurationError
 from debate.stats import (
     LEVELS,

@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
 
 
 def add_parser(commands: Commands) -> None:

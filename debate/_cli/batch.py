@@ -9,8 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_RUNTIME, Commands
+from debate._cli.config import run_config
+from debate._cli.costs import cost_and_limits
+from debate._cli.exits import EXIT_RUNTIME, fail_on_flag, outcome_exit
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.outputs import history, open_cache, open_store, out_folder
+from debate._cli.parsing import Commands
+from debate._cli.progress import JsonlProgress, announce, progress_flag
 from debate.batch import (
     BatchItem,
     BatchLine,
@@ -64,9 +70,9 @@ def add_parser(commands: Commands) -> None:
         help="run only shard K of N (items assigned by a hash of their id), for N machines; "
         "merge their --out folders with debate merge",
     )
-    common.model_flags(batch)
-    common.progress_flag(batch)
-    common.fail_on_flag(batch)
+    model_flags(batch)
+    progress_flag(batch)
+    fail_on_flag(batch)
     batch.set_defaults(func=batch_command)
 
 
@@ -82,25 +88,25 @@ def batch_command(args: argparse.Namespace) -> int:
     runs the items on Ray (:mod:`debate.batch._ray`, imported only then); ``--shard K/N``
     keeps only shard K's items (:mod:`debate.batch._shards`).
     """
-    config = common.run_config(args)
-    with common.user_file(args.file, "batch file"):
+    config = run_config(args)
+    with user_file(args.file, "batch file"):
         items = load_batch(args.file)
     check_concurrency(args.concurrency)
     check_workers(args.workers, args.concurrency)
     engine = _engine(args)
     shard = None if args.shard is None else parse_shard(args.shard)
-    money = common.cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
-    out = common.out_folder(args)
+    money = cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
+    out = out_folder(args)
     if shard is not None:
-        with common.user_file(args.file, "batch file"):
+        with user_file(args.file, "batch file"):
             items = take_shard(items, *shard, Path(args.file), out)
-    cache = common.open_cache(args, out)
-    store = common.open_store(args)
-    jsonl = None if args.quiet or args.progress != "jsonl" else common.JsonlProgress()
+    cache = open_cache(args, out)
+    store = open_store(args)
+    jsonl = None if args.quiet or args.progress != "jsonl" else JsonlProgress()
     text = not args.quiet and jsonl is None
     progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
     if jsonl is not None:
-        common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
+        announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     seed = args.seed if args.seed is not None else 0
     if engine == "ray":
         if cache is not None:
@@ -114,7 +120,7 @@ def batch_command(args: argparse.Namespace) -> int:
             config=config,
             out_dir=out,
             concurrency=args.concurrency,
-            run=Run(pool=pool, cache=cache, history=common.history(args), **money),
+            run=Run(pool=pool, cache=cache, history=history(args), **money),
             seed=seed,
             progress=progress,
             store=store,
@@ -176,7 +182,7 @@ def _on_ray(
             out_dir=out,
             workers=args.workers,
             concurrency=args.concurrency,
-            run=Run(model_path=args.model_path, history=common.history(args), **money),
+            run=Run(model_path=args.model_path, history=history(args), **money),
             cache=None if cache is None else cache.path,
             seed=seed,
             progress=progress,
@@ -196,7 +202,7 @@ def summarise(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> in
         sys.stdout.write(_summary(lines, out))
     if any(line.status == "failed" for line in lines):
         return EXIT_RUNTIME
-    return common.outcome_exit(args, [line.outcome for line in lines if line.outcome])
+    return outcome_exit(args, [line.outcome for line in lines if line.outcome])
 
 
 def _json(lines: list[BatchLine], out: Path) -> str:

@@ -7,8 +7,15 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.config import run_config
+from debate._cli.costs import cost_and_limits
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.outputs import open_cache, open_store, out_folder
+from debate._cli.parsing import Commands
+from debate._cli.progress import announce, progress, progress_flag
+from debate._cli.summaries import budget_lines, cascade_lines
 from debate.exceptions import ConfigurationError
 from debate.runtime import Run
 from debate.stats import fmt
@@ -34,13 +41,13 @@ def add_parser(commands: Commands) -> None:
     council.add_argument("--method", choices=["normalized", "borda", "rubric"])
     council.add_argument("--safety-gate", action="store_true", help="cap answers flagged unsafe")
     council.add_argument("--category", help="category recorded for the leaderboard")
-    common.model_flags(council, debate_panel=False)
-    common.progress_flag(council)
+    model_flags(council, debate_panel=False)
+    progress_flag(council)
     council.set_defaults(func=council_command)
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    config = common.run_config(args)
+    config = run_config(args)
     changes: dict[str, Any] = {}
     if args.method is not None:
         changes["method"] = args.method
@@ -87,8 +94,8 @@ def council_summary(result: CouncilResult, path: str) -> str:
             )
         if review.status == "unscored":
             lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
-    lines += common.cascade_lines(result.cascade, result.tier)
-    lines += common.budget_lines(result.usage)
+    lines += cascade_lines(result.cascade, result.tier)
+    lines += budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)
 
@@ -104,23 +111,23 @@ def council_command(args: argparse.Namespace) -> int:
     config = _config(args)
     candidates = None
     if args.candidates:
-        with common.user_file(args.candidates, "candidates"):
+        with user_file(args.candidates, "candidates"):
             candidates = load_candidates(args.candidates)
         if len(candidates) > MAX_CANDIDATES:
             raise ConfigurationError(
                 f"candidates {args.candidates}: {len(candidates)} answers; a council ranks at "
                 f"most {MAX_CANDIDATES} (every reviewer reads them all in one prompt)"
             )
-    money = common.cost_and_limits(args)
-    out = common.out_folder(args)
+    money = cost_and_limits(args)
+    out = out_folder(args)
     seed, source = resolve_seed(args.seed, out)
-    cache = common.open_cache(args, out)
-    store = common.open_store(args)
+    cache = open_cache(args, out)
+    store = open_store(args)
     pool = ModelPool(config, seed=seed, model_path=args.model_path)
     generate = _generators(args, pool)
-    on_event = common.progress(args)
+    on_event = progress(args)
     reviewers = len(generate) if generate else len(config.judges)
-    common.announce(on_event, "council", reviewers + (len(generate) if generate else 0))
+    announce(on_event, "council", reviewers + (len(generate) if generate else 0))
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         work = run_council(
             args.question,

@@ -16,15 +16,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    decision_flags,
-    decision_thresholds,
-    path_text,
-    seed,
-    user_file,
-)
+from debate._cli.decision import decision_flags, decision_thresholds
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.parsing import Commands
+from debate._cli.values import path_text, seed
 from debate.exceptions import ConfigurationError
 from debate.records import parse_json
 

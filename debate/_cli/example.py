@@ -17,7 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import EXIT_OK, Commands, path_text
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
+from debate._cli.values import path_text
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:

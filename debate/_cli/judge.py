@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from debate._cli.common import (
-    Commands,
-    deliberate_flag,
-    fail_on_flag,
-    model_flags,
-    policy_flag,
-    progress_flag,
-    user_file,
-)
+from debate._cli.config import deliberate_flag
+from debate._cli.decision import policy_flag
+from debate._cli.exits import fail_on_flag
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.parsing import Commands
+from debate._cli.progress import progress_flag
 from debate._cli.run import debate_command
 from debate.api import judge_transcript, load_transcript
 

@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands, days
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
+from debate._cli.values import days
 from debate.storage import RunStore
 
 

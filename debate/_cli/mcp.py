@@ -12,8 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.config import config_flags, panel_config
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
+from debate._cli.values import at_least
 from debate.exceptions import ConfigurationError
 from debate.panel import TopicProfiles
 from debate.runtime import PromptRenderer
@@ -39,10 +41,10 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument(
-        "--port", type=common.at_least(1, 65535), default=8766, help="HTTP port (default 8766)"
+        "--port", type=at_least(1, 65535), default=8766, help="HTTP port (default 8766)"
     )
     group = parser.add_argument_group("model")
-    common.config_flags(group)
+    config_flags(group)
     group.add_argument(
         "--model",
         help="model for debaters and judges: 'local' (embedded, default), 'scripted' "
@@ -76,7 +78,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Check the flags and the config, then serve until the client (or Ctrl-C) stops it."""
-    config = common.panel_config(args, _overrides(args), FLAGS)
+    config = panel_config(args, _overrides(args), FLAGS)
     PromptRenderer(config.templates)  # a broken template or topic table is bad input now
     if config.topics is not None:
         TopicProfiles.load(config.topics)

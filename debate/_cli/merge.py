@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from debate._cli.batch import summarise
-from debate._cli.common import Commands, path_text
+from debate._cli.parsing import Commands
+from debate._cli.values import path_text
 from debate.batch import merge_shards
 
 

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
 from debate.runtime import (
     PanelPreset,
     PresetJudge,

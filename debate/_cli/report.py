@@ -7,7 +7,9 @@ import logging
 import sys
 from pathlib import Path
 
-from debate._cli.common import EXIT_OK, Commands, path_text
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
+from debate._cli.values import path_text
 from debate.exceptions import ConfigurationError
 from debate.report import write_report
 from debate.storage import load_result

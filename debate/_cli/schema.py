@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands
 from debate.records import CouncilResult, DebateResult
 
 # v2: config.max_tokens may be null (each call's bound derived from its reply schema).

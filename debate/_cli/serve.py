@@ -23,15 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from debate._cli.common import (
-    CONFIG_FLAGS,
-    Commands,
-    _check_model_path,
-    at_least,
-    config_flags,
-    finite,
-    panel_config,
-)
+from debate._cli.config import CONFIG_FLAGS, check_model_flags, config_flags, panel_config
+from debate._cli.parsing import Commands
+from debate._cli.values import at_least, finite
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig, validation_message
 from debate.runtime import ModelPool
@@ -275,8 +269,6 @@ def _loopback(host: str) -> bool:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     """``--config`` or ``--panel`` with the model flags on top, checked as ``debate run`` does."""
-    if args.model is None and args.base_url is not None:
-        raise ConfigurationError("--model: name the model served at --base-url")
-    _check_model_path(args)
+    check_model_flags(args)
     given = {"model": args.model, "base_url": args.base_url, "api_key_env": args.api_key_env}
     return panel_config(args, given, CONFIG_FLAGS)

@@ -7,8 +7,10 @@ import asyncio
 import sys
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.parsing import Commands
+from debate._cli.values import at_least, seed
 from debate.exceptions import ConfigurationError
 from debate.records import (
     MAX_SAMPLES,
@@ -34,7 +36,7 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument("result", metavar="RESULT.json", help="a debate's or a council's result")
     parser.add_argument(
         "--runs",
-        type=common.at_least(1, MAX_RUNS),
+        type=at_least(1, MAX_RUNS),
         default=10,
         metavar="N",
         help="re-judgings, each with another seed (default 10)",
@@ -50,12 +52,12 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument(
         "--seed",
-        type=common.seed,
+        type=seed,
         help="base of the runs' seeds (default: the result's seed)",
     )
     parser.add_argument(
         "--samples",
-        type=common.at_least(1, MAX_SAMPLES),
+        type=at_least(1, MAX_SAMPLES),
         metavar="K",
         help="readings per judge in each run (default: the result's)",
     )
@@ -92,7 +94,7 @@ def stability_command(args: argparse.Namespace) -> int:
 
     if args.model is None and args.base_url is not None:  # before reading anything
         raise ConfigurationError("--model: name the model served at --base-url")
-    with common.user_file(args.result, "result"):
+    with user_file(args.result, "result"):
         result = load_result(args.result)
     assert isinstance(result, DebateResult | CouncilResult)
     if isinstance(result, CouncilResult) and args.samples is not None:

@@ -17,16 +17,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    at_least,
-    out_folder,
-    path_text,
-    probability_between,
-    user_file,
-)
 from debate._cli.decide import table_flags, thresholds, warn
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.outputs import out_folder
+from debate._cli.parsing import Commands
+from debate._cli.values import at_least, path_text, probability_between
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
