@@ -15,7 +15,7 @@ from debate._cli.exits import EXIT_RUNTIME, fail_on_flag, outcome_exit
 from debate._cli.files import user_file
 from debate._cli.flags import model_flags
 from debate._cli.outputs import history, open_cache, open_store, out_folder
-from debate._cli.parsing import Commands
+from debate._cli.parsing import Commands, subcommand
 from debate._cli.progress import JsonlProgress, announce, progress_flag
 from debate.batch import (
     BatchItem,
@@ -31,14 +31,15 @@ from debate.batch import (
     take_shard,
 )
 from debate.exceptions import ConfigurationError
-from debate.records import RunConfig
 from debate.runtime import ModelPool, Run, closing_pool
-from debate.storage import ResponseCache, RunStore
+from debate.storage import ResponseCache
+
+HELP = "run many debates or judge many transcripts"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate batch``."""
-    batch = commands.add_parser("batch", help="run many debates or judge many transcripts")
+    batch = subcommand(commands, "batch", batch_command, HELP)
     batch.add_argument("file", metavar="FILE.jsonl", help="one {topic} or {transcript} per line")
     batch.add_argument(
         "--concurrency", type=int, default=8, metavar="N", help="items at once (in all workers)"
@@ -73,7 +74,6 @@ def add_parser(commands: Commands) -> None:
     model_flags(batch)
     progress_flag(batch)
     fail_on_flag(batch)
-    batch.set_defaults(func=batch_command)
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -108,24 +108,24 @@ def batch_command(args: argparse.Namespace) -> int:
     if jsonl is not None:
         announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     seed = args.seed if args.seed is not None else 0
+    # what either engine is given the same: the batch, where it goes, and how it is run
+    shared: dict[str, Any] = {
+        "config": config,
+        "out_dir": out,
+        "concurrency": args.concurrency,
+        "seed": seed,
+        "progress": progress,
+        "store": store,
+    }
     if engine == "ray":
         if cache is not None:
             cache.close()  # each worker opens it
-        lines = _on_ray(args, items, config, out, cache, money, seed, progress, store)
+        lines = _on_ray(args, items, cache, money, shared)
     else:
         # The CLI builds the pool so that --model-path reaches it, as it does for `debate run`.
         pool = ModelPool(config, seed=seed, model_path=args.model_path)
-        work = run_batch(
-            items,
-            config=config,
-            out_dir=out,
-            concurrency=args.concurrency,
-            run=Run(pool=pool, cache=cache, history=history(args), **money),
-            seed=seed,
-            progress=progress,
-            store=store,
-        )
-        lines = asyncio.run(closing_pool(pool, work))
+        run = Run(pool=pool, cache=cache, history=history(args), **money)
+        lines = asyncio.run(closing_pool(pool, run_batch(items, run=run, **shared)))
     return summarise(args, lines, out)
 
 
@@ -162,15 +162,15 @@ def _engine(args: argparse.Namespace) -> str:
 def _on_ray(
     args: argparse.Namespace,
     items: list[tuple[str, BatchItem]],
-    config: RunConfig,
-    out: Path,
     cache: ResponseCache | None,
     money: dict[str, Any],
-    seed: int,
-    progress: Progress,
-    store: RunStore | None,
+    shared: dict[str, Any],
 ) -> list[BatchLine]:
-    """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
+    """Join (or start) the Ray cluster, run the batch on it, and leave it as it was.
+
+    ``shared`` is what :func:`debate.batch.run_batch` would be given; the workers get the
+    cache's path (each opens it) and build their own models.
+    """
     from debate.batch import run_batch_ray, start_ray, stop_ray
 
     cpus = args.workers if args.ray_address is None else None
@@ -178,15 +178,10 @@ def _on_ray(
     try:
         work = run_batch_ray(
             items,
-            config=config,
-            out_dir=out,
             workers=args.workers,
-            concurrency=args.concurrency,
             run=Run(model_path=args.model_path, history=history(args), **money),
             cache=None if cache is None else cache.path,
-            seed=seed,
-            progress=progress,
-            store=store,
+            **shared,
         )
         return asyncio.run(work)
     finally:

@@ -15,10 +15,9 @@ from debate._cli.exits import EXIT_OK
 from debate._cli.files import user_file
 from debate._cli.flags import model_flags
 from debate._cli.outputs import open_cache, open_store, out_folder, store_path
-from debate._cli.parsing import Commands
+from debate._cli.parsing import Commands, count_flag, subcommand
 from debate._cli.progress import progress
 from debate._cli.summaries import budget_lines
-from debate._cli.values import at_least
 from debate.exceptions import ConfigurationError
 from debate.records import MAX_CONCURRENCY
 from debate.runtime import Run
@@ -27,17 +26,19 @@ if TYPE_CHECKING:
     from debate.quality import CalibrationReport
 
 
+HELP = "judges against items with a known answer"
+
+
 def add_parser(commands: Commands) -> None:
     """Register ``debate calibrate``."""
-    parser = commands.add_parser("calibrate", help="judges against items with a known answer")
+    parser = subcommand(commands, "calibrate", calibrate_command, HELP)
     parser.add_argument("file", metavar="FILE")
     parser.add_argument(
         "--format", choices=["debate", "pairwise", "ukpconvarg", "pandalm"], default="pairwise"
     )
-    parser.add_argument("--limit", type=at_least(1), metavar="N", help="first N items only")
-    parser.add_argument("--concurrency", type=at_least(1, MAX_CONCURRENCY), default=4, metavar="N")
+    count_flag(parser, "--limit", 1, None, help="first N items only")
+    count_flag(parser, "--concurrency", 1, MAX_CONCURRENCY, default=4)
     model_flags(parser)
-    parser.set_defaults(func=calibrate_command)
 
 
 def calibrate_command(args: argparse.Namespace) -> int:

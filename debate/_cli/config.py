@@ -41,6 +41,10 @@ CONFIG_FLAGS = {
 """RunConfig fields a flag sets, and the flag: a bad value is reported under the flag's name,
 while RunConfig alone decides what a good value is."""
 
+MODEL_FLAGS = {field: CONFIG_FLAGS[field] for field in ("model", "base_url", "api_key_env")}
+"""The config fields the model flags set (``serve``, ``mcp`` and ``stability`` take no
+others), and the flag a bad value is reported under."""
+
 
 MODEL_HELP = {
     "--model": "model for debaters and judges: 'local' (embedded, default), 'scripted' "
@@ -55,13 +59,17 @@ MODEL_HELP = {
 MODEL_METAVARS = {"--api-key-env": "NAME", "--model-path": "FILE.gguf"}
 
 
-def model_choice_flags(group: argparse._ArgumentGroup, **help: str) -> None:
-    """``--model``, ``--base-url``, ``--api-key-env`` and ``--model-path``.
+def model_choice_flags(
+    group: argparse._ArgumentGroup | argparse.ArgumentParser, *, path: bool = True, **help: str
+) -> None:
+    """``--model``, ``--base-url``, ``--api-key-env`` and (unless not ``path``) ``--model-path``.
 
     ``help`` replaces a flag's help text, by its field (``base_url="..."``): every command
-    that picks models takes the same four flags, checked by :func:`check_model_flags`.
+    that picks models takes the same flags, checked by :func:`check_model_flags`.
     """
     for flag, text in MODEL_HELP.items():
+        if flag == "--model-path" and not path:
+            continue
         field = flag.removeprefix("--").replace("-", "_")
         group.add_argument(flag, metavar=MODEL_METAVARS.get(flag), help=help.get(field, text))
 
@@ -180,7 +188,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
     """
     if args.model is None and args.base_url is not None:
         raise ConfigurationError("--model: name the model served at --base-url")
-    if args.model_path is None:
+    if getattr(args, "model_path", None) is None:  # a command without the flag (stability)
         return
     if args.base_url is not None:
         raise ConfigurationError(

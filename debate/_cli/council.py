@@ -13,7 +13,7 @@ from debate._cli.exits import EXIT_OK
 from debate._cli.files import user_file
 from debate._cli.flags import model_flags
 from debate._cli.outputs import open_cache, open_store, out_folder
-from debate._cli.parsing import Commands
+from debate._cli.parsing import Commands, subcommand
 from debate._cli.progress import announce, progress, progress_flag
 from debate._cli.summaries import budget_lines, cascade_lines
 from debate.exceptions import ConfigurationError
@@ -25,13 +25,15 @@ if TYPE_CHECKING:
     from debate.records import CouncilResult, RunConfig
     from debate.runtime import ModelPool
 
+HELP = "rank candidate answers to a question"
+
 MAX_CANDIDATES = 100
 """Every reviewer reads every candidate in one prompt; past this no context holds them."""
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate council``."""
-    council = commands.add_parser("council", help="rank candidate answers to a question")
+    council = subcommand(commands, "council", council_command, HELP)
     council.add_argument("question", help="the question the candidates answer")
     source = council.add_mutually_exclusive_group(required=True)
     source.add_argument("--candidates", metavar="FILE.jsonl", help="one {id, text} per line")
@@ -43,7 +45,6 @@ def add_parser(commands: Commands) -> None:
     council.add_argument("--category", help="category recorded for the leaderboard")
     model_flags(council, debate_panel=False)
     progress_flag(council)
-    council.set_defaults(func=council_command)
 
 
 def _config(args: argparse.Namespace) -> RunConfig:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from debate._cli.exits import EXIT_USAGE
-from debate._cli.values import path_text
+from debate._cli.values import at_least, path_text
 
 Command = Callable[[argparse.Namespace], int]
 """What a subcommand registers with ``set_defaults(func=...)``: parsed flags in, exit code out.
@@ -44,8 +44,13 @@ class Parser(argparse.ArgumentParser):
         raise UsageExit(line)
 
 
+MAX_BOOTSTRAP = 100_000
+"""Replicates beyond this narrow no interval visibly and take minutes; a typo (an extra
+three zeros) should be refused, not run for hours."""
+
+
 def subcommand(
-    commands: Commands, name: str, func: Command, *, help: str, description: str | None = None
+    commands: Commands, name: str, func: Command, help: str, description: str | None = None
 ) -> Parser:
     """Register ``debate NAME``, run by ``func``; the command module adds its flags to it."""
     parser = commands.add_parser(name, help=help, description=description)
@@ -62,3 +67,22 @@ def out_flag(
 ) -> None:
     """``--out``: where a command writes; an empty path is refused (:func:`path_text`)."""
     parser.add_argument("--out", type=path_text, metavar=metavar, help=help, **given)
+
+
+def count_flag(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    low: int,
+    high: int | None,
+    *,
+    help: str | None = None,
+    metavar: str | None = "N",
+    **given: Any,
+) -> None:
+    """A whole-number flag from ``low`` to ``high``: a count, a port (:func:`at_least`)."""
+    parser.add_argument(flag, type=at_least(low, high), metavar=metavar, help=help, **given)
+
+
+def bootstrap_flag(parser: argparse.ArgumentParser, low: int, help: str) -> None:
+    """``--bootstrap N``: replicates of every interval, ``low`` to :data:`MAX_BOOTSTRAP`."""
+    count_flag(parser, "--bootstrap", low, MAX_BOOTSTRAP, default=1000, help=help)

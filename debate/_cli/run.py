@@ -18,7 +18,7 @@ from debate._cli.decision import escalation_of, policy_flag
 from debate._cli.exits import fail_on_flag, outcome_exit
 from debate._cli.flags import model_flags
 from debate._cli.outputs import history, open_cache, open_store, out_folder
-from debate._cli.parsing import Commands
+from debate._cli.parsing import Commands, subcommand
 from debate._cli.progress import announce, progress, progress_flag
 from debate._cli.summaries import budget_lines, cascade_lines
 from debate.api import run_debate, write_result
@@ -28,13 +28,15 @@ from debate.runtime import ModelPool, Run, closing_pool, planned_calls
 from debate.stats import fmt
 from debate.storage import recording_run, resolve_seed
 
+HELP = "run a debate on a topic and judge it"
+
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given its config, seed, escalation rule and ``run``."""
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate run``."""
-    run = commands.add_parser("run", help="run a debate on a topic and judge it")
+    run = subcommand(commands, "run", run_command, HELP)
     run.add_argument("topic", help="the proposition to debate")
     run.add_argument(
         "--arguments", type=int, metavar="N", help="arguments per side (1-10, default 3)"
@@ -47,7 +49,6 @@ def add_parser(commands: Commands) -> None:
     progress_flag(run)
     fail_on_flag(run)
     policy_flag(run)
-    run.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
