@@ -57,6 +57,7 @@ MODEL_HELP = {
 """The model flags' help as ``debate run`` gives it; a command may word one for itself."""
 
 MODEL_METAVARS = {"--api-key-env": "NAME", "--model-path": "FILE.gguf"}
+"""The model flags that name their value; the others show argparse's own (``MODEL``)."""
 
 
 def model_choice_flags(
@@ -183,8 +184,8 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 def check_model_flags(args: argparse.Namespace) -> None:
     """``--base-url`` comes with ``--model``; ``--model-path`` names a file, without a server.
 
-    The commands that serve (``serve``, ``mcp``) check their model flags here too, so a
-    flag is refused in the same words everywhere.
+    ``serve``, ``mcp`` and ``stability`` check their model flags here too, so a flag is
+    refused in the same words everywhere.
     """
     if args.model is None and args.base_url is not None:
         raise ConfigurationError("--model: name the model served at --base-url")

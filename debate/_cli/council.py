@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from debate._cli.config import run_config
@@ -22,7 +23,7 @@ from debate.stats import fmt
 
 if TYPE_CHECKING:
     from debate.models import Model
-    from debate.records import CouncilResult, RunConfig
+    from debate.records import CouncilResult, RankingEntry, Review, RunConfig
     from debate.runtime import ModelPool
 
 HELP = "rank candidate answers to a question"
@@ -74,31 +75,37 @@ def council_summary(result: CouncilResult, path: str) -> str:
     a = result.agreement
     lines = [
         f"Council ranking ({result.method}; {a.reviewers_scored} reviewers scored, "
-        f"{a.reviewers_unscored} unscored; reviewer alpha {fmt(a.alpha)})"
+        f"{a.reviewers_unscored} unscored; reviewer alpha {fmt(a.alpha)})",
+        *(_ranking_line(e) for e in result.rankings),
+        result.interpretation,
+        *(note for review in result.reviews for note in _review_notes(review)),
     ]
-    for e in result.rankings:
-        mean = "-" if e.mean_score is None else f"{e.mean_score:+.2f}"
-        se = "-" if e.std_error is None else f"{e.std_error:.2f}"
-        raw = "-" if e.raw_mean is None else f"{e.raw_mean:.2f}"
-        tie = "  (tied with next)" if e.tied_with_next else ""
-        gate = "  (failed safety gate)" if e.safety_failed else ""
-        lines.append(
-            f"  {e.rank}. {e.candidate:<14} z-mean {mean} ± {se}  raw {raw}  "
-            f"borda {e.borda:.2f} ({e.votes} votes, {e.first_places} first, "
-            f"{e.confidence} confidence){tie}{gate}"
-        )
-    lines.append(result.interpretation)
-    for review in result.reviews:
-        if review.self_votes_excluded:
-            lines.append(
-                f"Self-vote excluded: {review.reviewer} on {', '.join(review.self_votes_excluded)}"
-            )
-        if review.status == "unscored":
-            lines.append(f"Reviewer {review.reviewer} unscored: {review.reason}")
     lines += cascade_lines(result.cascade, result.tier)
     lines += budget_lines(result.usage)
     lines.append(f"Result: {path}")
     return "\n".join(lines)
+
+
+def _ranking_line(e: RankingEntry) -> str:
+    """One candidate's row: its rank, z-mean with its standard error, raw mean, Borda share."""
+    mean = "-" if e.mean_score is None else f"{e.mean_score:+.2f}"
+    se = "-" if e.std_error is None else f"{e.std_error:.2f}"
+    raw = "-" if e.raw_mean is None else f"{e.raw_mean:.2f}"
+    tie = "  (tied with next)" if e.tied_with_next else ""
+    gate = "  (failed safety gate)" if e.safety_failed else ""
+    return (
+        f"  {e.rank}. {e.candidate:<14} z-mean {mean} ± {se}  raw {raw}  "
+        f"borda {e.borda:.2f} ({e.votes} votes, {e.first_places} first, "
+        f"{e.confidence} confidence){tie}{gate}"
+    )
+
+
+def _review_notes(review: Review) -> Iterator[str]:
+    """What the summary says of one review: the self-votes it lost, and why it is unscored."""
+    if review.self_votes_excluded:
+        yield f"Self-vote excluded: {review.reviewer} on {', '.join(review.self_votes_excluded)}"
+    if review.status == "unscored":
+        yield f"Reviewer {review.reviewer} unscored: {review.reason}"
 
 
 def council_command(args: argparse.Namespace) -> int:

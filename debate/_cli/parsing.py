@@ -1,8 +1,9 @@
 """The parser every subcommand is built on, and how a command module registers one.
 
-A command module's ``add_parser`` names its command with :func:`subcommand`, which also
-binds the function that runs it; the flags several commands share (``--out``) are added
-here once, so their wording and checks are the same everywhere.
+A command module states what ``--help`` says of it (its ``HELP`` and ``DESCRIPTION``) and its
+``add_parser`` registers it with :func:`subcommand`, which also binds the function that runs
+it; the flags several commands share (``--out``, counts, ``--bootstrap``) are added here
+once, so their wording and checks are the same everywhere.
 """
 
 from __future__ import annotations
