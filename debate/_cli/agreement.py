@@ -24,7 +24,7 @@ from typing import Any
 
 from debate._cli.exits import EXIT_OK
 from debate._cli.files import user_file
-from debate._cli.parsing import MAX_BOOTSTRAP, Commands, bootstrap_flag, subcommand
+from debate._cli.parsing import MAX_BOOTSTRAP, Commands, bootstrap_flag, json_flag, subcommand
 from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.stats import (
@@ -63,7 +63,7 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap")
     parser.add_argument("--domain", help="comma-separated ordered values (ordinal labels)")
-    parser.add_argument("--json", action="store_true")
+    json_flag(parser)
 
 
 def _cell(text: str, numeric: bool) -> Any:

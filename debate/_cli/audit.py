@@ -10,7 +10,7 @@ import json
 import sys
 
 from debate._cli.exits import EXIT_OK
-from debate._cli.parsing import Commands, subcommand
+from debate._cli.parsing import Commands, json_flag, subcommand
 
 HELP = "position, first-side, length and self-preference bias; council positions"
 
@@ -19,7 +19,7 @@ def add_parser(commands: Commands) -> None:
     """Register ``debate audit``."""
     parser = subcommand(commands, "audit", audit_command, HELP)
     parser.add_argument("--store", metavar="PATH", help="run store to audit")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    json_flag(parser, "machine-readable output")
 
 
 def audit_command(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from debate._cli.decision import decision_flags, decision_thresholds
 from debate._cli.exits import EXIT_OK
 from debate._cli.files import refuse_folder, sqlite_file, user_file
-from debate._cli.parsing import Command, Commands, Parser, out_flag, subcommand
+from debate._cli.parsing import Command, Commands, Parser, json_flag, out_flag, subcommand
 from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.records import parse_json
@@ -64,7 +64,7 @@ def add_parser(commands: Commands) -> None:
         "to_label.html) for people, whose rulings come back through --labels",
     )
     out_flag(parser, "write the decisions here (default: stdout)", metavar="FILE.jsonl")
-    parser.add_argument("--json", action="store_true", help="the summary as JSON")
+    json_flag(parser, "the summary as JSON")
 
 
 def table_command(

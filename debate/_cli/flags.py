@@ -11,7 +11,7 @@ import argparse
 from debate._cli.config import model_choice_flags, panel_flags
 from debate._cli.costs import cost_flags
 from debate._cli.outputs import store_flags
-from debate._cli.parsing import out_flag
+from debate._cli.parsing import json_flag, out_flag
 from debate._cli.values import finite
 
 
@@ -42,6 +42,6 @@ def model_flags(parser: argparse.ArgumentParser, *, debate_panel: bool = True) -
     cost_flags(parser)
     out = parser.add_argument_group("output")
     out_flag(out, "where result.json goes", default="debate-out")
-    out.add_argument("--json", action="store_true", help="print the result JSON on stdout")
+    json_flag(out, "print the result JSON on stdout")
     out.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     store_flags(out)

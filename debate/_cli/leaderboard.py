@@ -7,7 +7,7 @@ import json
 import sys
 
 from debate._cli.exits import EXIT_OK
-from debate._cli.parsing import Commands, subcommand
+from debate._cli.parsing import Commands, json_flag, subcommand
 from debate._cli.values import days
 from debate.storage import RunStore
 
@@ -20,7 +20,7 @@ def add_parser(commands: Commands) -> None:
     board.add_argument("--store", metavar="PATH", help="run store to read")
     board.add_argument("--since", type=days, metavar="DAYS", help="only the last DAYS days")
     board.add_argument("--category", help="only this category")
-    board.add_argument("--json", action="store_true", help="machine-readable output")
+    json_flag(board, "machine-readable output")
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from debate._cli.batch import summarise
-from debate._cli.parsing import Commands, out_flag, subcommand
+from debate._cli.parsing import Commands, json_flag, out_flag, subcommand
 from debate.batch import merge_shards
 
 HELP = "merge the --out folders of a batch run with --shard K/N on N machines"
@@ -17,7 +17,7 @@ def add_parser(commands: Commands) -> None:
     merge = subcommand(commands, "merge", merge_command, HELP)
     merge.add_argument("folders", nargs="+", metavar="OUT", help="every shard's --out folder")
     out_flag(merge, "new folder for the merged results", required=True)
-    merge.add_argument("--json", action="store_true", help="print the summary as JSON")
+    json_flag(merge, "print the summary as JSON")
 
 
 def merge_command(args: argparse.Namespace) -> int:

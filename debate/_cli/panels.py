@@ -13,7 +13,7 @@ import json
 import sys
 
 from debate._cli.exits import EXIT_OK
-from debate._cli.parsing import Commands, subcommand
+from debate._cli.parsing import Commands, json_flag, subcommand
 from debate.runtime import (
     PanelPreset,
     PresetJudge,
@@ -34,7 +34,7 @@ def add_parser(commands: Commands) -> None:
     """Register ``debate panels``."""
     parser = subcommand(commands, "panels", panels_command, HELP, DESCRIPTION)
     parser.add_argument("name", nargs="?", metavar="NAME", help="print this preset's TOML")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    json_flag(parser, "machine-readable output")
 
 
 def panels_command(args: argparse.Namespace) -> int:

@@ -70,6 +70,17 @@ def out_flag(
     parser.add_argument("--out", type=path_text, metavar=metavar, help=help, **given)
 
 
+def json_flag(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help: str | None = None
+) -> None:
+    """``--json``: the output as JSON on stdout, and a failure too (:mod:`debate._cli.main`).
+
+    The funnel reads ``args.json`` to print a failure as ``{"error": ...}``, so every command
+    names the flag (and its field) the same way.
+    """
+    parser.add_argument("--json", action="store_true", help=help)
+
+
 def count_flag(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     flag: str,

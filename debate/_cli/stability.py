@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from debate._cli.config import MODEL_FLAGS, check_model_flags, model_choice_flags
 from debate._cli.exits import EXIT_OK
 from debate._cli.files import user_file
-from debate._cli.parsing import Commands, count_flag, subcommand
+from debate._cli.parsing import Commands, count_flag, json_flag, subcommand
 from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.records import (
@@ -63,7 +63,7 @@ def add_parser(commands: Commands) -> None:
         metavar="K",
         help="readings per judge in each run (default: the result's)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    json_flag(parser, "print the report as JSON")
 
 
 def _config(args: argparse.Namespace, recorded: RunConfig) -> RunConfig:

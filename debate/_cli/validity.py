@@ -21,7 +21,7 @@ from debate._cli.decide import table_command, table_flags, thresholds, warn
 from debate._cli.exits import EXIT_OK
 from debate._cli.files import user_file
 from debate._cli.outputs import out_folder
-from debate._cli.parsing import Commands, bootstrap_flag, count_flag, out_flag
+from debate._cli.parsing import Commands, bootstrap_flag, count_flag, json_flag, out_flag
 from debate._cli.values import probability_between
 from debate.exceptions import ConfigurationError
 
@@ -65,7 +65,7 @@ def add_parser(commands: Commands) -> None:
     _policy_flags(parser)
     out_flag(parser, "report folder", default="validity-out")
     shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true", help="print the report as JSON")
+    json_flag(shown, "print the report as JSON")
     shown.add_argument(
         "--brief",
         action="store_true",
