@@ -22,7 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate._cli.common import EXIT_OK, Commands, at_least, seed, user_file
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.parsing import MAX_BOOTSTRAP, Commands, bootstrap_flag, json_flag, subcommand
+from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.stats import (
     LEVELS,
@@ -33,22 +36,17 @@ from debate.stats import (
     label_counts,
 )
 
+HELP = "agreement statistics for a ratings CSV"
+DESCRIPTION = "Agreement statistics for a ratings CSV."
+
 LAYOUTS = ("items-by-raters", "raters-by-items")
 """How a ratings table is laid out: what its rows are, then what its columns are."""
 DEFAULT_LAYOUT = "items-by-raters"
 
-MAX_BOOTSTRAP = 100_000
-"""Replicates beyond this narrow no interval visibly and take minutes; a typo (an extra
-three zeros) should be refused, not run for hours."""
-
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate agreement``."""
-    parser = commands.add_parser(
-        "agreement",
-        help="agreement statistics for a ratings CSV",
-        description="Agreement statistics for a ratings CSV.",
-    )
+    parser = subcommand(commands, "agreement", agreement_command, HELP, DESCRIPTION)
     parser.add_argument("file", metavar="FILE.csv")
     parser.add_argument("--level", choices=LEVELS, default="interval")
     parser.add_argument("--format", choices=["alpha", "fleiss"], default="alpha")
@@ -60,17 +58,12 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("--names", action="store_true", help="first column holds names")
     parser.add_argument("--header", action="store_true", help="first row is a header")
-    parser.add_argument(
-        "--bootstrap",
-        type=at_least(0, MAX_BOOTSTRAP),
-        default=1000,
-        metavar="N",
-        help=f"bootstrap replicates, 0 to {MAX_BOOTSTRAP} (default 1000; 0: no interval)",
+    bootstrap_flag(
+        parser, 0, f"bootstrap replicates, 0 to {MAX_BOOTSTRAP} (default 1000; 0: no interval)"
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the bootstrap")
     parser.add_argument("--domain", help="comma-separated ordered values (ordinal labels)")
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(func=agreement_command)
+    json_flag(parser)
 
 
 def _cell(text: str, numeric: bool) -> Any:

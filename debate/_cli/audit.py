@@ -9,17 +9,17 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, json_flag, subcommand
+
+HELP = "position, first-side, length and self-preference bias; council positions"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate audit``."""
-    parser = commands.add_parser(
-        "audit", help="position, first-side, length and self-preference bias; council positions"
-    )
+    parser = subcommand(commands, "audit", audit_command, HELP)
     parser.add_argument("--store", metavar="PATH", help="run store to audit")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=audit_command)
+    json_flag(parser, "machine-readable output")
 
 
 def audit_command(args: argparse.Namespace) -> int:

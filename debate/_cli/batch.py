@@ -9,8 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_RUNTIME, Commands
+from debate._cli.config import run_config
+from debate._cli.costs import cost_and_limits
+from debate._cli.exits import EXIT_RUNTIME, fail_on_flag, outcome_exit
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.outputs import history, open_cache, open_store, out_folder
+from debate._cli.parsing import Commands, subcommand
+from debate._cli.progress import JsonlProgress, announce, progress_flag
 from debate.batch import (
     BatchItem,
     BatchLine,
@@ -25,14 +31,15 @@ from debate.batch import (
     take_shard,
 )
 from debate.exceptions import ConfigurationError
-from debate.records import RunConfig
 from debate.runtime import ModelPool, Run, closing_pool
-from debate.storage import ResponseCache, RunStore
+from debate.storage import ResponseCache
+
+HELP = "run many debates or judge many transcripts"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate batch``."""
-    batch = commands.add_parser("batch", help="run many debates or judge many transcripts")
+    batch = subcommand(commands, "batch", batch_command, HELP)
     batch.add_argument("file", metavar="FILE.jsonl", help="one {topic} or {transcript} per line")
     batch.add_argument(
         "--concurrency", type=int, default=8, metavar="N", help="items at once (in all workers)"
@@ -64,10 +71,9 @@ def add_parser(commands: Commands) -> None:
         help="run only shard K of N (items assigned by a hash of their id), for N machines; "
         "merge their --out folders with debate merge",
     )
-    common.model_flags(batch)
-    common.progress_flag(batch)
-    common.fail_on_flag(batch)
-    batch.set_defaults(func=batch_command)
+    model_flags(batch)
+    progress_flag(batch)
+    fail_on_flag(batch)
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -82,44 +88,44 @@ def batch_command(args: argparse.Namespace) -> int:
     runs the items on Ray (:mod:`debate.batch._ray`, imported only then); ``--shard K/N``
     keeps only shard K's items (:mod:`debate.batch._shards`).
     """
-    config = common.run_config(args)
-    with common.user_file(args.file, "batch file"):
+    config = run_config(args)
+    with user_file(args.file, "batch file"):
         items = load_batch(args.file)
     check_concurrency(args.concurrency)
     check_workers(args.workers, args.concurrency)
     engine = _engine(args)
     shard = None if args.shard is None else parse_shard(args.shard)
-    money = common.cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
-    out = common.out_folder(args)
+    money = cost_and_limits(args)  # --max-cost/--max-tokens cap the whole batch
+    out = out_folder(args)
     if shard is not None:
-        with common.user_file(args.file, "batch file"):
+        with user_file(args.file, "batch file"):
             items = take_shard(items, *shard, Path(args.file), out)
-    cache = common.open_cache(args, out)
-    store = common.open_store(args)
-    jsonl = None if args.quiet or args.progress != "jsonl" else common.JsonlProgress()
+    cache = open_cache(args, out)
+    store = open_store(args)
+    jsonl = None if args.quiet or args.progress != "jsonl" else JsonlProgress()
     text = not args.quiet and jsonl is None
     progress = Progress(len(items), stream=sys.stderr if text else None, listener=jsonl)
     if jsonl is not None:
-        common.announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
+        announce(jsonl, "batch", planned_batch_calls(items, config, out), len(items))
     seed = args.seed if args.seed is not None else 0
+    # what either engine is given the same: the batch, where it goes, and how it is run
+    shared: dict[str, Any] = {
+        "config": config,
+        "out_dir": out,
+        "concurrency": args.concurrency,
+        "seed": seed,
+        "progress": progress,
+        "store": store,
+    }
     if engine == "ray":
         if cache is not None:
             cache.close()  # each worker opens it
-        lines = _on_ray(args, items, config, out, cache, money, seed, progress, store)
+        lines = _on_ray(args, items, cache, money, shared)
     else:
         # The CLI builds the pool so that --model-path reaches it, as it does for `debate run`.
         pool = ModelPool(config, seed=seed, model_path=args.model_path)
-        work = run_batch(
-            items,
-            config=config,
-            out_dir=out,
-            concurrency=args.concurrency,
-            run=Run(pool=pool, cache=cache, history=common.history(args), **money),
-            seed=seed,
-            progress=progress,
-            store=store,
-        )
-        lines = asyncio.run(closing_pool(pool, work))
+        run = Run(pool=pool, cache=cache, history=history(args), **money)
+        lines = asyncio.run(closing_pool(pool, run_batch(items, run=run, **shared)))
     return summarise(args, lines, out)
 
 
@@ -156,15 +162,15 @@ def _engine(args: argparse.Namespace) -> str:
 def _on_ray(
     args: argparse.Namespace,
     items: list[tuple[str, BatchItem]],
-    config: RunConfig,
-    out: Path,
     cache: ResponseCache | None,
     money: dict[str, Any],
-    seed: int,
-    progress: Progress,
-    store: RunStore | None,
+    shared: dict[str, Any],
 ) -> list[BatchLine]:
-    """Join (or start) the Ray cluster, run the batch on it, and leave it as it was."""
+    """Join (or start) the Ray cluster, run the batch on it, and leave it as it was.
+
+    ``shared`` is what :func:`debate.batch.run_batch` would be given; the workers get the
+    cache's path (each opens it) and build their own models.
+    """
     from debate.batch import run_batch_ray, start_ray, stop_ray
 
     cpus = args.workers if args.ray_address is None else None
@@ -172,15 +178,10 @@ def _on_ray(
     try:
         work = run_batch_ray(
             items,
-            config=config,
-            out_dir=out,
             workers=args.workers,
-            concurrency=args.concurrency,
-            run=Run(model_path=args.model_path, history=common.history(args), **money),
+            run=Run(model_path=args.model_path, history=history(args), **money),
             cache=None if cache is None else cache.path,
-            seed=seed,
-            progress=progress,
-            store=store,
+            **shared,
         )
         return asyncio.run(work)
     finally:
@@ -196,7 +197,7 @@ def summarise(args: argparse.Namespace, lines: list[BatchLine], out: Path) -> in
         sys.stdout.write(_summary(lines, out))
     if any(line.status == "failed" for line in lines):
         return EXIT_RUNTIME
-    return common.outcome_exit(args, [line.outcome for line in lines if line.outcome])
+    return outcome_exit(args, [line.outcome for line in lines if line.outcome])
 
 
 def _json(lines: list[BatchLine], out: Path) -> str:

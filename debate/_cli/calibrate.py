@@ -9,8 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.config import CONFIG_FLAGS, run_config
+from debate._cli.costs import cost_and_limits
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.outputs import open_cache, open_store, out_folder, store_path
+from debate._cli.parsing import Commands, count_flag, subcommand
+from debate._cli.progress import progress
+from debate._cli.summaries import budget_lines
 from debate.exceptions import ConfigurationError
 from debate.records import MAX_CONCURRENCY
 from debate.runtime import Run
@@ -19,19 +26,19 @@ if TYPE_CHECKING:
     from debate.quality import CalibrationReport
 
 
+HELP = "judges against items with a known answer"
+
+
 def add_parser(commands: Commands) -> None:
     """Register ``debate calibrate``."""
-    parser = commands.add_parser("calibrate", help="judges against items with a known answer")
+    parser = subcommand(commands, "calibrate", calibrate_command, HELP)
     parser.add_argument("file", metavar="FILE")
     parser.add_argument(
         "--format", choices=["debate", "pairwise", "ukpconvarg", "pandalm"], default="pairwise"
     )
-    parser.add_argument("--limit", type=common.at_least(1), metavar="N", help="first N items only")
-    parser.add_argument(
-        "--concurrency", type=common.at_least(1, MAX_CONCURRENCY), default=4, metavar="N"
-    )
-    common.model_flags(parser)
-    parser.set_defaults(func=calibrate_command)
+    count_flag(parser, "--limit", 1, None, help="first N items only")
+    count_flag(parser, "--concurrency", 1, MAX_CONCURRENCY, default=4)
+    model_flags(parser)
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
@@ -49,14 +56,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from debate.storage import write_json_atomic
 
     _check_reading_flags(args)
-    config = common.run_config(args)
-    money = common.cost_and_limits(args)
+    config = run_config(args)
+    money = cost_and_limits(args)
     items = _items(args)
-    out = common.out_folder(args)
-    cache = common.open_cache(args, out)
-    common.open_store(args)  # a store path that cannot hold the records fails before any call
+    out = out_folder(args)
+    cache = open_cache(args, out)
+    open_store(args)  # a store path that cannot hold the records fails before any call
     with tempfile.TemporaryDirectory() as scratch:
-        store = Path(scratch) / "store.sqlite" if args.no_store else common.store_path(args)
+        store = Path(scratch) / "store.sqlite" if args.no_store else store_path(args)
         records = TrackRecords(store)
         shared: dict[str, Any] = {
             "config": config,
@@ -66,7 +73,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             "run": Run(
                 cache=cache,
                 model_path=args.model_path,
-                on_event=common.progress(args),
+                on_event=progress(args),
                 **money,
             ),
             "judgments": out,
@@ -96,7 +103,7 @@ def _check_reading_flags(args: argparse.Namespace) -> None:
         return
     for field in READING_FLAGS:
         if getattr(args, field) not in (None, False):
-            flag = common.CONFIG_FLAGS[field]
+            flag = CONFIG_FLAGS[field]
             raise ConfigurationError(
                 f"{flag}: --format {args.format} ranks answer pairs with the council, which "
                 f"reads no debate; leave {flag} out or use --format debate"
@@ -107,7 +114,7 @@ def _items(args: argparse.Namespace) -> Any:
     """The items of ``args.file`` (at most ``--limit``); none at all is bad input."""
     from debate.quality import load_items, read_debate_items
 
-    with common.user_file(args.file, f"{args.format} file"):
+    with user_file(args.file, f"{args.format} file"):
         if args.format == "debate":
             items: Any = read_debate_items(args.file, args.limit)
         else:
@@ -127,5 +134,5 @@ def _summary(report: CalibrationReport, where: str) -> str:
         u = report.usage
         cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
         text += f"Usage: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens, "
-        text += f"cost {cost}\n" + "".join(f"{line}\n" for line in common.budget_lines(u))
+        text += f"cost {cost}\n" + "".join(f"{line}\n" for line in budget_lines(u))
     return text

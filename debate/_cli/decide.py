@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    decision_flags,
-    decision_thresholds,
-    path_text,
-    seed,
-    user_file,
-)
+from debate._cli.decision import decision_flags, decision_thresholds
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import refuse_folder, sqlite_file, user_file
+from debate._cli.parsing import Command, Commands, Parser, json_flag, out_flag, subcommand
+from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.records import parse_json
 
@@ -33,15 +28,16 @@ if TYPE_CHECKING:
     from debate.records import Thresholds
 
 
+HELP = "decide from recorded judgments (no model calls)"
+DESCRIPTION = (
+    "Run the panel's decision rules on judgments made elsewhere: a tidy "
+    "table of scores or pairwise verdicts (see docs/judgments.md)."
+)
+
+
 def add_parser(commands: Commands) -> None:
     """Register ``debate decide``."""
-    parser = commands.add_parser(
-        "decide",
-        help="decide from recorded judgments (no model calls)",
-        description="Run the panel's decision rules on judgments made elsewhere: a tidy "
-        "table of scores or pairwise verdicts (see docs/judgments.md).",
-    )
-    parser.add_argument("file", metavar="FILE", help="judgments table, .csv or .jsonl")
+    parser = table_command(commands, "decide", decide_command, HELP, DESCRIPTION)
     table_flags(parser)
     parser.add_argument(
         "--weights",
@@ -67,14 +63,17 @@ def add_parser(commands: Commands) -> None:
         help="with --policy: write the escalated items as a labelling sheet (to_label.csv, "
         "to_label.html) for people, whose rulings come back through --labels",
     )
-    parser.add_argument(
-        "--out",
-        type=path_text,
-        metavar="FILE.jsonl",
-        help="write the decisions here (default: stdout)",
-    )
-    parser.add_argument("--json", action="store_true", help="the summary as JSON")
-    parser.set_defaults(func=decide_command)
+    out_flag(parser, "write the decisions here (default: stdout)", metavar="FILE.jsonl")
+    json_flag(parser, "the summary as JSON")
+
+
+def table_command(
+    commands: Commands, name: str, func: Command, help: str, description: str
+) -> Parser:
+    """Register a command on a recorded judgments table (``decide``, ``validity``): FILE."""
+    parser = subcommand(commands, name, func, help, description)
+    parser.add_argument("file", metavar="FILE", help="judgments table, .csv or .jsonl")
+    return parser
 
 
 def table_flags(parser: argparse.ArgumentParser) -> None:
@@ -139,19 +138,13 @@ def _track_records(path: Path) -> TrackRecords:
     """The store of ``--track-records``; one that cannot be opened is bad input."""
     from debate.judgments import TrackRecords
 
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "it is a folder", str(path))
+    lead = f"--track-records {path}: cannot open the track records"
+    remedy = "give the run store that `debate calibrate` wrote (SQLite)"
+    with sqlite_file(lead, remedy, field="--track-records"):
+        refuse_folder(path)
         records = TrackRecords(path)
         records.get("")  # reads the tables: a file that is not SQLite fails here
-        return records
-    except (OSError, sqlite3.Error) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigurationError(
-            f"--track-records {path}: cannot open the track records ({reason}); give the "
-            "run store that `debate calibrate` wrote (SQLite)",
-            field="--track-records",
-        ) from exc
+    return records
 
 
 def decide_command(args: argparse.Namespace) -> int:

@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import EXIT_OK, Commands, path_text
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, out_flag, subcommand
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ DEFAULT_TARGET = 0.8
 """The target agreement the printed ``validity`` command suggests (PandaLM supports it)."""
 
 
+HELP = "write a real recorded panel shipped with the package (judgments.csv, labels.csv)"
+DESCRIPTION = (
+    "Write a recorded panel shipped with the package, to try `debate decide` "
+    "and `debate validity` on real judgments: "
+    + "; ".join(f"{name}: {what}" for name, what in EXAMPLES.items())
+    + "."
+)
+
+
 def example_folder(name: str) -> Traversable:
     """The shipped folder of example ``name`` (in a checkout or an installed wheel)."""
     return resources.files("debate.data").joinpath("examples").joinpath(name)
@@ -43,22 +53,9 @@ def example_folder(name: str) -> Traversable:
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate example``."""
-    parser = commands.add_parser(
-        "example",
-        help="write a real recorded panel shipped with the package (judgments.csv, labels.csv)",
-        description="Write a recorded panel shipped with the package, to try `debate decide` "
-        "and `debate validity` on real judgments: "
-        + "; ".join(f"{name}: {what}" for name, what in EXAMPLES.items())
-        + ".",
-    )
+    parser = subcommand(commands, "example", example_command, HELP, DESCRIPTION)
     parser.add_argument("name", choices=list(EXAMPLES), help="which example")
-    parser.add_argument(
-        "--out",
-        type=path_text,
-        metavar="DIR",
-        help="where the tables go (default: a folder named after NAME)",
-    )
-    parser.set_defaults(func=example_command)
+    out_flag(parser, "where the tables go (default: a folder named after NAME)")
 
 
 def example_command(args: argparse.Namespace) -> int:

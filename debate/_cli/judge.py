@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import argparse
 
-from debate._cli.common import (
-    Commands,
-    deliberate_flag,
-    fail_on_flag,
-    model_flags,
-    policy_flag,
-    progress_flag,
-    user_file,
-)
+from debate._cli.config import deliberate_flag
+from debate._cli.decision import policy_flag
+from debate._cli.exits import fail_on_flag
+from debate._cli.files import user_file
+from debate._cli.flags import model_flags
+from debate._cli.parsing import Commands, subcommand
+from debate._cli.progress import progress_flag
 from debate._cli.run import debate_command
 from debate.api import judge_transcript, load_transcript
+
+HELP = "judge a transcript written by anyone"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate judge``."""
-    judge = commands.add_parser("judge", help="judge a transcript written by anyone")
+    judge = subcommand(commands, "judge", judge_command, HELP)
     judge.add_argument("transcript", metavar="TRANSCRIPT.json")
     model_flags(judge)
     deliberate_flag(judge)
     progress_flag(judge)
     fail_on_flag(judge)
     policy_flag(judge)
-    judge.set_defaults(func=judge_command)
 
 
 def judge_command(args: argparse.Namespace) -> int:

@@ -6,18 +6,21 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands, days
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, json_flag, subcommand
+from debate._cli.values import days
 from debate.storage import RunStore
+
+HELP = "models ranked across council questions"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate leaderboard``."""
-    board = commands.add_parser("leaderboard", help="models ranked across council questions")
+    board = subcommand(commands, "leaderboard", leaderboard_command, HELP)
     board.add_argument("--store", metavar="PATH", help="run store to read")
     board.add_argument("--since", type=days, metavar="DAYS", help="only the last DAYS days")
     board.add_argument("--category", help="only this category")
-    board.add_argument("--json", action="store_true", help="machine-readable output")
-    board.set_defaults(func=leaderboard_command)
+    json_flag(board, "machine-readable output")
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:

@@ -40,14 +40,9 @@ from debate._cli import (
     stability,
     validity,
 )
-from debate._cli.common import (
-    EXIT_INTERRUPTED,
-    EXIT_RUNTIME,
-    EXIT_USAGE,
-    Parser,
-    UsageExit,
-    close_caches,
-)
+from debate._cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
+from debate._cli.outputs import close_caches
+from debate._cli.parsing import Parser, UsageExit
 from debate._gc import collector_held, freeze_survivors
 from debate._version import __version__
 from debate.exceptions import (

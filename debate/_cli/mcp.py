@@ -9,28 +9,31 @@ The ``mcp`` SDK is the optional extra ``server``; it is imported only when this 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.config import (
+    MODEL_FLAGS,
+    check_config_files,
+    check_model_flags,
+    config_flags,
+    model_choice_flags,
+    panel_config,
+)
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, count_flag, subcommand
 from debate.exceptions import ConfigurationError
-from debate.panel import TopicProfiles
-from debate.runtime import PromptRenderer
 
-FLAGS = {"model": "--model", "base_url": "--base-url", "api_key_env": "--api-key-env"}
-"""The config fields this command's flags set, and the flag a bad value is reported under."""
+HELP = "serve the tools to an MCP client (stdio or streamable HTTP)"
+DESCRIPTION = (
+    "An MCP server with the tools run_debate, judge_transcript, "
+    "rank_candidates and decide, each returning the verdict and the whole result, and "
+    "reporting progress as MCP progress notifications."
+)
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate mcp``."""
-    parser = commands.add_parser(
-        "mcp",
-        help="serve the tools to an MCP client (stdio or streamable HTTP)",
-        description="An MCP server with the tools run_debate, judge_transcript, "
-        "rank_candidates and decide, each returning the verdict and the whole result, and "
-        "reporting progress as MCP progress notifications.",
-    )
+    parser = subcommand(commands, "mcp", mcp_command, HELP, DESCRIPTION)
     parser.add_argument(
         "--transport",
         choices=["stdio", "http"],
@@ -38,48 +41,28 @@ def add_parser(commands: Commands) -> None:
         help="stdio (default: the client starts this command) or streamable HTTP at /mcp",
     )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=common.at_least(1, 65535), default=8766, help="HTTP port (default 8766)"
+    count_flag(
+        parser, "--port", 1, 65535, metavar=None, default=8766, help="HTTP port (default 8766)"
     )
     group = parser.add_argument_group("model")
-    common.config_flags(group)
-    group.add_argument(
-        "--model",
-        help="model for debaters and judges: 'local' (embedded, default), 'scripted' "
-        "(offline placeholder) or a model name served at --base-url / by OpenAI",
+    config_flags(group)
+    model_choice_flags(
+        group,
+        base_url="OpenAI-compatible endpoint of --model",
+        api_key_env="environment variable holding the key of --base-url's server ('' for "
+        "none); default OPENAI_API_KEY, for OpenAI's API only",
     )
-    group.add_argument("--base-url", help="OpenAI-compatible endpoint of --model")
-    group.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the key of --base-url's server ('' for none); "
-        "default OPENAI_API_KEY, for OpenAI's API only",
-    )
-    group.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
-    parser.set_defaults(func=mcp_command)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    if args.model is None and args.base_url is not None:
-        raise ConfigurationError("--model: name the model served at --base-url")
-    if args.model_path is not None and args.base_url is not None:
-        raise ConfigurationError(
-            "--model-path: runs a GGUF file in-process, so --base-url would ignore it; "
-            "give one of the two"
-        )
-    if args.model_path is not None and not Path(args.model_path).is_file():
-        raise ConfigurationError(
-            f"--model-path: {args.model_path} is not a file; give the path of a .gguf model"
-        )
-    return {field: getattr(args, field) for field in FLAGS}
+    check_model_flags(args)
+    return {field: getattr(args, field) for field in MODEL_FLAGS}
 
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Check the flags and the config, then serve until the client (or Ctrl-C) stops it."""
-    config = common.panel_config(args, _overrides(args), FLAGS)
-    PromptRenderer(config.templates)  # a broken template or topic table is bad input now
-    if config.topics is not None:
-        TopicProfiles.load(config.topics)
+    config = panel_config(args, _overrides(args), MODEL_FLAGS)
+    check_config_files(config)  # a broken template or topic table is bad input now
     try:
         from debate.service import build_server, serve
     except ImportError as exc:

@@ -6,26 +6,18 @@ import argparse
 from pathlib import Path
 
 from debate._cli.batch import summarise
-from debate._cli.common import Commands, path_text
+from debate._cli.parsing import Commands, json_flag, out_flag, subcommand
 from debate.batch import merge_shards
+
+HELP = "merge the --out folders of a batch run with --shard K/N on N machines"
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate merge``."""
-    merge = commands.add_parser(
-        "merge",
-        help="merge the --out folders of a batch run with --shard K/N on N machines",
-    )
+    merge = subcommand(commands, "merge", merge_command, HELP)
     merge.add_argument("folders", nargs="+", metavar="OUT", help="every shard's --out folder")
-    merge.add_argument(
-        "--out",
-        type=path_text,
-        required=True,
-        metavar="DIR",
-        help="new folder for the merged results",
-    )
-    merge.add_argument("--json", action="store_true", help="print the summary as JSON")
-    merge.set_defaults(func=merge_command)
+    out_flag(merge, "new folder for the merged results", required=True)
+    json_flag(merge, "print the summary as JSON")
 
 
 def merge_command(args: argparse.Namespace) -> int:

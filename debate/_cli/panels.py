@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, json_flag, subcommand
 from debate.runtime import (
     PanelPreset,
     PresetJudge,
@@ -21,19 +22,19 @@ from debate.runtime import (
     preset_text,
 )
 
+HELP = "list the shipped panel presets (mixed model families), or print one"
+DESCRIPTION = (
+    "List the shipped panel presets, or print one preset's TOML to save "
+    "and edit; run one with --panel NAME (debate run, judge, council, batch, "
+    "calibrate, serve, mcp)."
+)
+
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate panels``."""
-    parser = commands.add_parser(
-        "panels",
-        help="list the shipped panel presets (mixed model families), or print one",
-        description="List the shipped panel presets, or print one preset's TOML to save "
-        "and edit; run one with --panel NAME (debate run, judge, council, batch, "
-        "calibrate, serve, mcp).",
-    )
+    parser = subcommand(commands, "panels", panels_command, HELP, DESCRIPTION)
     parser.add_argument("name", nargs="?", metavar="NAME", help="print this preset's TOML")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=panels_command)
+    json_flag(parser, "machine-readable output")
 
 
 def panels_command(args: argparse.Namespace) -> int:

@@ -7,29 +7,23 @@ import logging
 import sys
 from pathlib import Path
 
-from debate._cli.common import EXIT_OK, Commands, path_text
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, out_flag, subcommand
 from debate.exceptions import ConfigurationError
 from debate.report import write_report
 from debate.storage import load_result
+
+HELP = "write report.md and report.html for a result.json"
+DESCRIPTION = "Write report.md and a self-contained report.html for a saved result."
 
 logger = logging.getLogger(__name__)
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate report``."""
-    parser = commands.add_parser(
-        "report",
-        help="write report.md and report.html for a result.json",
-        description="Write report.md and a self-contained report.html for a saved result.",
-    )
+    parser = subcommand(commands, "report", report_command, HELP, DESCRIPTION)
     parser.add_argument("result", metavar="RESULT.json", help="OUT/result.json of a run")
-    parser.add_argument(
-        "--out",
-        type=path_text,
-        metavar="DIR",
-        help="where the reports go (default: the result's folder)",
-    )
-    parser.set_defaults(func=report_command)
+    out_flag(parser, "where the reports go (default: the result's folder)")
 
 
 def report_command(args: argparse.Namespace) -> int:

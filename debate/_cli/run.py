@@ -12,8 +12,15 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from debate._cli import common
-from debate._cli.common import Commands
+from debate._cli.config import deliberate_flag, run_config
+from debate._cli.costs import cost_and_limits
+from debate._cli.decision import escalation_of, policy_flag
+from debate._cli.exits import fail_on_flag, outcome_exit
+from debate._cli.flags import model_flags
+from debate._cli.outputs import history, open_cache, open_store, out_folder
+from debate._cli.parsing import Commands, subcommand
+from debate._cli.progress import announce, progress, progress_flag
+from debate._cli.summaries import budget_lines, cascade_lines
 from debate.api import run_debate, write_result
 from debate.records import DebateResult
 from debate.report import deliberation_lines, write_report
@@ -21,13 +28,15 @@ from debate.runtime import ModelPool, Run, closing_pool, planned_calls
 from debate.stats import fmt
 from debate.storage import recording_run, resolve_seed
 
+HELP = "run a debate on a topic and judge it"
+
 Work = Callable[[dict[str, Any]], Coroutine[Any, Any, DebateResult]]
 """The debate itself, given its config, seed, escalation rule and ``run``."""
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate run``."""
-    run = commands.add_parser("run", help="run a debate on a topic and judge it")
+    run = subcommand(commands, "run", run_command, HELP)
     run.add_argument("topic", help="the proposition to debate")
     run.add_argument(
         "--arguments", type=int, metavar="N", help="arguments per side (1-10, default 3)"
@@ -35,12 +44,11 @@ def add_parser(commands: Commands) -> None:
     run.add_argument(
         "--rounds", type=int, metavar="N", help="cross-examination rounds (0-5, default 1)"
     )
-    common.model_flags(run)
-    common.deliberate_flag(run)
-    common.progress_flag(run)
-    common.fail_on_flag(run)
-    common.policy_flag(run)
-    run.set_defaults(func=run_command)
+    model_flags(run)
+    deliberate_flag(run)
+    progress_flag(run)
+    fail_on_flag(run)
+    policy_flag(run)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -53,21 +61,21 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
 
     Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
     """
-    config = common.run_config(args)
-    money = common.cost_and_limits(args)
-    out = common.out_folder(args)
+    config = run_config(args)
+    money = cost_and_limits(args)
+    out = out_folder(args)
     seed, source = resolve_seed(args.seed, out)
-    cache = common.open_cache(args, out)
-    store = common.open_store(args)
-    on_event = common.progress(args)
-    history = common.history(args)
-    escalation = common.escalation_of(args)
+    cache = open_cache(args, out)
+    store = open_store(args)
+    on_event = progress(args)
+    track_records = history(args)
+    escalation = escalation_of(args)
     # Every model is built now: a missing key is bad input, one line before the plan line.
     pool = ModelPool(config, seed=seed, model_path=args.model_path)
     pool.prepare(config, debaters=args.command == "run")
-    run = Run(pool=pool, cache=cache, on_event=on_event, history=history, **money)
+    run = Run(pool=pool, cache=cache, on_event=on_event, history=track_records, **money)
     total = planned_calls(config, debate=args.command == "run")
-    common.announce(on_event, args.command, total)
+    announce(on_event, args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         shared = {"config": config, "seed": seed, "run": run, **escalation}
         result = asyncio.run(closing_pool(pool, work(shared)))
@@ -80,7 +88,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(summary(result, str(path)) + f"\nReport: {report_html}\n")
-    return common.outcome_exit(args, [result.decision.outcome])
+    return outcome_exit(args, [result.decision.outcome])
 
 
 def summary(result: DebateResult, path: str) -> str:
@@ -124,13 +132,13 @@ def summary(result: DebateResult, path: str) -> str:
     lines += [f"  - {r}" for r in d.reasons]
     lines.append(f"Recommendation: {d.recommendation}")
     lines += deliberation_lines(result)
-    lines += common.cascade_lines(result.cascade, d.tier)
+    lines += cascade_lines(result.cascade, d.tier)
     u = result.usage
     cost = "not priced" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     lines.append(
         f"Usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
         f"tokens, {u.retries} retries, cost {cost}"
     )
-    lines += common.budget_lines(u)
+    lines += budget_lines(u)
     lines.append(f"Result: {path}")
     return "\n".join(lines)

@@ -19,12 +19,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.exits import EXIT_OK
+from debate._cli.parsing import Commands, subcommand
 from debate.records import CouncilResult, DebateResult
 
 # v2: config.max_tokens may be null (each call's bound derived from its reply schema).
 # v3: results record the cascade of judge tiers (judges' tier, decision.tier, cascade); every
 # record forbids unknown keys, so a v2 validator would refuse a v3 result.
+HELP = "print the JSON Schema of result.json"
+DESCRIPTION = "Print the JSON Schema of a result file, to validate what a run wrote."
+
 SCHEMA_VERSION = 3
 """The version of the result formats; it is in each schema's ``$id``."""
 
@@ -65,17 +69,12 @@ def shipped_schema(kind: str) -> str:
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate schema``."""
-    parser = commands.add_parser(
-        "schema",
-        help="print the JSON Schema of result.json",
-        description="Print the JSON Schema of a result file, to validate what a run wrote.",
-    )
+    parser = subcommand(commands, "schema", schema_command, HELP, DESCRIPTION)
     parser.add_argument(
         "kind",
         choices=list(SCHEMAS),
         help="result: a debate's result.json (run, judge, batch items); council: a council's",
     )
-    parser.set_defaults(func=schema_command)
 
 
 def schema_command(args: argparse.Namespace) -> int:

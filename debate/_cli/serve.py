@@ -15,7 +15,6 @@ import argparse
 import ipaddress
 import logging
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,18 +22,26 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from debate._cli.common import (
+from debate._cli.config import (
     CONFIG_FLAGS,
-    Commands,
-    _check_model_path,
-    at_least,
+    check_model_flags,
     config_flags,
-    finite,
+    model_choice_flags,
     panel_config,
 )
+from debate._cli.files import sqlite_file
+from debate._cli.parsing import Commands, count_flag, subcommand
+from debate._cli.values import at_least, finite
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig, validation_message
 from debate.runtime import ModelPool
+
+HELP = "serve the HTTP API: jobs, their events and reports"
+DESCRIPTION = (
+    "Run the service: submit debates, judgements, councils and decisions "
+    "over HTTP; jobs are kept in a SQLite database (or PostgreSQL, shared by several "
+    "replicas) and survive a restart."
+)
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DRAIN_S = 5
@@ -43,16 +50,10 @@ DRAIN_S = 5
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate serve``."""
-    parser = commands.add_parser(
-        "serve",
-        help="serve the HTTP API: jobs, their events and reports",
-        description="Run the service: submit debates, judgements, councils and decisions "
-        "over HTTP; jobs are kept in a SQLite database (or PostgreSQL, shared by several "
-        "replicas) and survive a restart.",
-    )
+    parser = subcommand(commands, "serve", serve_command, HELP, DESCRIPTION)
     net = parser.add_argument_group("network")
     net.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    net.add_argument("--port", type=at_least(0, 65535), default=8765, help="port (8765)")
+    count_flag(net, "--port", 0, 65535, metavar=None, default=8765, help="port (8765)")
     net.add_argument(
         "--log-format",
         choices=["text", "json"],
@@ -67,14 +68,62 @@ def add_parser(commands: Commands) -> None:
     _job_flags(parser)
     model = parser.add_argument_group("model")
     config_flags(model)
-    model.add_argument("--model", help="model for debaters and judges (as debate run)")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint of --model")
-    model.add_argument("--api-key-env", metavar="NAME", help="variable holding its key")
-    model.add_argument("--model-path", metavar="FILE.gguf", help="run this GGUF file in-process")
-    parser.set_defaults(func=serve_command)
+    model_choice_flags(
+        model,
+        model="model for debaters and judges (as debate run)",
+        base_url="OpenAI-compatible endpoint of --model",
+        api_key_env="variable holding its key",
+    )
+
+
+JOB_LIMITS: tuple[tuple[str, Callable[[str], Any], float, str | None, str], ...] = (
+    (
+        "--lease",
+        finite,
+        30.0,
+        "S",
+        "PostgreSQL: seconds a replica's claim on a job holds without renewal; a killed "
+        "replica's jobs are taken over after it (30)",
+    ),
+    ("--workers", at_least(1, 10_000), 64, None, "jobs run at once (64)"),
+    (
+        "--queue-bound",
+        at_least(1, 10_000_000),
+        1000,
+        "N",
+        "jobs queued or running at once; beyond it a POST gets 429 (1000)",
+    ),
+    ("--per-token", at_least(1, 10_000), 4, "N", "jobs one token runs at once (4)"),
+    (
+        "--max-body",
+        at_least(1024, 1 << 30),
+        2_000_000,
+        "BYTES",
+        "largest request body; a larger one gets 413 (2000000)",
+    ),
+    (
+        "--header-timeout",
+        finite,
+        10.0,
+        "S",
+        "seconds a request's headers may take to arrive; then 408 and the connection "
+        "is closed (10)",
+    ),
+    (
+        "--body-timeout",
+        finite,
+        60.0,
+        "S",
+        "seconds a request's body may take to arrive after its headers; then 408 (60)",
+    ),
+)
+"""The service's limits a flag sets: flag, type (its range), default, metavar, help.
+
+In the order ``--help`` lists them; :func:`settings` passes each to ``ServiceLimits``."""
 
 
 def _job_flags(parser: argparse.ArgumentParser) -> None:
+    """The jobs group: the database, the service's limits, and its webhooks."""
     jobs = parser.add_argument_group("jobs")
     jobs.add_argument(
         "--database",
@@ -83,53 +132,8 @@ def _job_flags(parser: argparse.ArgumentParser) -> None:
         help="SQLite file of jobs, events and the response cache (debate-service.sqlite), "
         "or a postgresql:// URL that several replicas share",
     )
-    jobs.add_argument(
-        "--lease",
-        type=finite,
-        default=30.0,
-        metavar="S",
-        help="PostgreSQL: seconds a replica's claim on a job holds without renewal; a killed "
-        "replica's jobs are taken over after it (30)",
-    )
-    jobs.add_argument(
-        "--workers", type=at_least(1, 10_000), default=64, help="jobs run at once (64)"
-    )
-    jobs.add_argument(
-        "--queue-bound",
-        type=at_least(1, 10_000_000),
-        default=1000,
-        metavar="N",
-        help="jobs queued or running at once; beyond it a POST gets 429 (1000)",
-    )
-    jobs.add_argument(
-        "--per-token",
-        type=at_least(1, 10_000),
-        default=4,
-        metavar="N",
-        help="jobs one token runs at once (4)",
-    )
-    jobs.add_argument(
-        "--max-body",
-        type=at_least(1024, 1 << 30),
-        default=2_000_000,
-        metavar="BYTES",
-        help="largest request body; a larger one gets 413 (2000000)",
-    )
-    jobs.add_argument(
-        "--header-timeout",
-        type=finite,
-        default=10.0,
-        metavar="S",
-        help="seconds a request's headers may take to arrive; then 408 and the connection "
-        "is closed (10)",
-    )
-    jobs.add_argument(
-        "--body-timeout",
-        type=finite,
-        default=60.0,
-        metavar="S",
-        help="seconds a request's body may take to arrive after its headers; then 408 (60)",
-    )
+    for flag, kind, default, metavar, text in JOB_LIMITS:
+        jobs.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     jobs.add_argument(
         "--webhook-secret-env",
         metavar="NAME",
@@ -253,15 +257,10 @@ def _open_store(store: Callable[..., Any], database: Path | str, lease: float) -
 
     A database PostgreSQL cannot reach is refused, in one line, by the store itself.
     """
-    try:
+    lead = f"--database {database}: cannot open it as a SQLite database"
+    remedy = "give the path of a SQLite file this server may write"
+    with sqlite_file(lead, remedy, field="--database"):
         return store(database, lease=lease)
-    except (OSError, sqlite3.Error) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigurationError(
-            f"--database {database}: cannot open it as a SQLite database ({reason}); give "
-            "the path of a SQLite file this server may write",
-            field="--database",
-        ) from exc
 
 
 def _loopback(host: str) -> bool:
@@ -275,8 +274,6 @@ def _loopback(host: str) -> bool:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     """``--config`` or ``--panel`` with the model flags on top, checked as ``debate run`` does."""
-    if args.model is None and args.base_url is not None:
-        raise ConfigurationError("--model: name the model served at --base-url")
-    _check_model_path(args)
+    check_model_flags(args)
     given = {"model": args.model, "base_url": args.base_url, "api_key_env": args.api_key_env}
     return panel_config(args, given, CONFIG_FLAGS)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from debate._cli import common
-from debate._cli.common import EXIT_OK, Commands
+from debate._cli.config import MODEL_FLAGS, check_model_flags, model_choice_flags
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.parsing import Commands, count_flag, json_flag, subcommand
+from debate._cli.values import seed
 from debate.exceptions import ConfigurationError
 from debate.records import (
     MAX_SAMPLES,
@@ -19,48 +22,48 @@ from debate.records import (
     draw_seed,
 )
 
+if TYPE_CHECKING:
+    from debate.runtime import ModelPool
+
+HELP = "judge a result's transcript again N times: how often the verdict flips"
+
 MAX_RUNS = 1000
 """The most re-judgings: each is a whole panel's calls."""
-
-MODEL_FLAGS = {"model": "--model", "base_url": "--base-url", "api_key_env": "--api-key-env"}
-"""The result's config fields a flag replaces, and the flag."""
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate stability``."""
-    parser = commands.add_parser(
-        "stability", help="judge a result's transcript again N times: how often the verdict flips"
-    )
+    parser = subcommand(commands, "stability", stability_command, HELP)
     parser.add_argument("result", metavar="RESULT.json", help="a debate's or a council's result")
-    parser.add_argument(
+    count_flag(
+        parser,
         "--runs",
-        type=common.at_least(1, MAX_RUNS),
+        1,
+        MAX_RUNS,
         default=10,
-        metavar="N",
         help="re-judgings, each with another seed (default 10)",
     )
-    parser.add_argument(
-        "--model", help="model of every judge (default: the result's); 'scripted' for offline"
-    )
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint serving --model")
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the key of --base-url's server ('' for none)",
+    model_choice_flags(
+        parser,
+        path=False,
+        model="model of every judge (default: the result's); 'scripted' for offline",
+        base_url="OpenAI-compatible endpoint serving --model",
+        api_key_env="environment variable holding the key of --base-url's server ('' for none)",
     )
     parser.add_argument(
         "--seed",
-        type=common.seed,
+        type=seed,
         help="base of the runs' seeds (default: the result's seed)",
     )
-    parser.add_argument(
+    count_flag(
+        parser,
         "--samples",
-        type=common.at_least(1, MAX_SAMPLES),
+        1,
+        MAX_SAMPLES,
         metavar="K",
         help="readings per judge in each run (default: the result's)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(func=stability_command)
+    json_flag(parser, "print the report as JSON")
 
 
 def _config(args: argparse.Namespace, recorded: RunConfig) -> RunConfig:
@@ -79,20 +82,12 @@ def _config(args: argparse.Namespace, recorded: RunConfig) -> RunConfig:
 
 def stability_command(args: argparse.Namespace) -> int:
     """Re-judge ``args.result`` ``--runs`` times; print the report."""
-    from debate.quality import (
-        council_stability,
-        debate_stability,
-        rejudge,
-        rerank,
-        run_seeds,
-        stability_text,
-    )
-    from debate.runtime import ModelPool, closing_pool
+    from debate.quality import council_stability, debate_stability, run_seeds, stability_text
+    from debate.runtime import ModelPool
     from debate.storage import load_result
 
-    if args.model is None and args.base_url is not None:  # before reading anything
-        raise ConfigurationError("--model: name the model served at --base-url")
-    with common.user_file(args.result, "result"):
+    check_model_flags(args)  # before reading anything
+    with user_file(args.result, "result"):
         result = load_result(args.result)
     assert isinstance(result, DebateResult | CouncilResult)
     if isinstance(result, CouncilResult) and args.samples is not None:
@@ -105,14 +100,32 @@ def stability_command(args: argparse.Namespace) -> int:
     seeds = run_seeds(base, args.runs)
     pool = ModelPool(config, seed=base)
     if isinstance(result, DebateResult):
-        pool.prepare(config, debaters=False)
-        runs = asyncio.run(closing_pool(pool, rejudge(result, config, seeds, pool)))
-        report = debate_stability(result, runs, args.result)
+        report = debate_stability(result, _rejudged(result, config, seeds, pool), args.result)
     else:
-        ranked = asyncio.run(closing_pool(pool, rerank(result, config, seeds, pool)))
-        report = council_stability(result, ranked, args.result)
+        report = council_stability(result, _reranked(result, config, seeds, pool), args.result)
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(stability_text(report) + "\n")
     return EXIT_OK
+
+
+def _rejudged(
+    result: DebateResult, config: RunConfig, seeds: list[int], pool: ModelPool
+) -> list[DebateResult]:
+    """The debate's transcript judged again once per seed, by the judges alone."""
+    from debate.quality import rejudge
+    from debate.runtime import closing_pool
+
+    pool.prepare(config, debaters=False)  # no debater is asked: only its judges are built
+    return asyncio.run(closing_pool(pool, rejudge(result, config, seeds, pool)))
+
+
+def _reranked(
+    result: CouncilResult, config: RunConfig, seeds: list[int], pool: ModelPool
+) -> list[CouncilResult]:
+    """The council's candidates ranked again once per seed."""
+    from debate.quality import rerank
+    from debate.runtime import closing_pool
+
+    return asyncio.run(closing_pool(pool, rerank(result, config, seeds, pool)))

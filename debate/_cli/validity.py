@@ -17,35 +17,30 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate._cli.common import (
-    EXIT_OK,
-    Commands,
-    at_least,
-    out_folder,
-    path_text,
-    probability_between,
-    user_file,
-)
-from debate._cli.decide import table_flags, thresholds, warn
+from debate._cli.decide import table_command, table_flags, thresholds, warn
+from debate._cli.exits import EXIT_OK
+from debate._cli.files import user_file
+from debate._cli.outputs import out_folder
+from debate._cli.parsing import Commands, bootstrap_flag, count_flag, json_flag, out_flag
+from debate._cli.values import probability_between
 from debate.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from debate.judgments import Validity
-    from debate.records import ValidityReport
+    from debate.records import Table, ValidityReport
 
-MAX_BOOTSTRAP = 100_000
+HELP = "measure the panel against people, with cross-fitting"
+DESCRIPTION = (
+    "Measure the panel (and every single judge) against people's labels on "
+    "recorded judgments; weights learn only on the other folds."
+)
+
 MAX_FOLDS = 100
 
 
 def add_parser(commands: Commands) -> None:
     """Register ``debate validity``."""
-    parser = commands.add_parser(
-        "validity",
-        help="measure the panel against people, with cross-fitting",
-        description="Measure the panel (and every single judge) against people's labels on "
-        "recorded judgments; weights learn only on the other folds.",
-    )
-    parser.add_argument("file", metavar="FILE", help="judgments table, .csv or .jsonl")
+    parser = table_command(commands, "validity", validity_command, HELP, DESCRIPTION)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--labels", metavar="FILE", help="people's labels, the same format")
     source.add_argument(
@@ -57,16 +52,30 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "--label-scale", metavar="LOW-HIGH", help="the labels' scale when not declared"
     )
-    parser.add_argument(
-        "--folds", type=at_least(2, MAX_FOLDS), default=5, help="cross-fitting folds (default 5)"
+    count_flag(
+        parser,
+        "--folds",
+        2,
+        MAX_FOLDS,
+        metavar=None,
+        default=5,
+        help="cross-fitting folds (default 5)",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=at_least(10, MAX_BOOTSTRAP),
-        default=1000,
-        metavar="N",
-        help="bootstrap replicates of every interval (default 1000)",
+    bootstrap_flag(parser, 10, "bootstrap replicates of every interval (default 1000)")
+    _policy_flags(parser)
+    out_flag(parser, "report folder", default="validity-out")
+    shown = parser.add_mutually_exclusive_group()
+    json_flag(shown, "print the report as JSON")
+    shown.add_argument(
+        "--brief",
+        action="store_true",
+        help="print a few sentences (the best judge, the panel at its coverage and at 100 %%, "
+        "the policy's guarantee) instead of the tables; the files are written all the same",
     )
+
+
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    """``--target-agreement`` (which makes a policy), its ``--risk`` and its ``--tiers``."""
     parser.add_argument(
         "--target-agreement",
         type=probability_between(0.5, 1.0),
@@ -86,18 +95,6 @@ def add_parser(commands: Commands) -> None:
         metavar="JUDGE=TIER,...",
         help="with --target-agreement: a cascade; each judge's tier (1 cheapest, default 1)",
     )
-    parser.add_argument(
-        "--out", type=path_text, default="validity-out", metavar="DIR", help="report folder"
-    )
-    shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true", help="print the report as JSON")
-    shown.add_argument(
-        "--brief",
-        action="store_true",
-        help="print a few sentences (the best judge, the panel at its coverage and at 100 %%, "
-        "the policy's guarantee) instead of the tables; the files are written all the same",
-    )
-    parser.set_defaults(func=validity_command)
 
 
 def _tiers(text: str | None) -> dict[str, int] | None:
@@ -120,38 +117,11 @@ def _tiers(text: str | None) -> dict[str, int] | None:
 def validity_command(args: argparse.Namespace) -> int:
     """Validate (per dimension with ``--dimension each``), write the files, print tables."""
     # scipy and the validity report: imported by this command alone
-    from debate.judgments import (
-        load_table,
-        render_validity_markdown,
-        render_validity_summary,
-        validate_judgments,
-    )
-    from debate.records import ScoreTable
+    from debate.judgments import validate_judgments
 
-    tiers = _tiers(args.tiers)  # checked before anything is read or made
-    if args.target_agreement is None and tiers is not None:
-        raise ConfigurationError(
-            "--tiers makes a cascade policy: give --target-agreement too", field="--tiers"
-        )
-    if args.labels is None and args.people is None:
-        raise ConfigurationError(
-            "give people's labels: --labels FILE, or --people NAME,... naming the people "
-            "among the judges of FILE",
-            field="--labels",
-        )
-    with user_file(args.file, "judgments table"):
-        table = load_table(args.file, args.scale)
-    labels = None
-    if args.labels is not None:
-        with user_file(args.labels, "labels table"):
-            labels = load_table(args.labels, args.label_scale or args.scale)
-    dimensions: list[str | None] = [args.dimension]
-    if args.dimension == "each":
-        if not isinstance(table, ScoreTable):
-            raise ConfigurationError(
-                "--dimension each applies to score tables", field="--dimension"
-            )
-        dimensions = [*table.dimensions, None]
+    tiers = _checked_flags(args)  # before anything is read or made
+    table, labels = _tables(args)
+    dimensions = _dimensions(args, table)
     out = out_folder(args)
     people = [p.strip() for p in args.people.split(",")] if args.people else []
     rules = thresholds(args)  # read --config once, not once per dimension
@@ -172,19 +142,74 @@ def validity_command(args: argparse.Namespace) -> int:
             tiers=tiers,
             refused_in_report=len(dimensions) > 1,
         )
-        suffix = "" if len(dimensions) == 1 else f"-{dimension or 'all'}"
-        _write(out, suffix, validity)
+        _write(out, "" if len(dimensions) == 1 else f"-{dimension or 'all'}", validity)
         if dimension == dimensions[0]:  # the table's warnings are the same per dimension
             warn(validity.report.notes)
         reports.append(validity.report)
-        if args.brief:
-            from debate.report import render_validity_brief
+        texts.append(_shown(args, validity.report))
+    sys.stdout.write("\n".join(_finish(args, out, reports, texts)) + "\n")
+    return EXIT_OK
 
-            texts.append(render_validity_brief(validity.report))
-        elif args.json:
-            texts.append(validity.report.model_dump_json(indent=2))
-        else:
-            texts.append(render_validity_markdown(validity.report))
+
+def _checked_flags(args: argparse.Namespace) -> dict[str, int] | None:
+    """``--tiers`` read, and the flags that go together checked: the tiers, or a refusal."""
+    tiers = _tiers(args.tiers)
+    if args.target_agreement is None and tiers is not None:
+        raise ConfigurationError(
+            "--tiers makes a cascade policy: give --target-agreement too", field="--tiers"
+        )
+    if args.labels is None and args.people is None:
+        raise ConfigurationError(
+            "give people's labels: --labels FILE, or --people NAME,... naming the people "
+            "among the judges of FILE",
+            field="--labels",
+        )
+    return tiers
+
+
+def _tables(args: argparse.Namespace) -> tuple[Table, Table | None]:
+    """The judgments table and the ``--labels`` table (None with ``--people``)."""
+    from debate.judgments import load_table
+
+    with user_file(args.file, "judgments table"):
+        table = load_table(args.file, args.scale)
+    labels = None
+    if args.labels is not None:
+        with user_file(args.labels, "labels table"):
+            labels = load_table(args.labels, args.label_scale or args.scale)
+    return table, labels
+
+
+def _dimensions(args: argparse.Namespace, table: Table) -> list[str | None]:
+    """``--dimension``; with ``each``, every dimension of a score table and then all of them."""
+    from debate.records import ScoreTable
+
+    if args.dimension != "each":
+        return [args.dimension]
+    if not isinstance(table, ScoreTable):
+        raise ConfigurationError("--dimension each applies to score tables", field="--dimension")
+    return [*table.dimensions, None]
+
+
+def _shown(args: argparse.Namespace, report: ValidityReport) -> str:
+    """What is printed of one report: ``--brief`` sentences, ``--json``, or the tables."""
+    if args.brief:
+        from debate.report import render_validity_brief
+
+        return render_validity_brief(report)
+    if args.json:
+        return report.model_dump_json(indent=2)
+    from debate.judgments import render_validity_markdown
+
+    return render_validity_markdown(report)
+
+
+def _finish(
+    args: argparse.Namespace, out: Path, reports: list[ValidityReport], texts: list[str]
+) -> list[str]:
+    """Refuse when no dimension has a policy, warn for each without one, add the summary."""
+    from debate.judgments import render_validity_summary
+
     refused = [r for r in reports if r.policy_refusal is not None]
     if refused and len(refused) == len(reports):
         raise ConfigurationError(
@@ -197,11 +222,10 @@ def validity_command(args: argparse.Namespace) -> int:
         summary = render_validity_summary(reports)
         (out / "summary.md").write_text(summary, encoding="utf-8")
         if not args.brief:
-            texts.insert(0, summary)
+            texts = [summary, *texts]
     if args.brief:
-        texts.append(_where(out, args.file, reports))
-    sys.stdout.write("\n".join(texts) + "\n")
-    return EXIT_OK
+        texts = [*texts, _where(out, args.file, reports)]
+    return texts
 
 
 def _where(out: Path, file: str, reports: list[ValidityReport]) -> str:

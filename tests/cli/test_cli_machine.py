@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from debate._cli import run as run_module
-from debate._cli.common import FAILABLE_OUTCOMES
+from debate._cli.exits import FAILABLE_OUTCOMES
 from debate._cli.main import error_field, error_kind, main
 from debate._cli.schema import SCHEMAS, generate_schema, schema_text, shipped_schema
 from debate.exceptions import (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from debate._cli import common
+from debate._cli import outputs
 from debate._cli.main import main
 from debate.models import TokenUsage
 from debate.storage import ResponseCache
@@ -103,7 +103,7 @@ def test_import_debate_is_lazy_and_every_public_name_still_resolves() -> None:
 def test_a_command_closes_the_response_cache_it_opened(tmp_path: Path) -> None:
     code = main([*("run", TOPIC, "--model", "scripted", "--seed", "3"), "--out", str(tmp_path)])
     assert code == 0
-    assert common.OPENED_CACHES == []
+    assert outputs.OPENED_CACHES == []
     # the write-ahead log was folded into the file: cache.sqlite alone holds every reply
     assert not (tmp_path / "cache.sqlite-wal").exists()
     alone = tmp_path / "copy.sqlite"

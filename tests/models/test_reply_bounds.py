@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
-from debate._cli.common import ProgressPrinter
+from debate._cli.progress import ProgressPrinter
 from debate.council._review import Answer, review_reply
 from debate.exceptions import ModelOutputError
 from debate.models import Message, ModelSettings, Reply

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from debate._cli import common
+from debate._cli import costs
 from debate._cli.main import main
 from debate.api import judge_transcript, run_debate
 from debate.exceptions import BudgetExceeded, ConfigurationError
@@ -337,7 +337,7 @@ def test_every_command_sends_its_calls_through_the_rate_limiter(
     command: str,
     limit: str,
 ) -> None:
-    monkeypatch.setattr(common, "RateLimiter", CountingLimiter)
+    monkeypatch.setattr(costs, "RateLimiter", CountingLimiter)
     CountingLimiter.made.clear()
     argv = command_argv(command, tmp_path)
     value = "2" if limit == "--rpm" else "3000"  # two calls a minute either way

@@ -31,7 +31,7 @@ def test_batch_concurrency_bounds_items_in_flight(h: Harness) -> None:
 @pytest.fixture
 def limiter_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits of the batch's rate limiter, on a clock that the waits move on."""
-    from debate._cli import common as common_cli
+    from debate._cli import costs as costs_cli
     from debate.runtime import RateLimiter
 
     waits: list[float] = []
@@ -44,7 +44,7 @@ def limiter_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     def limiter(rpm: int | None, tpm: int | None) -> RateLimiter:
         return RateLimiter(rpm, tpm, clock=lambda: now[0], sleep=sleep)
 
-    monkeypatch.setattr(common_cli, "RateLimiter", limiter)
+    monkeypatch.setattr(costs_cli, "RateLimiter", limiter)
     return waits
 
 
