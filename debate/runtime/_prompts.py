@@ -290,8 +290,11 @@ class _Sandbox(SandboxedEnvironment):
         """
         try:
             value = getattr(obj, attribute)
-        except AttributeError:
-            return super().getattr(obj, attribute)
+        except AttributeError:  # a dict's item, as Jinja reads it (no safety check)
+            try:
+                return obj[attribute]
+            except (TypeError, LookupError):
+                return self.undefined(obj=obj, name=attribute)
         if type(value) not in _PLAIN_VALUES:
             return super().getattr(obj, attribute)
         if self.is_safe_attribute(obj, attribute, value):
