@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,9 +32,8 @@ from debate.runtime import (
     ModelPool,
     PromptRenderer,
     Run,
-    closing,
+    blocking,
     given_models,
-    no_running_loop,
 )
 from debate.storage import write_json_atomic
 
@@ -179,10 +177,8 @@ def _panel(
         models={name: run.limit(m) for name, m in judges.items()},
         config=cfg,
         renderer=renderer,
-        on_event=run.on_event,
-        history=run.history,
-        cache=run.cache,
         escalation=escalation,
+        run=run,
     )
 
 
@@ -252,14 +248,12 @@ def _result(
 
 def run_debate_sync(topic: str, **kwargs: Any) -> DebateResult:
     """Blocking wrapper of :func:`run_debate` (same arguments)."""
-    no_running_loop("run_debate")
-    return asyncio.run(run_debate(topic, **closing(kwargs)))
+    return blocking(run_debate, topic, **kwargs)
 
 
 def judge_transcript_sync(transcript: Transcript, **kwargs: Any) -> DebateResult:
     """Blocking wrapper of :func:`judge_transcript` (same arguments)."""
-    no_running_loop("judge_transcript")
-    return asyncio.run(judge_transcript(transcript, **closing(kwargs)))
+    return blocking(judge_transcript, transcript, **kwargs)
 
 
 def load_transcript(path: str | Path) -> Transcript:

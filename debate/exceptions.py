@@ -87,3 +87,19 @@ class BudgetExceeded(DebateError):
 
 class DebaterError(DebateError):
     """A debater could not produce its move after its retries; the debate cannot go on."""
+
+
+ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConfigurationError, "configuration"),
+    (ProviderError, "provider"),
+    (DebaterError, "debater"),
+    (ModelOutputError, "model_output"),
+    (DeadlineExceeded, "deadline"),
+    (DebateError, "runtime"),
+    (OSError, "io"),
+)
+"""The ``kind`` of an error, by exception class (first match; anything else is ``runtime``).
+
+Kept beside the classes, so a new one is given its kind where it is written; the machine
+view of errors (:mod:`debate.records._errors`) reads it from here.
+"""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from debate._checks import repeated
@@ -53,16 +53,15 @@ from debate.records import (
 )
 from debate.runtime import (
     CallContext,
+    Commented,
     Deadline,
-    EventHandler,
     PromptRenderer,
+    Run,
     UsageMeter,
     ask,
     commentary,
-    cut_commentary,
     run_settings,
 )
-from debate.storage import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -100,15 +99,10 @@ class Answer(Frozen):
 NOTES_CHARS = 300
 
 
-class _Scores(CouncilDimensions):
+class _Scores(CouncilDimensions, Commented):
     notes: str = commentary(NOTES_CHARS)
     notes_cut: SkipJsonSchema[bool] = False
     """Set by the validator when the notes were cut; not part of the schema sent."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cut_notes(cls, data: Any) -> Any:
-        return cut_commentary(data, {"notes": NOTES_CHARS})
 
 
 class _GatedScores(_Scores):
@@ -159,6 +153,8 @@ class Council:
 
     ``escalation`` says when the reviewers of the next tier are asked (default
     :func:`escalate_on_tied_top`); without tiers it is consulted once and its reason kept.
+    ``run``: the machinery shared with other runs; the council reads its progress callback
+    and response cache (its models are the reviewers').
     """
 
     def __init__(
@@ -167,9 +163,8 @@ class Council:
         *,
         config: RunConfig | None = None,
         renderer: PromptRenderer | None = None,
-        on_event: EventHandler | None = None,
-        cache: ResponseCache | None = None,
         escalation: EscalationRule[CouncilResult] | None = None,
+        run: Run | None = None,
     ) -> None:
         if not reviewers:
             raise ConfigurationError("reviewers: the council needs at least one reviewer")
@@ -182,8 +177,8 @@ class Council:
         self.reviewers = list(reviewers)
         self.config = config or RunConfig()
         self.renderer = renderer or PromptRenderer.for_run(self.config)
-        self.on_event = on_event
-        self.cache = cache
+        self.on_event = None if run is None else run.on_event
+        self.cache = None if run is None else run.cache
         self.escalation: EscalationRule[CouncilResult] = escalation or escalate_on_tied_top
 
     async def rank(
@@ -304,6 +299,29 @@ def _scored_review(common: dict[str, Any], labels: tuple[str, ...], reply: Any) 
     return Review(**common, status="scored", scores=scores, ranking=ranking)
 
 
+async def candidates_for(
+    question: str,
+    given: Sequence[Candidate] | None,
+    generators: Sequence[Model],
+    config: RunConfig,
+    seed: int,
+    call: CallContext,
+    renderer: PromptRenderer,
+    deadline: Deadline,
+) -> Sequence[Candidate]:
+    """The candidates to rank: the generators' answers if any, else those given; checked.
+
+    The answers are written within ``deadline``, the one the reviews then share.
+    """
+    if generators:
+        answers = generate_candidates(question, generators, config, seed, call, renderer)
+        [given] = await deadline.run("candidate answers", answers)
+    if given is None:
+        raise ConfigurationError("candidates: give candidates or models to --generate them")
+    check_candidates(question, given)
+    return given
+
+
 def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
     """At least two candidates with distinct ids, and a question."""
     if not question.strip():
@@ -321,18 +339,17 @@ def check_candidates(question: str, candidates: Sequence[Candidate]) -> None:
 async def generate_candidates(
     question: str,
     models: Sequence[Model],
-    *,
     config: RunConfig,
     seed: int,
-    meter: UsageMeter,
+    call: CallContext,
     renderer: PromptRenderer,
-    on_event: EventHandler | None = None,
-    cache: ResponseCache | None = None,
 ) -> list[Candidate]:
-    """Each model answers the question first; the answers become the candidates."""
+    """Each model answers the question first; the answers become the candidates.
+
+    ``call``: the run's, shared with the reviews (:meth:`~debate.runtime._run.Run.call`).
+    """
     prompt = renderer.render("council_answer.md.jinja", question=question)
     settings = run_settings(config, seed)
-    call = CallContext.of(config, meter, cache, on_event)
 
     async def one(model: Model) -> Candidate:
         try:

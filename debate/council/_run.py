@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from debate.council._review import Council, Reviewer, check_candidates, generate_candidates
-from debate.exceptions import ConfigurationError
+from debate.council._review import Council, Reviewer, candidates_for
 from debate.models import Model
 from debate.panel import EscalationRule
 from debate.records import Candidate, CouncilResult, RunConfig, draw_seed
-from debate.runtime import (
-    Deadline,
-    ModelPool,
-    PromptRenderer,
-    Run,
-    closing,
-    given_models,
-    no_running_loop,
-)
+from debate.runtime import Deadline, ModelPool, PromptRenderer, Run, blocking, given_models
 from debate.storage import read_jsonl_records
 
 
@@ -79,28 +69,12 @@ async def run_council(
         council_reviewers = _reviewers(cfg, models, run, renderer, reviewers, model, generate)
         used = [m.name for m in generate or ()] + [r.model.name for r in council_reviewers]
         meter = run.meter(cfg, used)
-        if generate:
-            answers = generate_candidates(
-                question,
-                [run.limit(m) for m in generate],
-                config=cfg,
-                seed=seed,
-                meter=meter,
-                renderer=renderer,
-                on_event=run.on_event,
-                cache=run.cache,
-            )
-            [candidates] = await deadline.run("candidate answers", answers)
-        if candidates is None:
-            raise ConfigurationError("candidates: give candidates or models to --generate them")
-        check_candidates(question, candidates)
+        limited = [run.limit(m) for m in generate or ()]
+        candidates = await candidates_for(
+            question, candidates, limited, cfg, seed, run.call(cfg, meter), renderer, deadline
+        )
         council = Council(
-            council_reviewers,
-            config=cfg,
-            renderer=renderer,
-            on_event=run.on_event,
-            cache=run.cache,
-            escalation=escalation,
+            council_reviewers, config=cfg, renderer=renderer, escalation=escalation, run=run
         )
         return await council.rank(question, candidates, seed=seed, meter=meter, deadline=deadline)
 
@@ -141,5 +115,4 @@ def run_council_sync(
     question: str, candidates: Sequence[Candidate] | None = None, **kwargs: Any
 ) -> CouncilResult:
     """Blocking wrapper of :func:`run_council`."""
-    no_running_loop("run_council")
-    return asyncio.run(run_council(question, candidates, **closing(kwargs)))
+    return blocking(run_council, question, candidates, **kwargs)

@@ -37,16 +37,10 @@ if TYPE_CHECKING:
         load_table,
         validate_judgments,
     )
-    from debate.judgments._metrics import write_frame_csv
+    from debate.judgments._frame_table import write_frame_csv
     from debate.judgments._policy import choose_policy
     from debate.judgments._simulate import planted_pairs, planted_scores, planted_verdicts
-    from debate.judgments._tables import (
-        parse_scale,
-        read_judgment_rows,
-        read_judgments,
-        table_rows,
-        write_judgments,
-    )
+    from debate.judgments._tables import parse_scale, read_judgment_rows, read_judgments
     from debate.judgments._track import (
         DimensionAgreement,
         ScoreRow,
@@ -68,22 +62,17 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "load_table",
         "validate_judgments",
     ),
-    "debate.judgments._metrics": ("write_frame_csv",),
+    "debate.judgments._frame_table": ("write_frame_csv",),
     "debate.judgments._policy": ("choose_policy",),
     "debate.judgments._simulate": ("planted_pairs", "planted_scores", "planted_verdicts"),
-    "debate.judgments._tables": (
-        "parse_scale",
-        "read_judgment_rows",
-        "read_judgments",
-        "table_rows",
-        "write_judgments",
-    ),
+    "debate.judgments._tables": ("parse_scale", "read_judgment_rows", "read_judgments"),
     "debate.judgments._track": (
         "DimensionAgreement",
         "ScoreRow",
         "TrackRecords",
         "dimension_agreement",
     ),
+    "debate.judgments._writing": ("table_rows", "write_judgments"),
 }
 """Where each lazily imported name lives; the TYPE_CHECKING imports say the same to mypy."""
 

@@ -34,8 +34,8 @@ def error_correlation(
     calls = np.stack([frame.judges[n].call for n in names])
     complete = (frame.label != NO_CALL) & (calls != NO_CALL).all(axis=0)
     errors = (calls[:, complete] != frame.label[complete]).astype(np.float64)
-    group = frame.group[complete]
-    return _report(names, errors, group, len(frame.items), n_boot, seed, level)
+    boot = _resampling(len(frame.items), n_boot, seed)
+    return _report(names, errors, frame.group[complete], boot, level)
 
 
 def call_error_correlation(
@@ -62,21 +62,24 @@ def call_error_correlation(
         [[float(calls[n][k] != truth[k]) for k in complete] for n in names], dtype=np.float64
     ).reshape(len(names), len(complete))
     group = np.arange(len(complete), dtype=np.int32)
-    return _report(names, errors, group, len(complete), n_boot, seed, level)
+    return _report(names, errors, group, _resampling(len(complete), n_boot, seed), level)
+
+
+def _resampling(n_items: int, n_boot: int, seed: int) -> ItemBootstrap | None:
+    """The items' resampling for the interval (at most :data:`MAX_REPLICATES`); None if none."""
+    return ItemBootstrap(n_items, min(n_boot, MAX_REPLICATES), seed) if n_items else None
 
 
 def _report(
     names: list[str],
     errors: NDArray[np.float64],
     group: NDArray[np.int32],
-    n_items: int,
-    n_boot: int,
-    seed: int,
+    boot: ItemBootstrap | None,
     level: float,
 ) -> JudgeCorrelation:
     corr = correlation_batch(errors[None])[0]
     found = float(effective_votes(corr[None])[0])
-    interval = _interval(errors, group, n_items, n_boot, seed, level) if n_items else None
+    interval = None if boot is None else _interval(errors, group, boot, level)
     defined = bool(np.isfinite(corr).all())
     groups = clusters(corr, names) if defined else []
     return JudgeCorrelation(
@@ -99,17 +102,11 @@ def _num(value: float) -> float | None:
 
 
 def _interval(
-    errors: NDArray[np.float64],
-    group: NDArray[np.int32],
-    n_items: int,
-    n_boot: int,
-    seed: int,
-    level: float,
+    errors: NDArray[np.float64], group: NDArray[np.int32], boot: ItemBootstrap, level: float
 ) -> tuple[float, float] | None:
     """The percentile interval of the effective votes, items resampled (weighted Pearson)."""
     if errors.shape[1] < 3:
         return None
-    boot = ItemBootstrap(n_items, min(n_boot, MAX_REPLICATES), seed)
     weights = boot.counts[:, group].astype(np.float64)  # replicates x units
     total = weights.sum(axis=1)
     mean = weights @ errors.T / total[:, None]  # replicates x judges

@@ -24,17 +24,11 @@ from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
 from debate.judgments._earned import latent_weights, observed
-from debate.judgments._recorded import decide_scores, option_points
+from debate.judgments._learn import calibrate_fold, label_weights, predict_agree
+from debate.judgments._recorded import decide_scores
+from debate.judgments._score_cells import option_points
 from debate.judgments._verdicts import decide_verdicts, verdict_matrix
-from debate.panel import (
-    Confidence,
-    confidence,
-    doubt_features,
-    evidence_weights,
-    margin_evidence,
-    verdict_evidence,
-    weight_vector,
-)
+from debate.panel import margin_evidence, verdict_evidence, weight_vector
 from debate.records import (
     NO_CALL,
     OUTCOMES,
@@ -47,7 +41,7 @@ from debate.records import (
     Thresholds,
     VerdictTable,
 )
-from debate.stats import Platt, krippendorff_alpha, platt_fit
+from debate.stats import krippendorff_alpha
 
 log = logging.getLogger(__name__)
 
@@ -228,22 +222,6 @@ def cohen_kappa(calls: NDArray[np.int8], truth: NDArray[np.int8]) -> float:
     return (observed - expected) / (1 - expected) if expected < 1 else float("nan")
 
 
-def label_weights(
-    evidence: NDArray[np.float64],
-    judges: Sequence[str],
-    label: NDArray[np.int8],
-    train: NDArray[np.bool_],
-) -> dict[str, float] | None:
-    """Weights earned against people on the training units: each judge's log-odds, shrunk.
-
-    See :func:`debate.panel._evidence.evidence_weights`: a judge at or below chance gets 0.
-    None when no judge beats chance there (the caller falls back to equal weights).
-    """
-    truth = np.where(train, label, NO_CALL).astype(np.int8)
-    weights = evidence_weights(evidence, truth, judges).weights
-    return weights if any(w > 0 for w in weights.values()) else None
-
-
 @dataclass(frozen=True)
 class Fitted:
     """The decisions of one weighting, fold by fold, and the weights each fold used."""
@@ -279,48 +257,26 @@ def cross_fit(
     people, means = people_for(labels, judgments, keys, dimension)
     item_index = {name: i for i, name in enumerate(judgments.items)}
     group = np.array([item_index[k[0]] for k in keys], dtype=np.int32)
-    fold = fold_item[group]
-    label = np.array([people.label.get(k, NO_CALL) for k in keys], dtype=np.int8)
-    if not (label != NO_CALL).any():
-        raise ConfigurationError(
-            f"{labels.source}: people give no majority call on any unit of "
-            f"{judgments.source}; check that the item and option names match",
-            field="--labels",
-        )
-    judge_calls = {
-        j: np.array([call_of(equal[k].judge_margins.get(j)) for k in keys], dtype=np.int8)
-        for j in judgments.judges
-    }
+    label = _labels(people, keys, judgments, labels)
     evidence = unit_evidence(judgments, [equal[k] for k in keys], group)
-    split = Split(keys, group, fold, folds, label, evidence)
+    split = Split(keys, group, fold_item[group], folds, label, evidence)
     latent_notes: dict[str, list[int]] = {}
     fitted = {
         "equal": _fit(judgments, split, rules, lambda _u, _i: None, equal=equal),
         "labels": _fit(judgments, split, rules, _by_labels(evidence, judgments.judges, label)),
         "latent": _fit(judgments, split, rules, _by_latent(judgments, dimension, latent_notes)),
     }
-    methods = {
-        "majority": _ungated([equal[k] for k in keys]),
-        **{name: _gated([f.decisions[k] for k in keys], f.p_agree) for name, f in fitted.items()},
-    }
-    judges = {
-        j: Calls(
-            call=calls,
-            declared=(calls == 0) | (calls == 1),
-            confidence=np.array(
-                [abs(equal[k].judge_margins.get(j) or 0.0) for k in keys], dtype=np.float64
-            ),
-        )
-        for j, calls in judge_calls.items()
-    }
     return DecisionFrame(
         items=judgments.items,
         group=group,
-        fold=fold,
+        fold=split.fold,
         label=label,
         people_split=np.array([people.split.get(k, False) for k in keys], dtype=np.bool_),
-        methods=methods,
-        judges=judges,
+        methods={
+            "majority": _ungated([equal[k] for k in keys]),
+            **{n: _gated([f.decisions[k] for k in keys], f.p_agree) for n, f in fitted.items()},
+        },
+        judges=_judge_calls(judgments.judges, [equal[k] for k in keys]),
         dimension=dimension,
         option_scores=_option_scores(judgments, fitted, fold_item, means, dimension),
         weights_by_fold={n: f.weights for n, f in fitted.items() if n != "equal"},
@@ -331,6 +287,34 @@ def cross_fit(
             for note, k in latent_notes.items()
         ],
     )
+
+
+def _labels(
+    people: People, keys: Sequence[Key], judgments: Table, labels: Table
+) -> NDArray[np.int8]:
+    """People's call on each unit; an error when they make none (the names do not match)."""
+    label = np.array([people.label.get(k, NO_CALL) for k in keys], dtype=np.int8)
+    if not (label != NO_CALL).any():
+        raise ConfigurationError(
+            f"{labels.source}: people give no majority call on any unit of "
+            f"{judgments.source}; check that the item and option names match",
+            field="--labels",
+        )
+    return label
+
+
+def _judge_calls(judges: Sequence[str], decisions: Sequence[ItemDecision]) -> dict[str, Calls]:
+    """Each single judge as a method: its own call per unit, as confident as its margin."""
+    out = {}
+    for j in judges:
+        margins = [d.judge_margins.get(j) for d in decisions]
+        calls = np.array([call_of(m) for m in margins], dtype=np.int8)
+        out[j] = Calls(
+            call=calls,
+            declared=(calls == 0) | (calls == 1),
+            confidence=np.array([abs(m or 0.0) for m in margins], dtype=np.float64),
+        )
+    return out
 
 
 def unit_evidence(
@@ -395,37 +379,6 @@ def _by_latent(judgments: Table, dimension: str | None, notes: dict[str, list[in
         return fit.weights
 
     return weigh
-
-
-def agreed(lead: NDArray[np.int8], label: NDArray[np.int8]) -> NDArray[np.bool_]:
-    """Whether people's majority agrees with the lead (a tie majority never does)."""
-    same: NDArray[np.bool_] = (lead != NO_CALL) & (lead == label)
-    return same
-
-
-def calibrate_fold(
-    evidence: NDArray[np.float64], weights: NDArray[np.float64], label: NDArray[np.int8]
-) -> Platt:
-    """Platt calibration of ``|L|`` and the judges' doubt on labelled units with a lead.
-
-    The result's ``p_agree`` is :func:`predict_agree`'s: the probability people agree.
-    """
-    found = confidence(evidence, weights)
-    usable = (label != NO_CALL) & (found.lead != NO_CALL)
-    return platt_fit(
-        np.abs(found.log_odds[usable]),
-        agreed(found.lead, label)[usable],
-        features=doubt_features(evidence[usable]),
-    )
-
-
-def predict_agree(
-    platt: Platt, evidence: NDArray[np.float64], weights: NDArray[np.float64]
-) -> tuple[Confidence, NDArray[np.float64]]:
-    """Each unit's evidence and calibrated ``p_agree`` (NaN where there is no lead)."""
-    found = confidence(evidence, weights)
-    p = platt.predict(np.abs(found.log_odds), doubt_features(evidence))
-    return found, np.where(found.lead != NO_CALL, p, np.nan)
 
 
 def _fit(

@@ -20,7 +20,8 @@ import numpy as np
 from debate.exceptions import ConfigurationError
 from debate.judgments._crossfit import Rules, alphas, cross_fit, decide, table_alpha
 from debate.judgments._earned import describe, latent_weights
-from debate.judgments._metrics import frame_dataframe, validity_report
+from debate.judgments._frame_table import frame_dataframe
+from debate.judgments._metrics import validity_report
 from debate.judgments._policy import (
     apply_policy,
     check_policy,
@@ -313,35 +314,17 @@ def validate_judgments(
     table = load_table(judgments, scale)
     _check_dimension(table, dimension)
     _check_aggregate(table, thresholds or Thresholds())
-    if labels is None:
-        if not people:
-            raise ConfigurationError(
-                "give people's labels: --labels FILE, or --people NAME,... naming the "
-                "people among the judges of the same file",
-                field="--labels",
-            )
-        truth = select_judges(table, people, keep=True)
-        table = select_judges(table, people, keep=False)
-    else:
-        truth = load_table(labels, label_scale or scale)
+    table, truth = _split_people(table, labels, people, label_scale or scale)
     _check_dimension(truth, dimension, "--labels")
     with _bad_input():
         frame = cross_fit(
             table, truth, folds=folds, seed=seed, thresholds=thresholds, dimension=dimension
         )
         alpha_judges, alpha_people, level = alphas(table, truth, dimension)
-    policy = None
-    refusal = None
-    if target_agreement is not None:
-        try:
-            policy = choose_policy(
-                table, frame, target=target_agreement, risk=risk, tiers=tiers, seed=seed,
-                folds=folds,
-            )  # fmt: skip
-        except ConfigurationError as exc:
-            if not refused_in_report or exc.field != "--target-agreement":
-                raise
-            refusal = str(exc)
+    policy, refusal = _target_policy(
+        table, frame, target_agreement, risk=risk, tiers=tiers, seed=seed, folds=folds,
+        refused_in_report=refused_in_report,
+    )  # fmt: skip
     report = validity_report(
         frame,
         alpha_judges=alpha_judges,
@@ -353,10 +336,56 @@ def validate_judgments(
         folds=folds,
         policy=policy,
     )
+    extra = [_band_advice(frame, table, alpha_judges), *frame.notes, *table_warnings(table)]
+    update = {"notes": [*report.notes, *extra], "policy_refusal": refusal}
+    return Validity(report=report.model_copy(update=update), frame=frame, policy=policy)
+
+
+def _target_policy(
+    table: Table,
+    frame: DecisionFrame,
+    target: float | None,
+    *,
+    risk: float,
+    tiers: Mapping[str, int] | None,
+    seed: int,
+    folds: int,
+    refused_in_report: bool,
+) -> tuple[Policy | None, str | None]:
+    """The policy for a target agreement, or (when asked to) why the labels refuse it."""
+    if target is None:
+        return None, None
+    try:
+        found = choose_policy(
+            table, frame, target=target, risk=risk, tiers=tiers, seed=seed, folds=folds
+        )
+    except ConfigurationError as exc:
+        if not refused_in_report or exc.field != "--target-agreement":
+            raise
+        return None, str(exc)
+    return found, None
+
+
+def _split_people(
+    table: Table,
+    labels: str | Path | Table | None,
+    people: Sequence[str],
+    scale: Scale | str | None,
+) -> tuple[Table, Table]:
+    """The judges' table and people's: a second table, or the named judges of the same one."""
+    if labels is not None:
+        return table, load_table(labels, scale)
+    if not people:
+        raise ConfigurationError(
+            "give people's labels: --labels FILE, or --people NAME,... naming the "
+            "people among the judges of the same file",
+            field="--labels",
+        )
+    return select_judges(table, people, keep=False), select_judges(table, people, keep=True)
+
+
+def _band_advice(frame: DecisionFrame, table: Table, alpha_judges: float | None) -> str:
+    """What the judges' agreement band advises, naming the items the equal panel split on."""
     equal = frame.methods["equal"].outcome
     split = [] if equal is None else frame.group[equal == OUTCOMES.index("irreconcilable")]
-    advice = band_advice(alpha_judges, list(dict.fromkeys(table.items[g] for g in split)))
-    extra = [advice, *frame.notes, *table_warnings(table)]
-    update = {"notes": [*report.notes, *extra], "policy_refusal": refusal}
-    report = report.model_copy(update=update)
-    return Validity(report=report, frame=frame, policy=policy)
+    return band_advice(alpha_judges, list(dict.fromkeys(table.items[g] for g in split)))

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
-from debate.judgments._recorded import option_points
+from debate.judgments._score_cells import option_points
 from debate.judgments._verdicts import verdict_matrix
 from debate.panel import MAX_WEIGHT
 from debate.records import NO_CALL, Frozen, Table, VerdictTable

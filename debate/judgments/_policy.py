@@ -22,7 +22,6 @@ goes to people.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,7 +29,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.exceptions import ConfigurationError
-from debate.judgments._crossfit import agreed, calibrate_fold, predict_agree, unit_evidence
+from debate.judgments._arrays import FloatArray
+from debate.judgments._crossfit import unit_evidence
+from debate.judgments._learn import agreed, calibrate_fold, predict_agree
 from debate.panel import evidence_weights, gate_note, rule, weight_vector
 from debate.records import (
     DEFAULT_CONDITION,
@@ -44,10 +45,6 @@ from debate.records import (
     guarantee_sentence,
 )
 from debate.stats import Platt, Selection, cascade_thresholds
-
-log = logging.getLogger(__name__)
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats as sps
 
+from debate.judgments._arrays import FloatArray, Index, IntArray
 from debate.records import Estimate
 from debate.stats import draw_counts
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.intp]
-Index = NDArray[np.integer[Any]]
 """Item indices (int32 in a frame, intp from numpy's own index functions)."""
 
 KENDALL_REPLICATES = 200

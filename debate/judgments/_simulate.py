@@ -71,17 +71,29 @@ def _verdict_table(
     accuracies: dict[str, float],
     rng: np.random.Generator,
 ) -> VerdictTable:
-    n = truth.size
     columns = [_planted_calls(truth, a, rng) for a in accuracies.values()]
-    verdicts = np.stack(columns, axis=1) if columns else np.empty((n, 0), np.int64)
+    verdicts = np.stack(columns, axis=1) if columns else np.empty((truth.size, 0), np.int64)
+    return _calls_table(source, items, tuple(accuracies), verdicts)
+
+
+def _calls_table(
+    source: str,
+    items: tuple[str, ...],
+    judges: tuple[str, ...],
+    calls: NDArray[np.int64],
+    probability: NDArray[np.float64] | None = None,
+) -> VerdictTable:
+    """An ``items x judges`` matrix of verdict codes as a table's rows, item by item."""
+    n, width = calls.shape
     return VerdictTable(
         source=source,
         items=items,
-        judges=tuple(accuracies),
-        item=np.repeat(np.arange(n, dtype=np.int32), len(columns)),
-        judge=np.tile(np.arange(len(columns), dtype=np.int32), n),
-        verdict=verdicts.reshape(-1).astype(np.int8),
-        order=np.zeros(n * len(columns), dtype=np.int8),
+        judges=judges,
+        item=np.repeat(np.arange(n, dtype=np.int32), width),
+        judge=np.tile(np.arange(width, dtype=np.int32), n),
+        verdict=calls.reshape(-1).astype(np.int8),
+        order=np.zeros(n * width, dtype=np.int8),
+        probability=probability,
     )
 
 
@@ -205,6 +217,26 @@ def planted_pairs(
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, 2, n_items)
     subset = rng.random(n_items) < fooled_share
+    calls, sure = _fooled_calls(truth, subset, accuracies, fooled, tie_rate, rng)
+    p_a = np.where(calls == 0, sure, np.where(calls == 1, 1 - sure, 0.5)).reshape(-1)
+    items = _names("item", n_items)
+    judges = _calls_table(
+        "planted judges", items, tuple(accuracies), calls, p_a if probabilities else None
+    )
+    people = _calls_table("planted people", items, ("person1",), truth[:, None])
+    return judges, people, subset
+
+
+def _fooled_calls(
+    truth: NDArray[np.int64],
+    subset: NDArray[np.bool_],
+    accuracies: Mapping[str, float],
+    fooled: Collection[str],
+    tie_rate: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``items x judges`` calls and how sure each judge is of its call (surer when right)."""
+    n_items = truth.size
     verdicts, strength = [], []
     for name, accuracy in accuracies.items():
         _check_rate(f"accuracy of {name}", accuracy)
@@ -216,28 +248,4 @@ def planted_pairs(
         strength.append(
             np.where(right, rng.uniform(0.65, 0.95, n_items), rng.uniform(0.5, 0.8, n_items))
         )
-    calls = np.stack(verdicts, axis=1).reshape(-1)
-    sure = np.stack(strength, axis=1).reshape(-1)
-    p_a = np.where(calls == 0, sure, np.where(calls == 1, 1 - sure, 0.5))
-    items = _names("item", n_items)
-    n_judges = len(accuracies)
-    judges = VerdictTable(
-        source="planted judges",
-        items=items,
-        judges=tuple(accuracies),
-        item=np.repeat(np.arange(n_items, dtype=np.int32), n_judges),
-        judge=np.tile(np.arange(n_judges, dtype=np.int32), n_items),
-        verdict=calls.astype(np.int8),
-        order=np.zeros(n_items * n_judges, dtype=np.int8),
-        probability=p_a if probabilities else None,
-    )
-    people = VerdictTable(
-        source="planted people",
-        items=items,
-        judges=("person1",),
-        item=np.arange(n_items, dtype=np.int32),
-        judge=np.zeros(n_items, dtype=np.int32),
-        verdict=truth.astype(np.int8),
-        order=np.zeros(n_items, dtype=np.int8),
-    )
-    return judges, people, subset
+    return np.stack(verdicts, axis=1), np.stack(strength, axis=1)

@@ -117,31 +117,50 @@ async def run_cascade(
     steps: list[TierStep] = []
     decided: R | None = None
     for i, tier in enumerate(tiers):
-        before = _tally(meter)
-        await ask(tier)
-        usage, cost = _spent(meter, before)
-        decided = conclude(tier.number)
-        answer = rule(decided, tier.number)
         following = tiers[i + 1] if i + 1 < len(tiers) else None
-        go_on = answer.escalate and following is not None
-        steps.append(
-            TierStep(
-                tier=tier.number,
-                judges=list(tier.members),
-                asked=True,
-                escalated=go_on,
-                reason=_reason(answer, following),
-                usage=usage,
-                cost_usd=cost,
-            )
-        )
-        if not go_on:
+        found, step = await _ask_tier(tier, following, ask, conclude, rule, meter)
+        decided = found
+        steps.append(step)
+        if not step.escalated:
             break
     if decided is None:
         raise ValueError("tiers: a cascade needs at least one tier")
+    return decided, _record(steps, tiers[len(steps) :])
+
+
+async def _ask_tier(
+    tier: Tier,
+    following: Tier | None,
+    ask: Callable[[Tier], Awaitable[None]],
+    conclude: Callable[[int], R],
+    rule: EscalationRule[R],
+    meter: UsageMeter,
+) -> tuple[R, TierStep]:
+    """Ask one tier and decide on the tiers so far; the step says whether to go on."""
+    before = _tally(meter)
+    await ask(tier)
+    usage, cost = _spent(meter, before)
+    decided = conclude(tier.number)
+    answer = rule(decided, tier.number)
+    step = TierStep(
+        tier=tier.number,
+        judges=list(tier.members),
+        asked=True,
+        escalated=answer.escalate and following is not None,
+        reason=_reason(answer, following),
+        usage=usage,
+        cost_usd=cost,
+    )
+    return decided, step
+
+
+def _record(steps: list[TierStep], skipped: Sequence[Tier]) -> Cascade:
+    """The cascade's record: the tiers asked, those skipped, and what the asked ones cost.
+
+    ``calls_all_tiers`` adds the skipped tiers' estimated readings, the calls saved.
+    """
     deciding = steps[-1].tier
-    skipped = tiers[len(steps) :]
-    steps += [
+    steps = steps + [
         TierStep(
             tier=t.number,
             judges=list(t.members),
@@ -153,14 +172,13 @@ async def run_cascade(
     asked = [s for s in steps if s.asked]
     costs = [s.cost_usd for s in asked]
     calls = sum(s.usage.calls for s in asked)
-    cascade = Cascade(
+    return Cascade(
         steps=steps,
         calls=calls,
         calls_all_tiers=calls + sum(t.readings for t in skipped),
         tokens=sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in asked),
         cost_usd=None if None in costs else round(sum(c for c in costs if c is not None), 6),
     )
-    return decided, cascade
 
 
 def _reason(answer: Escalation, following: Tier | None) -> str:

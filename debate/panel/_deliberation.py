@@ -202,13 +202,7 @@ async def deliberate(
     split = split_arguments(first, transcript.argument_ids, thresholds.variance)
     weights = {name: dict(spec.weights) for name, spec in specs.items()}
     if not split:
-        summary = DeliberationSummary(
-            rounds=rounds,
-            split_arguments=[],
-            alpha_before=first.agreement.alpha,
-            alpha_after=first.agreement.alpha,
-        )
-        return first.model_copy(update={"deliberation": summary, "first_decision": first.decision})
+        return _undivided(first, rounds)
     scored = [e for e in first.evaluations if e.status == "scored"]
     ids = list(split)
     revised = await asyncio.gather(
@@ -230,6 +224,17 @@ async def deliberate(
     return final.model_copy(
         update={"deliberation": summary, "first_decision": first.decision, "cascade": first.cascade}
     )
+
+
+def _undivided(first: PanelResult, rounds: int) -> PanelResult:
+    """``first`` with a summary that says no argument was split, so nobody was asked."""
+    summary = DeliberationSummary(
+        rounds=rounds,
+        split_arguments=[],
+        alpha_before=first.agreement.alpha,
+        alpha_after=first.agreement.alpha,
+    )
+    return first.model_copy(update={"deliberation": summary, "first_decision": first.decision})
 
 
 def _summary(

@@ -160,10 +160,16 @@ async def evaluate_judge(
 
     ``further``: the orders of its repeated readings 2 to k (:mod:`debate.panel._samples`).
     """
+
+    async def readings() -> JudgeEvaluation:
+        if further:
+            return await _sampled(sitting, spec, model, [presentation, *further])
+        first = await read_transcript(sitting, spec, model, presentation, spec.name)
+        swap = await _swapped(sitting, spec, model, presentation, first)
+        return _evaluation(spec, model, presentation, first, swap)
+
     try:
-        return await asyncio.wait_for(
-            _readings(sitting, spec, model, presentation, further), sitting.deadline.remaining()
-        )
+        return await asyncio.wait_for(readings(), sitting.deadline.remaining())
     except asyncio.TimeoutError:
         seconds = sitting.deadline.seconds
         late = Reading(
@@ -172,20 +178,6 @@ async def evaluate_judge(
             detail=f"the deadline of {seconds:g} s passed before this judge finished",
         )
         return _evaluation(spec, model, presentation, late)
-
-
-async def _readings(
-    sitting: Sitting,
-    spec: JudgeSpec,
-    model: Model,
-    presentation: Presentation,
-    further: Sequence[Presentation] = (),
-) -> JudgeEvaluation:
-    if further:
-        return await _sampled(sitting, spec, model, [presentation, *further])
-    first = await read_transcript(sitting, spec, model, presentation, spec.name)
-    swap = await _swapped(sitting, spec, model, presentation, first)
-    return _evaluation(spec, model, presentation, first, swap)
 
 
 async def _swapped(

@@ -11,6 +11,8 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from debate.exceptions import ConfigurationError
 from debate.models import Message, Model, ModelSettings
@@ -44,19 +46,20 @@ from debate.records import (
 from debate.runtime import (
     CallContext,
     Deadline,
-    EventHandler,
     PromptRenderer,
+    Run,
     UsageMeter,
     run_settings,
 )
 from debate.stats import Method as CalibrationMethod
 from debate.stats import choose_calibration
-from debate.storage import ResponseCache
 
 logger = logging.getLogger(__name__)
 
 HISTORY_WEIGHT = 0.3
 DOMAIN_WEIGHT = 0.7
+_LEGACY = ("on_event", "history", "cache")
+"""The fields of ``Run`` the panel took one by one before it took ``run``."""
 
 
 class MultiJudgePanel:
@@ -68,13 +71,16 @@ class MultiJudgePanel:
         config: Thresholds, calibration, sampling and retry settings.
         renderer: Prompt templates (default: the shipped ones, or ``config.templates``).
         topics: Topic profiles (default: the shipped table, or ``config.topics``).
-        on_event: Progress callback.
-        history: Track-record accuracy by judge identity (:meth:`identity`);
-            judges without history count as 1.0.
-        cache: Response cache: a judge's valid reply is replayed from it, and stored in it.
         escalation: When to ask the judges of the next tier (:mod:`debate.panel._cascade`);
             default: when the judges asked so far declared no winner. Without tiers (every
             judge in tier 1) it is consulted once and its reason recorded.
+        run: The machinery shared with other runs (:class:`~debate.runtime._run.Run`); the
+            panel reads its progress callback (``on_event``), its track records
+            (``history``: accuracy by judge identity, :meth:`identity`; judges without one
+            count as 1.0) and its response cache (``cache``: a judge's valid reply is
+            replayed from it, and stored in it). Its models are given in ``models``.
+        **legacy: Deprecated: ``on_event=``, ``history=`` and ``cache=`` given one by one;
+            they still work, with a DeprecationWarning.
     """
 
     def __init__(
@@ -85,13 +91,13 @@ class MultiJudgePanel:
         config: RunConfig | None = None,
         renderer: PromptRenderer | None = None,
         topics: TopicProfiles | None = None,
-        on_event: EventHandler | None = None,
-        history: Mapping[str, float] | None = None,
-        cache: ResponseCache | None = None,
         escalation: EscalationRule[PanelResult] | None = None,
+        run: Run | None = None,
+        **legacy: Any,
     ) -> None:
+        run = Run.of(run, legacy, "MultiJudgePanel", took=_LEGACY)
         base = config or RunConfig()
-        self.history = dict(history or {})
+        self.history = dict(run.history or {})
         if judges is not None:
             base = base.model_copy(update={"judges": list(judges)})
             RunConfig.model_validate(base.model_dump())  # re-check the panel size and names
@@ -102,8 +108,8 @@ class MultiJudgePanel:
         """Asked only to replace a regular judge that ended unscored, in this order."""
         self.renderer = renderer or PromptRenderer.for_run(base)
         self.topics = topics or TopicProfiles.load(base.topics)
-        self.on_event = on_event
-        self.cache = cache
+        self.on_event = run.on_event
+        self.cache = run.cache
         self.escalation: EscalationRule[PanelResult] = escalation or escalate_unless_winner
         self.models = self._bind_models(models)
         for spec in self._everyone():
@@ -225,78 +231,17 @@ class MultiJudgePanel:
         drawn; it is returned in the result so the run can be replayed.
         """
         seed = draw_seed(seed)
-        renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
-        sitting = Sitting(
-            transcript=transcript,
-            system=Message(role="system", content=renderer.render("judge_system.md.jinja")),
-            settings=run_settings(self.config, seed),
-            renderer=renderer,
-            call=CallContext.of(self.config, meter, self.cache, self.on_event),
-            deadline=deadline or Deadline(self.config.deadline),
-            swap=self.config.swap,
-        )
-        topic_type, topic_source = await self._topic(
-            transcript.topic, sitting.settings, sitting.call, renderer
+        sitting = self._sitting(transcript, seed, meter, deadline)
+        topic = await self._topic(
+            transcript.topic, sitting.settings, sitting.call, sitting.renderer
         )
         shown = self.presentations(transcript, seed)
         orders = {j.name: order for j, order in zip(self.judges, shown, strict=True)}
-        further = self._further(transcript, seed, orders)
-        specs = {j.name: j for j in self.judges}
-        done: dict[str, JudgeEvaluation] = {}
-        stood_in: dict[str, list[JudgeEvaluation]] = {}
-        """Per regular judge: the standbys asked in its place, in order."""
-        spare = list(self.standbys)
-
-        async def ask(tier: Tier) -> None:
-            evaluations = await asyncio.gather(
-                *(
-                    evaluate_judge(
-                        sitting, specs[name], self.models[name], orders[name], further[name]
-                    )
-                    for name in tier.members
-                )
-            )
-            done.update(zip(tier.members, evaluations, strict=True))
-            failed = [e for e in evaluations if e.status == "unscored"]
-            replacements = await asyncio.gather(
-                *(
-                    self._stand_in(sitting, e, spare, orders[e.judge], further[e.judge])
-                    for e in failed
-                )
-            )
-            for evaluation, found in zip(failed, replacements, strict=True):
-                stood_in[evaluation.judge] = found
-
-        def conclude(
-            tier: int, revised: Mapping[str, JudgeEvaluation] | None = None
-        ) -> PanelResult:
-            asked = [j for j in self.judges if j.tier <= tier]
-            evaluations: list[JudgeEvaluation] = []
-            counted: list[JudgeSpec] = []
-            for j in asked:
-                evaluations.append(done[j.name])
-                counted.append(j)
-                for standby in stood_in.get(j.name, []):
-                    evaluations.append(standby)
-                    counted.append(self._standby_spec(standby.judge))
-            if revised:  # after deliberation: the same judges, their final scores
-                evaluations = [revised.get(e.judge, e) for e in evaluations]
-            decided = self._conclude(
-                sitting,
-                evaluations,
-                counted,
-                (topic_type, topic_source),
-                seed,
-                tier,
-                panel_size=len(asked),
-            )
-            # Under a policy, each tier's decision is its ruling: winner or escalate.
-            if isinstance(self.escalation, PolicyRule):
-                decided = self.escalation.settle(decided, tier)
-            return decided
-
+        hearing = _Hearing(
+            self, sitting, topic, seed, orders, self._further(transcript, seed, orders)
+        )
         result, cascade = await run_cascade(
-            self._tiers(), ask, conclude, self.escalation, sitting.call.meter
+            self._tiers(), hearing.ask, hearing.conclude, self.escalation, sitting.call.meter
         )
         result = result.model_copy(update={"cascade": cascade})
         if self.config.deliberation.rounds:
@@ -309,9 +254,24 @@ class MultiJudgePanel:
                 orders=orders,
                 rounds=self.config.deliberation.rounds,
                 calibration=self.calibration(transcript),
-                redecide=lambda revised: conclude(tier, revised),
+                redecide=lambda revised: hearing.conclude(tier, revised),
             )
         return result
+
+    def _sitting(
+        self, transcript: Transcript, seed: int, meter: UsageMeter | None, deadline: Deadline | None
+    ) -> Sitting:
+        """What every judge of this evaluation shares; the seed keys its prompts' rendering."""
+        renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
+        return Sitting(
+            transcript=transcript,
+            system=Message(role="system", content=renderer.render("judge_system.md.jinja")),
+            settings=run_settings(self.config, seed),
+            renderer=renderer,
+            call=CallContext.of(self.config, meter, self.cache, self.on_event),
+            deadline=deadline or Deadline(self.config.deadline),
+            swap=self.config.swap,
+        )
 
     def _standby_spec(self, name: str) -> JudgeSpec:
         return next(j for j in self.standbys if j.name == name)
@@ -405,3 +365,78 @@ class MultiJudgePanel:
     def evaluate_sync(self, transcript: Transcript, *, seed: int | None = None) -> PanelResult:
         """Blocking wrapper of :meth:`evaluate` for scripts."""
         return asyncio.run(self.evaluate(transcript, seed=seed))
+
+
+@dataclass
+class _Hearing:
+    """One evaluation in progress: what the tiers asked so far returned, and the decision.
+
+    The cascade asks tier by tier (:meth:`ask`) and decides on the tiers so far
+    (:meth:`conclude`); deliberation decides again on revised scores through the same
+    :meth:`conclude`, so both count the judges and standbys alike.
+    """
+
+    panel: MultiJudgePanel
+    sitting: Sitting
+    topic: tuple[str, TopicSource]
+    seed: int
+    orders: dict[str, Presentation]
+    """Each regular judge's reading order (a standby reads in its failed judge's)."""
+    further: dict[str, list[Presentation]]
+    """Each regular judge's repeated readings' orders."""
+    done: dict[str, JudgeEvaluation] = field(default_factory=dict)
+    stood_in: dict[str, list[JudgeEvaluation]] = field(default_factory=dict)
+    """Per regular judge: the standbys asked in its place, in order."""
+    spare: list[JudgeSpec] = field(init=False)
+    """The standbys not asked yet."""
+
+    def __post_init__(self) -> None:
+        self.spare = list(self.panel.standbys)
+
+    async def ask(self, tier: Tier) -> None:
+        """Ask a tier's judges together, then standbys in place of those left unscored."""
+        panel, specs = self.panel, {j.name: j for j in self.panel.judges}
+        evaluations = await asyncio.gather(
+            *(
+                evaluate_judge(
+                    self.sitting, specs[n], panel.models[n], self.orders[n], self.further[n]
+                )
+                for n in tier.members
+            )
+        )
+        self.done.update(zip(tier.members, evaluations, strict=True))
+        failed = [e for e in evaluations if e.status == "unscored"]
+        replacements = await asyncio.gather(
+            *(
+                panel._stand_in(
+                    self.sitting, e, self.spare, self.orders[e.judge], self.further[e.judge]
+                )
+                for e in failed
+            )
+        )
+        for evaluation, found in zip(failed, replacements, strict=True):
+            self.stood_in[evaluation.judge] = found
+
+    def conclude(
+        self, tier: int, revised: Mapping[str, JudgeEvaluation] | None = None
+    ) -> PanelResult:
+        """The decision on tiers 1 to ``tier``; ``revised``: scores after deliberation."""
+        panel = self.panel
+        asked = [j for j in panel.judges if j.tier <= tier]
+        evaluations: list[JudgeEvaluation] = []
+        counted: list[JudgeSpec] = []
+        for j in asked:
+            evaluations.append(self.done[j.name])
+            counted.append(j)
+            for standby in self.stood_in.get(j.name, []):
+                evaluations.append(standby)
+                counted.append(panel._standby_spec(standby.judge))
+        if revised:  # after deliberation: the same judges, their final scores
+            evaluations = [revised.get(e.judge, e) for e in evaluations]
+        decided = panel._conclude(
+            self.sitting, evaluations, counted, self.topic, self.seed, tier, len(asked)
+        )
+        # Under a policy, each tier's decision is its ruling: winner or escalate.
+        if isinstance(panel.escalation, PolicyRule):
+            decided = panel.escalation.settle(decided, tier)
+        return decided

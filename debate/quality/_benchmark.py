@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
@@ -100,6 +101,20 @@ def record_scores(
     return {name: dimension_agreement(triples) for name, triples in by_name.items()}
 
 
+Reading = tuple[str, str, Mapping[str, BaseModel] | None]
+"""``(judge name, model name, its scores by target)``: None where it gave none."""
+
+
+def _score_entries(
+    items: Sequence[DebateItem | PairwiseItem], readings: Iterable[Sequence[Reading]]
+) -> Iterator[ScoreEntry]:
+    """Every judge's scores of each item beside people's, the item's readings in order."""
+    for item, read in zip(items, readings, strict=True):
+        for name, model, scores in read:
+            if scores is not None:
+                yield (item.id, item.people_scores, name, model, scores)
+
+
 def read_debate_items(path: str | Path, limit: int | None = None) -> list[DebateItem]:
     """JSONL of ``{"id", "transcript", "verdict"}``."""
     items = [item for _, item in read_jsonl_records(path, "debate file", DebateItem)]
@@ -189,22 +204,71 @@ def _accuracy_after(
     return {name: history.get(key_of(name, model), 1.0) for name, model in models.items()}
 
 
-def _debate_rows(
-    names: Sequence[str],
-    calls: Mapping[str, Sequence[str | None]],
-    results: Sequence[DebateResult],
-    items: Sequence[DebateItem],
-) -> list[JudgeValidity]:
-    """Each judge's and the panel's verdicts against the known ones, as pairwise labels."""
-    pseudo = [_as_pairwise(i) for i in items]
-    as_label: dict[str, Label] = {"PRO": "a", "CON": "b", "TIE": "tie"}
+Rows = Iterable[Mapping[str, object]]
+"""Rows of a tidy table (``judgments.csv`` or ``labels.csv``)."""
+Result = TypeVar("Result", DebateResult, CouncilResult)
 
-    def labels(verdicts: Iterable[str | None]) -> list[Label | None]:
-        return [as_label[v] if v else None for v in verdicts]
 
-    rows = [judge_row(n, labels(calls[n]), pseudo) for n in names]
-    rows.append(judge_row("panel", labels(panel_debate_call(r) for r in results), pseudo))
-    return rows
+class _Tally(NamedTuple):
+    """What one kind of item's results give the report :func:`_calibrate` builds."""
+
+    calls: Mapping[str, Sequence[str | None]]
+    """Each judge's own call per item, in the item's own terms (alpha among the judges)."""
+    labels: Mapping[str, Sequence[str | None]]
+    """The same calls as pairwise labels, for their error correlation against ``truth``."""
+    truth: Sequence[str | None]
+    recorded: Iterable[Call]
+    scores: Iterable[ScoreEntry]
+    rows: list[JudgeValidity]
+    alpha_people: float | None
+    models: Mapping[str, str]
+    """Each judge's model, naming its track record in ``accuracy_after``."""
+
+
+@dataclass(frozen=True)
+class _Kind(Generic[Item, Result]):
+    """How one kind of item is judged and read: all the two calibrations differ in."""
+
+    dataset: str
+    work: Callable[[Item, Run], Awaitable[Result]]
+    tidy: Callable[[Sequence[Item], Sequence[Result]], tuple[Rows, Rows]]
+    """The judges' scores and the known answers, for ``judgments.csv`` and ``labels.csv``."""
+    tally: Callable[[Sequence[Item], Sequence[Result], Sequence[str]], _Tally]
+
+
+async def _calibrate(
+    kind: _Kind[Item, Result],
+    items: Sequence[Item],
+    config: RunConfig,
+    records: TrackRecords,
+    seed: int,
+    concurrency: int,
+    run: Run | None,
+    judgments: Path | None,
+) -> CalibrationReport:
+    """Judge every item, store the track records, and report against the known answers.
+
+    One piece for debates and pairs, so both store and report a run the same way.
+    """
+    run = run or Run()
+    results = await _run_items(items, kind.work, concurrency, run, config, seed)
+    if judgments is not None:
+        _write_tidy(judgments, *kind.tidy(items, results))
+    names = [j.name for j in config.judges]
+    key_of = judge_key(config)
+    tally = kind.tally(items, results, names)
+    dimensions = _record(records, kind.dataset, key_of, tally.recorded, tally.scores)
+    return CalibrationReport(
+        dataset=kind.dataset,
+        items=len(items),
+        rows=tally.rows,
+        alpha_judges=nominal_alpha([tally.calls[n] for n in names]),
+        judge_correlation=call_error_correlation(tally.labels, tally.truth),
+        alpha_people=tally.alpha_people,
+        accuracy_after=_accuracy_after(records, key_of, tally.models),
+        dimensions=dimensions,
+        usage=total_usage([r.usage for r in results], run.prices, run.budget),
+    )
 
 
 async def calibrate_debates(
@@ -228,7 +292,6 @@ async def calibrate_debates(
     ``judgments`` (a folder), every judge's scores and the known verdicts are also written
     there as ``judgments.csv`` and ``labels.csv``, so the run can be validated later.
     """
-    run = run or Run()
 
     async def judge(item: DebateItem, shared: Run) -> DebateResult:
         return await judge_transcript(
@@ -241,74 +304,53 @@ async def calibrate_debates(
             escalation=ask_every_tier,  # a track record needs every judge on every item
         )
 
-    results = await _run_items(items, judge, concurrency, run, config, seed)
-    if judgments is not None:
-        _write_tidy(
-            judgments,
-            debate_judgment_rows(items, results),
-            ({"item": i.id, "judge": "person_1", "verdict": VERDICT_OF[i.verdict]} for i in items),
-        )
-    names = [j.name for j in config.judges]
-    key_of = judge_key(config)
+    kind = _Kind("debate", judge, _debate_tidy, _debate_tally)
+    return await _calibrate(kind, items, config, records, seed, concurrency, run, judgments)
+
+
+def _debate_tidy(items: Sequence[DebateItem], results: Sequence[DebateResult]) -> tuple[Rows, Rows]:
+    """Every judge's rubric scores, and each known verdict as person_1's."""
+    labels = ({"item": i.id, "judge": "person_1", "verdict": VERDICT_OF[i.verdict]} for i in items)
+    return debate_judgment_rows(items, results), labels
+
+
+def _debate_tally(
+    items: Sequence[DebateItem], results: Sequence[DebateResult], names: Sequence[str]
+) -> _Tally:
+    """Each judge's and the panel's verdicts against the known ones (as pairwise labels)."""
     calls = {n: [judge_debate_call(r, n) for r in results] for n in names}
     models = [{e.judge: e.model for e in r.evaluations} for r in results]
-    dimensions = _record(
-        records,
-        "debate",
-        key_of,
-        (
+    pseudo = [_as_pairwise(i) for i in items]
+    rows = [judge_row(n, _labels(calls[n]), pseudo) for n in names]
+    rows.append(judge_row("panel", _labels([panel_debate_call(r) for r in results]), pseudo))
+    return _Tally(
+        calls=calls,
+        labels={n: _labels(calls[n]) for n in names},
+        truth=[p.majority for p in pseudo],
+        recorded=(
             (n, used[n], item.id, call, item.verdict)
             for n in names
             for item, used, call in zip(items, models, calls[n], strict=True)
             if n in used  # a standby not asked on this item has nothing to record
         ),
-        (
-            (item.id, item.people_scores, e.judge, e.model, e.scores)
-            for item, result in zip(items, results, strict=True)
-            for e in result.evaluations
-            if e.scores is not None
+        scores=_score_entries(
+            items, ([(e.judge, e.model, e.scores) for e in r.evaluations] for r in results)
         ),
-    )
-    return CalibrationReport(
-        dataset="debate",
-        items=len(items),
-        rows=_debate_rows(names, calls, results, items),
-        alpha_judges=nominal_alpha([calls[n] for n in names]),
-        judge_correlation=call_error_correlation(
-            {n: _labels(calls[n]) for n in names},
-            [_as_pairwise(i).majority for i in items],
-        ),
+        rows=rows,
         alpha_people=None,
-        accuracy_after=_accuracy_after(records, key_of, models[0]) if results else {},
-        dimensions=dimensions,
-        usage=total_usage([r.usage for r in results], run.prices, run.budget),
+        models=models[0] if results else {},
     )
 
 
-def _labels(verdicts: Sequence[str | None]) -> list[str | None]:
+def _labels(verdicts: Sequence[str | None]) -> list[Label | None]:
     """A judge's debate verdicts (PRO, CON, TIE) as pairwise labels (a, b, tie)."""
-    as_label = {"PRO": "a", "CON": "b", "TIE": "tie"}
+    as_label: dict[str, Label] = {"PRO": "a", "CON": "b", "TIE": "tie"}
     return [as_label[v] if v else None for v in verdicts]
 
 
 def _as_pairwise(item: DebateItem) -> PairwiseItem:
     label: Label = {"PRO": "a", "CON": "b", "TIE": "tie"}[item.verdict]  # type: ignore[assignment]
     return PairwiseItem(id=item.id, question="-", a="-", b="-", labels=[label])
-
-
-def _pairwise_rows(
-    names: Sequence[str],
-    calls: Mapping[str, Sequence[Label | None]],
-    results: Sequence[CouncilResult],
-    items: Sequence[PairwiseItem],
-) -> list[JudgeValidity]:
-    """Each reviewer's, the council's and every published judge's calls against people."""
-    rows = [judge_row(n, list(calls[n]), items) for n in names]
-    rows.append(judge_row("panel", [panel_call(r) for r in results], items))
-    for baseline in sorted({k for i in items for k in i.baselines}):
-        published = [i.baselines.get(baseline) for i in items]
-        rows.append(judge_row(f"{baseline} (published)", published, items))
-    return rows
 
 
 def _review_calls(
@@ -356,7 +398,6 @@ async def calibrate_pairwise(
     Takes ``run`` and ``judgments`` as :func:`calibrate_debates` does.
     """
     _check_pairs(items)
-    run = run or Run()
 
     async def rank(item: PairwiseItem, shared: Run) -> CouncilResult:
         assert shared.pool is not None  # the calibration's pool (:func:`_run_items`)
@@ -370,44 +411,46 @@ async def calibrate_pairwise(
             escalation=ask_every_tier,  # every reviewer on every pair, as for debates
         )
 
-    results = await _run_items(items, rank, concurrency, run, config, seed)
-    if judgments is not None:
-        _write_tidy(judgments, pairwise_judgment_rows(items, results), pairwise_label_rows(items))
-    names = [j.name for j in config.judges]
-    key_of = judge_key(config)
+    kind = _Kind(dataset, rank, _pairwise_tidy, _pairwise_tally)
+    return await _calibrate(kind, items, config, records, seed, concurrency, run, judgments)
+
+
+def _pairwise_tidy(
+    items: Sequence[PairwiseItem], results: Sequence[CouncilResult]
+) -> tuple[Rows, Rows]:
+    """Every reviewer's rubric scores, and every person's label."""
+    return pairwise_judgment_rows(items, results), pairwise_label_rows(items)
+
+
+def _pairwise_tally(
+    items: Sequence[PairwiseItem], results: Sequence[CouncilResult], names: Sequence[str]
+) -> _Tally:
+    """Each reviewer's, the council's and every published judge's calls against people."""
     calls = _review_calls(names, results)
-    dimensions = _record(
-        records,
-        dataset,
-        key_of,
-        (
-            (review.reviewer, review.model, item.id, review_call(review), item.majority)
-            for item, result in zip(items, results, strict=True)
-            for review in result.reviews
-        ),
-        (
-            (item.id, item.people_scores, review.reviewer, review.model, review.scores)
-            for item, result in zip(items, results, strict=True)
-            for review in result.reviews
-            if review.scores is not None
-        ),
-    )
+    rows = [judge_row(n, list(calls[n]), items) for n in names]
+    rows.append(judge_row("panel", [panel_call(r) for r in results], items))
+    for baseline in sorted({k for i in items for k in i.baselines}):
+        published = [i.baselines.get(baseline) for i in items]
+        rows.append(judge_row(f"{baseline} (published)", published, items))
     people = [
         [i.labels[k] if k < len(i.labels) else None for i in items]
         for k in range(max((len(i.labels) for i in items), default=0))
     ]
-    return CalibrationReport(
-        dataset=dataset,
-        items=len(items),
-        rows=_pairwise_rows(names, calls, results, items),
-        alpha_judges=nominal_alpha([calls[n] for n in names]),
-        judge_correlation=call_error_correlation(
-            {n: list(calls[n]) for n in names}, [i.majority for i in items]
+    return _Tally(
+        calls=calls,
+        labels={n: list(calls[n]) for n in names},
+        truth=[i.majority for i in items],
+        recorded=(
+            (review.reviewer, review.model, item.id, review_call(review), item.majority)
+            for item, result in zip(items, results, strict=True)
+            for review in result.reviews
         ),
+        scores=_score_entries(
+            items, ([(v.reviewer, v.model, v.scores) for v in r.reviews] for r in results)
+        ),
+        rows=rows,
         alpha_people=nominal_alpha(people),
-        accuracy_after=_accuracy_after(records, key_of, _reviewer_models(results)),
-        dimensions=dimensions,
-        usage=total_usage([r.usage for r in results], run.prices, run.budget),
+        models=_reviewer_models(results),
     )
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -87,28 +87,23 @@ def check_dimensions(
     return value
 
 
+Row = dict[str, Any]
+"""One record of a published dataset, as its JSON gives it."""
+
+
 def read_ukpconvarg(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
     """UKPConvArg1 pairs: which of two arguments on one side is more convincing."""
     mapping: dict[str, Label] = {"a1": "a", "a2": "b", "equal": "tie"}
-    items = []
-    for _, row in read_jsonl(path, "ukpconvarg file"):
+
+    def item_of(row: Row) -> PairwiseItem:
         question = (
             f"Debate: {row['debate_title']}. Side: {row['stance']}. "
             "Which argument is more convincing?"
         )
         labels = [mapping[str(a["label"])] for a in row["annotations"]]
-        items.append(
-            PairwiseItem(
-                id=str(row["id"]),
-                question=question,
-                a=str(row["arg1"]),
-                b=str(row["arg2"]),
-                labels=labels,
-            )
-        )
-        if limit is not None and len(items) >= limit:
-            break
-    return items
+        return _pair(question, (row["id"], row["arg1"], row["arg2"]), labels)
+
+    return _first_items((row for _, row in read_jsonl(path, "ukpconvarg file")), limit, item_of)
 
 
 def read_pandalm(path: str | Path, limit: int | None = None) -> list[PairwiseItem]:
@@ -125,19 +120,39 @@ def read_pandalm(path: str | Path, limit: int | None = None) -> list[PairwiseIte
         for row in json.loads(baseline.read_text(encoding="utf-8")):
             value = str(row["gpt_result"])
             gpt[int(row["idx"])] = {"1": "a", "2": "b", "Tie": "tie"}.get(value)  # type: ignore[assignment]
-    items = []
-    for row in json.loads(source.read_text(encoding="utf-8")):
+
+    def item_of(row: Row) -> PairwiseItem:
         question = str(row["instruction"]) + (f"\n\nInput: {row['input']}" if row["input"] else "")
-        items.append(
-            PairwiseItem(
-                id=str(row["idx"]),
-                question=question,
-                a=str(row["response1"]),
-                b=str(row["response2"]),
-                labels=[mapping[int(row[f"annotator{i}"])] for i in (1, 2, 3)],
-                baselines={"gpt-3.5-turbo": gpt.get(int(row["idx"]))} if gpt else {},
-            )
+        return _pair(
+            question,
+            (row["idx"], row["response1"], row["response2"]),
+            [mapping[int(row[f"annotator{i}"])] for i in (1, 2, 3)],
+            {"gpt-3.5-turbo": gpt.get(int(row["idx"]))} if gpt else {},
         )
+
+    return _first_items(json.loads(source.read_text(encoding="utf-8")), limit, item_of)
+
+
+def _pair(
+    question: str,
+    fields: tuple[object, object, object],
+    labels: list[Label],
+    baselines: dict[str, Label | None] | None = None,
+) -> PairwiseItem:
+    """A dataset's record as an item; ``fields``: its id and its two candidates' texts."""
+    key, a, b = fields
+    return PairwiseItem(
+        id=str(key), question=question, a=str(a), b=str(b), labels=labels, baselines=baselines or {}
+    )
+
+
+def _first_items(
+    rows: Iterable[Row], limit: int | None, item_of: Callable[[Row], PairwiseItem]
+) -> list[PairwiseItem]:
+    """The items of the first ``limit`` records (every one without a limit), read no further."""
+    items = []
+    for row in rows:
+        items.append(item_of(row))
         if limit is not None and len(items) >= limit:
             break
     return items

@@ -6,6 +6,7 @@ model, reads a file or computes a statistic, so every other stage can import it.
 
 from __future__ import annotations
 
+from debate.exceptions import ERROR_KINDS
 from debate.records._config import (
     DEFAULT_ENDPOINT,
     MAX_CONCURRENCY,
@@ -43,7 +44,7 @@ from debate.records._council import (
     UnrankedEntry,
 )
 from debate.records._deliberation import DeliberationSummary, Direction, JudgeMoves, Move
-from debate.records._errors import ERROR_KINDS, error_field, error_kind, one_line
+from debate.records._errors import error_field, error_kind, one_line
 from debate.records._input import (
     NotUnicodeError,
     check_unicode,

@@ -2,35 +2,15 @@
 
 One table and one rule for the CLI's ``--json`` errors, the service's job errors (HTTP) and
 the MCP tools' errors, so an integration reads the same ``kind`` and ``field`` whichever
-door it came in by.
+door it came in by. The table of kinds is :data:`debate.exceptions.ERROR_KINDS`.
 """
 
 from __future__ import annotations
 
 import re
 
-from debate.exceptions import (
-    ConfigurationError,
-    DeadlineExceeded,
-    DebateError,
-    DebaterError,
-    ModelOutputError,
-    ProviderError,
-)
+from debate.exceptions import ERROR_KINDS, ConfigurationError
 from debate.records._config import RunConfig
-
-Kinds = tuple[tuple[type[BaseException], str], ...]
-
-ERROR_KINDS: Kinds = (
-    (ConfigurationError, "configuration"),
-    (ProviderError, "provider"),
-    (DebaterError, "debater"),
-    (ModelOutputError, "model_output"),
-    (DeadlineExceeded, "deadline"),
-    (DebateError, "runtime"),
-    (OSError, "io"),
-)
-"""The ``kind`` of an error, by exception class (first match; anything else is ``runtime``)."""
 
 LEADING_FIELD = re.compile(
     r"(?:argument )?(--[a-z][a-z0-9-]*|[a-z_][a-z0-9_]*(?:\.\w+)*)(?:/-\w)?: "

@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from html import escape
 
+from debate.report._bands import ALPHA, Bands
 from debate.report._svg import BAND_INK, INK, MUTED
-from debate.stats import (
-    ALPHA_BANDS,
-    KAPPA_BANDS,
-    UNDEFINED,
-    band,
-    fmt,
-    fmt_interval,
-    kappa_band,
-)
+from debate.stats import UNDEFINED, band, fmt, fmt_interval
 
 PASS_INK = "#2e6b22"
 FAIL_INK = "#a12a1c"
@@ -31,37 +23,6 @@ PRO_INK = "#1c4f8a"
 CON_INK = "#8a3b12"
 LEFT, RIGHT = 1.5, 98.5
 """Where a scale starts and ends, in percent of the chart's width."""
-
-
-@dataclass(frozen=True)
-class Bands:
-    """How a coefficient is read: its bands, their colours, and the function naming them."""
-
-    table: tuple[tuple[str, float, float], ...]
-    fill: dict[str, str]
-    name_of: Callable[[float | None], str]
-
-
-ALPHA = Bands(
-    ALPHA_BANDS,
-    {"unacceptable": "#f6c9c4", "low": "#fbe0b5", "moderate": "#fff1a8", "high": "#cde8c5"},
-    band,
-)
-"""Krippendorff's bands for alpha."""
-
-KAPPA = Bands(
-    KAPPA_BANDS,
-    {
-        "poor": "#f6c9c4",
-        "slight": "#f9d6c8",
-        "fair": "#fbe0b5",
-        "moderate": "#fff1a8",
-        "substantial": "#dcefc9",
-        "almost perfect": "#cde8c5",
-    },
-    kappa_band,
-)
-"""Landis and Koch's bands for kappa."""
 
 
 def pct(value: float) -> str:

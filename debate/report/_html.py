@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from debate.records import DIMENSIONS, DebateResult
-from debate.report import _gauges, _svg, _tables, _why
+from debate.report import _bands, _gauges, _svg, _tables, _why
 from debate.report._deliberation import deliberation_lines
 from debate.report._markup import esc, key_values, section
 from debate.report._view import (
@@ -171,7 +171,7 @@ def charts(result: DebateResult) -> dict[str, str]:
             vote.margin, vote.margin_ci, thresholds.gap, vote.calibration, vote.confidence
         ),
         "alpha": _gauges.agreement_scale("alpha", agreement.alpha, thresholds.alpha),
-        "kappa": _gauges.agreement_scale("kappa", agreement.kappa, thresholds.kappa, _gauges.KAPPA),
+        "kappa": _gauges.agreement_scale("kappa", agreement.kappa, thresholds.kappa, _bands.KAPPA),
         "heatmap": _svg.heatmap_svg(heatmap(result)),
         "dimensions": _gauges.dimension_bars([(n, by_dim[n]) for n in names], thresholds.alpha),
     }

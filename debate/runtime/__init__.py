@@ -45,6 +45,7 @@ from debate.runtime._prompts import PromptRenderer, neutralise_markers
 from debate.runtime._replies import (
     ArgumentDraft,
     ClosingDraft,
+    Commented,
     ExamDraft,
     RubricDraft,
     commentary,
@@ -53,7 +54,7 @@ from debate.runtime._replies import (
     keyed_items,
     keyed_reply,
 )
-from debate.runtime._run import Run, closing, given_models
+from debate.runtime._run import Run, blocking, closing, given_models
 
 __all__ = [
     "ArgumentDraft",
@@ -61,6 +62,7 @@ __all__ = [
     "CallContext",
     "CallPolicy",
     "ClosingDraft",
+    "Commented",
     "Deadline",
     "Event",
     "EventHandler",
@@ -83,6 +85,7 @@ __all__ = [
     "StepStarted",
     "UsageMeter",
     "ask",
+    "blocking",
     "closing",
     "closing_pool",
     "commentary",

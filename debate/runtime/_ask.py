@@ -118,9 +118,7 @@ class UsageMeter:
         per_call = sorted(self.per_call, key=_call_order)
         return Usage(
             calls=self.calls,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            cached_tokens=self.cached_tokens,
+            **token_counts(self),
             retries=self.retries,
             by_model=by_model,
             per_call=per_call,
@@ -128,6 +126,18 @@ class UsageMeter:
             skipped=sorted(self.skipped, key=_call_order),
             budget=None if self.budget is None else self.budget.caps(),
         )
+
+
+def token_counts(counted: UsageMeter | _Step) -> dict[str, int]:
+    """A meter's or a step's prompt, completion and cached tokens, as keywords.
+
+    For the records that carry all three: the run's usage, a call's row, a step's event.
+    """
+    return {
+        "prompt_tokens": counted.prompt_tokens,
+        "completion_tokens": counted.completion_tokens,
+        "cached_tokens": counted.cached_tokens,
+    }
 
 
 def _call_order(c: CallUsage | SkippedCall) -> tuple[int, int, str, str]:
@@ -409,11 +419,7 @@ class _Step:
 
     def finish(self, ok: bool, detail: str | None = None, *, record: bool = True) -> None:
         """Record the step's usage row (unless no request was made) and report its end."""
-        tokens = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-        }
+        tokens = token_counts(self)
         if record:
             self.call.meter.per_call.append(
                 CallUsage(

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from debate._checks import check_cap
 from debate.exceptions import BudgetExceeded, ConfigurationError
 from debate.models import Message, ReplySchema, TokenUsage, schema_bytes
 from debate.records import BudgetCaps
@@ -128,11 +129,7 @@ class Budget:
                 f"max_cost_usd: {max_cost_usd} is not a positive finite number of US dollars; "
                 "give one such as 0.50, or leave it out for no cap"
             )
-        if max_tokens is not None and not 1 <= max_tokens <= MAX_BUDGET_TOKENS:
-            raise ConfigurationError(
-                f"max_tokens: {max_tokens} is out of range; use 1 to {MAX_BUDGET_TOKENS} "
-                "(leave it out for no cap)"
-            )
+        check_cap("max_tokens", max_tokens, MAX_BUDGET_TOKENS, "no cap")
         self.max_cost_usd = max_cost_usd
         self.max_tokens = max_tokens
         self.ledger = ledger or Ledger()

@@ -39,23 +39,27 @@ class Planned:
 
 
 @dataclass(frozen=True)
-class StepStarted:
-    """A model call for one step began."""
+class _Step:
+    """What every event of a step starts with: the step's phase and actor."""
 
-    type: ClassVar[str] = "start"
     phase: Phase
     actor: str
     """``PRO``, ``CON`` or a judge name."""
+
+
+@dataclass(frozen=True)
+class StepStarted(_Step):
+    """A model call for one step began."""
+
+    type: ClassVar[str] = "start"
     round: int | None = None
 
 
 @dataclass(frozen=True)
-class StepRetried:
+class StepRetried(_Step):
     """A step's attempt failed and the step will try again."""
 
     type: ClassVar[str] = "retry"
-    phase: Phase
-    actor: str
     attempt: int
     """The attempt that failed (1 for the first call)."""
     reason: str
@@ -67,12 +71,10 @@ class StepRetried:
 
 
 @dataclass(frozen=True)
-class StepFinished:
+class StepFinished(_Step):
     """A step ended (successfully or not), with its cost."""
 
     type: ClassVar[str] = "finish"
-    phase: Phase
-    actor: str
     elapsed: float
     """Seconds since the step started, retries included."""
     prompt_tokens: int

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from debate.exceptions import ConfigurationError
+from debate._checks import check_cap
 from debate.models import Message, Model, ModelSettings, Reply, ReplySchema
 from debate.records import MAX_PER_MINUTE
 
@@ -40,12 +40,8 @@ class RateLimiter:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        for name, value in (("--rpm", rpm), ("--tpm", tpm)):
-            if value is not None and not 1 <= value <= MAX_PER_MINUTE:
-                raise ConfigurationError(
-                    f"{name}: {value} is out of range; use 1 to {MAX_PER_MINUTE} "
-                    "(leave it out for no limit)"
-                )
+        check_cap("--rpm", rpm, MAX_PER_MINUTE, "no limit")
+        check_cap("--tpm", tpm, MAX_PER_MINUTE, "no limit")
         self.rpm = rpm
         self.tpm = tpm
         self.clock = clock

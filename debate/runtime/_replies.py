@@ -17,7 +17,7 @@ being matched by list position.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, create_model, model_validator
@@ -60,6 +60,30 @@ def cut_commentary(data: Any, limits: Mapping[str, int]) -> Any:
     return cut
 
 
+class Commented(Frozen):
+    """A reply whose commentary fields are cut to their limits instead of rejected.
+
+    A commentary field is one made by :func:`commentary` with a ``<name>_cut`` flag beside
+    it; the limits are read from the fields, so a reply type states each limit once.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_commentary(cls, data: Any) -> Any:
+        return cut_commentary(data, _limits(cls))
+
+
+@cache
+def _limits(model: type[BaseModel]) -> dict[str, int]:
+    """The limit of each commentary field of ``model`` (see :class:`Commented`)."""
+    found: dict[str, int] = {}
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and f"{name}_cut" in model.model_fields:
+            found[name] = int(extra["maxLength"])  # type: ignore[arg-type]
+    return found
+
+
 class ArgumentDraft(Frozen):
     """An argument as a debater writes it (the id is the key it sits under)."""
 
@@ -82,18 +106,13 @@ class ClosingDraft(Frozen):
     statement: str = Field(min_length=1, max_length=900)
 
 
-class RubricDraft(RubricScore):
+class RubricDraft(RubricScore, Commented):
     """A judge's assessment of one argument."""
 
     note: str = commentary(NOTE_CHARS)
     """Asked for in every reply, and bounded (the record's note may be empty)."""
     note_cut: SkipJsonSchema[bool] = False
     """Set by the validator when the note was cut; not part of the schema sent."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cut_note(cls, data: Any) -> Any:
-        return cut_commentary(data, {"note": NOTE_CHARS})
 
 
 _DRAFTS: dict[str, type[Frozen]] = {
@@ -113,16 +132,11 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
     return model
 
 
-class _JudgeReplyBase(Frozen):
-    """Cuts an over-long key finding instead of rejecting the scores with it."""
+class _JudgeReplyBase(Commented):
+    """A judge's reply, whose schema in any order of the ids is derived from one order's."""
 
     ids: ClassVar[tuple[str, ...]] = ()
     """The argument ids, in the order the judge was shown them (set by :func:`judge_reply`)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cut_key_finding(cls, data: Any) -> Any:
-        return cut_commentary(data, {"key_finding": KEY_FINDING_CHARS})
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -148,7 +162,7 @@ def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
     """The judge's reply: scores keyed by every argument id, then a key finding."""
     model: type[_JudgeReplyBase] = create_model(
         "JudgeReply",
-        __base__=_JudgeReplyBase,
+        __base__=_JudgeReplyBase,  # an over-long key finding is cut, the scores kept
         scores=(keyed_reply("rubric", ids), ...),
         key_finding=(str, commentary(KEY_FINDING_CHARS)),
         key_finding_cut=(SkipJsonSchema[bool], False),

@@ -11,11 +11,12 @@ signatures and re-bundled three times; here they are built once and passed as ``
 
 from __future__ import annotations
 
+import asyncio
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from debate.models import Model
 from debate.records import RunConfig
@@ -23,9 +24,18 @@ from debate.runtime._ask import CallContext, UsageMeter
 from debate.runtime._budget import Budget
 from debate.runtime._events import EventHandler
 from debate.runtime._limiter import LimitedModel, RateLimiter
-from debate.runtime._pool import ModelPool, close_models, open_cache, owned_pool, run_prices
+from debate.runtime._pool import (
+    ModelPool,
+    close_models,
+    no_running_loop,
+    open_cache,
+    owned_pool,
+    run_prices,
+)
 from debate.runtime._pricing import PriceTable
 from debate.storage import ResponseCache
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -58,17 +68,24 @@ class Run:
     their clients belong to the event loop that ends with the call)."""
 
     @classmethod
-    def of(cls, run: Run | None, legacy: Mapping[str, Any], where: str) -> Run:
+    def of(
+        cls,
+        run: Run | None,
+        legacy: Mapping[str, Any],
+        where: str,
+        took: Collection[str] | None = None,
+    ) -> Run:
         """``run`` with the machinery still passed the old way, as keywords of ``where``.
 
         Those keywords keep working but are deprecated: give ``run=Run(...)`` instead.
+        ``took``: the fields ``where`` took one by one (default: all of them).
 
         Raises:
             TypeError: a keyword that ``where`` never took (as Python itself would).
         """
         if not legacy:
             return run or cls()
-        known = {f.name for f in fields(cls)} - {"closes_given"}
+        known = {f.name for f in fields(cls)} - {"closes_given"} if took is None else set(took)
         unknown = sorted(set(legacy) - known)
         if unknown:
             raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
@@ -150,3 +167,13 @@ def closing(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """A ``*_sync`` wrapper's arguments: its run closes the caller's models at its end."""
     run = kwargs.get("run")
     return {**kwargs, "run": replace(run if isinstance(run, Run) else Run(), closes_given=True)}
+
+
+def blocking(main: Callable[..., Coroutine[Any, Any, T]], *args: Any, **kwargs: Any) -> T:
+    """``main(*args, **kwargs)`` run to its end: the body of every ``*_sync`` wrapper.
+
+    Refused inside a running event loop (:func:`~debate.runtime._pool.no_running_loop`,
+    naming ``main``); the run closes the caller's models at its end (:func:`closing`).
+    """
+    no_running_loop(main.__name__)
+    return asyncio.run(main(*args, **closing(kwargs)))

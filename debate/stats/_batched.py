@@ -55,6 +55,21 @@ def _items(scores: FloatArray, name: str = "scores") -> FloatArray:
     return x
 
 
+def _judged(
+    scores: FloatArray, least: int, *, per_unit: bool
+) -> tuple[FloatArray, FloatArray | None]:
+    """The checked scores, and the answer where fewer than ``least`` judges leave none.
+
+    That answer is NaN for every item and judge (or unit, ``per_unit``), so a statistic
+    undefined for the whole batch says so in the shape it would have had.
+    """
+    x = _items(scores)
+    items, judges, units = x.shape
+    if judges >= least:
+        return x, None
+    return x, np.full((items, units if per_unit else judges), np.nan)
+
+
 def calibrate_batch(scores: FloatArray, method: Method, min_spread: float | None) -> FloatArray:
     """Each judge (row) of each item calibrated on its own scores (see ``calibrate``)."""
     x = _items(scores)
@@ -124,10 +139,10 @@ def _alpha_raters_last(x: FloatArray) -> FloatArray:
 
 def leave_one_out_alpha_batch(scores: FloatArray) -> FloatArray:
     """Items x judges: interval alpha of each item without that judge (NaN under 2 left)."""
-    x = _items(scores)
+    x, undefined = _judged(scores, 3, per_unit=False)
+    if undefined is not None:
+        return undefined
     items, judges, units = x.shape
-    if judges < 3:
-        return np.full((items, judges), np.nan)
     others = np.array([[k for k in range(judges) if k != j] for j in range(judges)])
     by_unit = x.transpose(0, 2, 1)[:, :, others]  # items x units x left out x the others
     rest = np.ascontiguousarray(by_unit.transpose(0, 2, 1, 3))
@@ -166,10 +181,10 @@ def fleiss_kappa_batch(labels: NDArray[np.integer]) -> FloatArray:
 
 def argument_variance_batch(scores: FloatArray) -> FloatArray:
     """Items x units: variance (ddof=1) across judges; NaN with fewer than two judges."""
-    x = _items(scores)
-    items, judges, units = x.shape
-    if judges < 2:
-        return np.full((items, units), np.nan)
+    x, undefined = _judged(scores, 2, per_unit=True)
+    if undefined is not None:
+        return undefined
+    judges = x.shape[1]
     means = x.sum(axis=1) / judges
     squares = ((x - means[:, None, :]) ** 2).sum(axis=1)
     out: FloatArray = squares / (judges - 1)

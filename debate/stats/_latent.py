@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -115,35 +117,73 @@ def dawid_skene(
     """
     x = _check_labels(labels, n_classes)
     onehot = _onehot(x, n_classes)  # items x judges x K
-    posterior = _majority_start(onehot, seed)
     has_labels: NDArray[np.bool_] = np.asarray((x >= 0).any(axis=0))
+
+    def round_(posterior: FloatArray) -> tuple[FloatArray, float]:
+        return _ds_e_step(onehot, *_ds_m_step(onehot, posterior))
+
+    stop = _em(round_, _majority_start(onehot, seed), max_iter, tol, "Dawid-Skene")
+    estimates, log_likelihood = _ds_estimates(onehot, stop.state, has_labels)
+    return LatentClassFit(
+        **estimates,
+        converged=stop.converged,
+        iterations=stop.iterations,
+        log_likelihood=float(log_likelihood),
+        notes=_no_label_notes(has_labels),
+    )
+
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class _Stop(Generic[S]):
+    """Where EM stopped: its last state and log-likelihood, and whether it settled."""
+
+    state: S
+    log_likelihood: float
+    iterations: int
+    converged: bool
+
+
+def _em(
+    round_: Callable[[S], tuple[S, float]], state: S, max_iter: int, tol: float, model: str
+) -> _Stop[S]:
+    """Repeat an EM round until the log-likelihood moves by at most ``tol`` of its size.
+
+    One loop for both models, so they stop by one rule and say alike when they do not.
+    """
     previous = -math.inf
     log_likelihood, iterations, converged = -math.inf, 0, False
     for iterations in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
-        priors, confusion = _ds_m_step(onehot, posterior)
-        posterior, log_likelihood = _ds_e_step(onehot, priors, confusion)
+        state, log_likelihood = round_(state)
         if abs(log_likelihood - previous) <= tol * (1.0 + abs(log_likelihood)):
             converged = True
             break
         previous = log_likelihood
-    # One more round, so that the posterior returned is the one the returned priors give.
+    if not converged:
+        logger.warning("%s did not converge in %d iterations", model, max_iter)
+    return _Stop(state, log_likelihood, iterations, converged)
+
+
+def _ds_estimates(
+    onehot: FloatArray, posterior: FloatArray, has_labels: NDArray[np.bool_]
+) -> tuple[dict[str, FloatArray], float]:
+    """The fit's estimates and log-likelihood, after one more round from EM's posterior.
+
+    The extra round makes the posterior returned the one the returned priors give.
+    """
     priors, confusion = _ds_m_step(onehot, posterior)
     posterior, log_likelihood = _ds_e_step(onehot, priors, confusion)
     accuracy, reliability = _ds_reliability(priors, confusion, has_labels)
-    notes = _no_label_notes(has_labels)
-    if not converged:
-        logger.warning("Dawid-Skene did not converge in %d iterations", max_iter)
-    return LatentClassFit(
-        priors=priors,
-        confusion=confusion,
-        posterior=posterior,
-        accuracy=accuracy,
-        reliability=reliability,
-        converged=converged,
-        iterations=iterations,
-        log_likelihood=float(log_likelihood),
-        notes=notes,
-    )
+    estimates = {
+        "priors": priors,
+        "confusion": confusion,
+        "posterior": posterior,
+        "accuracy": accuracy,
+        "reliability": reliability,
+    }
+    return estimates, log_likelihood
 
 
 def _check_labels(labels: NDArray[np.integer], n_classes: int) -> NDArray[np.int64]:
@@ -282,25 +322,19 @@ def one_factor(
     observed = ~np.isnan(xs)
     filled = np.where(observed, xs, 0.0)
     floor = PSI_FLOOR * np.nanvar(xs, axis=0)
-    params = _fa_start(xs)
-    previous = -math.inf
-    log_likelihood, iterations, converged = -math.inf, 0, False
-    for iterations in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
+
+    def round_(params: _Params) -> tuple[_Params, float]:
         mean, var = _fa_posterior(filled, observed, params)
         params = _fa_m_step(filled, observed, mean, var, floor)
-        log_likelihood = _fa_log_likelihood(filled, observed, params)
-        if abs(log_likelihood - previous) <= tol * (1.0 + abs(log_likelihood)):
-            converged = True
-            break
-        previous = log_likelihood
-    if not converged:
-        logger.warning("the one-factor model did not converge in %d iterations", max_iter)
-    fit = _factor_fit(x.shape[1], usable, params, (filled, observed))
+        return params, _fa_log_likelihood(filled, observed, params)
+
+    stop = _em(round_, _fa_start(xs), max_iter, tol, "the one-factor model")
+    fit = _factor_fit(x.shape[1], usable, stop.state, (filled, observed))
     return FactorFit(
         **fit,
-        converged=converged,
-        iterations=iterations,
-        log_likelihood=float(log_likelihood),
+        converged=stop.converged,
+        iterations=stop.iterations,
+        log_likelihood=float(stop.log_likelihood),
         notes=notes,
     )
 

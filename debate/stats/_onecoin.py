@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -121,13 +122,60 @@ def one_coin(
     says_b = (x == 1).astype(np.float64)
     called = np.asarray((x >= 0).any(axis=1))
     has_calls = np.asarray((x >= 0).any(axis=0))
+    trace = _em(says_a, says_b, _start(says_a, says_b, start), called, max_iter, tol)
+    # The accuracies and prior that the returned posterior was computed from.
+    prior_log_odds, accuracy = _m_step(says_a, says_b, trace.log_odds, called)
+    from scipy.special import expit
+
+    accuracy = np.where(has_calls, accuracy, np.nan)
+    return OneCoinFit(
+        prior=float(expit(prior_log_odds)),
+        accuracy=accuracy,
+        reliability=2.0 * accuracy - 1.0,
+        log_odds=trace.log_odds,
+        converged=trace.converged,
+        iterations=trace.iterations,
+        log_likelihood=float(trace.log_likelihood),
+        change=float(trace.change),
+        tolerance=tol,
+        notes=tuple(
+            f"judge column {j} gave no A/B call: its accuracy is undefined (NaN, weight 0)"
+            for j in np.flatnonzero(~has_calls)
+        ),
+    )
+
+
+def _start(says_a: FloatArray, says_b: FloatArray, start: FloatArray | None) -> FloatArray:
+    """The log-odds EM starts from: the given ones, or the calls' smoothed majority."""
     if start is None:
         n_a, n_b = says_a.sum(axis=1), says_b.sum(axis=1)
-        log_odds = np.log(n_a + 0.5) - np.log(n_b + 0.5)
-    else:
-        log_odds = np.asarray(start, dtype=np.float64).copy()
-        if log_odds.shape != (x.shape[0],):
-            raise ValueError(f"start has shape {log_odds.shape}; give one log-odds per item")
+        majority: FloatArray = np.log(n_a + 0.5) - np.log(n_b + 0.5)
+        return majority
+    log_odds = np.asarray(start, dtype=np.float64).copy()
+    if log_odds.shape != (says_a.shape[0],):
+        raise ValueError(f"start has shape {log_odds.shape}; give one log-odds per item")
+    return log_odds
+
+
+class _Trace(NamedTuple):
+    """Where EM stopped: the last posterior, and whether it stopped by converging."""
+
+    log_odds: FloatArray
+    log_likelihood: float
+    change: float
+    iterations: int
+    converged: bool
+
+
+def _em(
+    says_a: FloatArray,
+    says_b: FloatArray,
+    log_odds: FloatArray,
+    called: NDArray[np.bool_],
+    max_iter: int,
+    tol: float,
+) -> _Trace:
+    """Alternate the M and E steps until the log-likelihood settles (a warning if not)."""
     previous = -math.inf
     log_likelihood, change, iterations, converged = -math.inf, math.inf, 0, False
     for iterations in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
@@ -145,26 +193,7 @@ def one_coin(
             change,
             tol,
         )
-    # The accuracies and prior that the returned posterior was computed from.
-    prior_log_odds, accuracy = _m_step(says_a, says_b, log_odds, called)
-    from scipy.special import expit
-
-    accuracy = np.where(has_calls, accuracy, np.nan)
-    return OneCoinFit(
-        prior=float(expit(prior_log_odds)),
-        accuracy=accuracy,
-        reliability=2.0 * accuracy - 1.0,
-        log_odds=log_odds,
-        converged=converged,
-        iterations=iterations,
-        log_likelihood=float(log_likelihood),
-        change=float(change),
-        tolerance=tol,
-        notes=tuple(
-            f"judge column {j} gave no A/B call: its accuracy is undefined (NaN, weight 0)"
-            for j in np.flatnonzero(~has_calls)
-        ),
-    )
+    return _Trace(log_odds, log_likelihood, change, iterations, converged)
 
 
 def _check_calls(calls: NDArray[np.integer]) -> NDArray[np.int64]:

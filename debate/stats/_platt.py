@@ -117,16 +117,8 @@ def platt_fit(
         ValueError: arrays of different lengths, a score that is infinite or not a number,
             or no scored unit.
     """
-    x = numbers(score, "score")
-    if x.ndim != 1:
-        raise ValueError(f"score must be one number per unit (1-D); got {x.ndim}-D")
-    y = outcomes(correct, x.size)
-    codes = None if groups is None else group_codes(groups, x.size)
+    x, y, codes = _units(score, correct, groups)
     scored = ~np.isnan(x)
-    if np.isinf(x).any():
-        raise ValueError("score must be finite numbers, or NaN for a unit without a score")
-    if not scored.any():
-        raise ValueError("platt_fit needs at least one unit with a score")
     extra = _features(features, scored)
     x, y = x[scored], y[scored]
     w = np.ones(x.size) if codes is None else _item_weights(codes[scored])
@@ -134,7 +126,33 @@ def platt_fit(
     t = np.where(y, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
     flat = float(np.log(np.average(t, weights=w) / (1 - np.average(t, weights=w))))
     ridge = DOUBT_RIDGE / float(w.sum())  # the penalty on the summed loss, per unit weight
-    w = w / w.sum()
+    return _solve(x, extra, t, w / w.sum(), flat, ridge)
+
+
+def _units(
+    score: ArrayLike, correct: ArrayLike, groups: ArrayLike | None
+) -> tuple[FloatArray, BoolArray, IntArray | None]:
+    """Checked scores, outcomes and item codes, one per unit (NaN scores kept)."""
+    x = numbers(score, "score")
+    if x.ndim != 1:
+        raise ValueError(f"score must be one number per unit (1-D); got {x.ndim}-D")
+    y = outcomes(correct, x.size)
+    codes = None if groups is None else group_codes(groups, x.size)
+    if np.isinf(x).any():
+        raise ValueError("score must be finite numbers, or NaN for a unit without a score")
+    if np.isnan(x).all():
+        raise ValueError("platt_fit needs at least one unit with a score")
+    return x, y, codes
+
+
+def _solve(
+    x: FloatArray, extra: FloatArray, t: FloatArray, w: FloatArray, flat: float, ridge: float
+) -> Platt:
+    """The fit on scored units: free slope if it comes out positive, else slope 0.
+
+    Newton runs on the standardised score, whatever the score's scale, and the slope and
+    intercept are mapped back to the raw score.
+    """
     centre, spread = float(x.mean()), float(x.std())
     if spread > 0:
         theta = _newton(

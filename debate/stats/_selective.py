@@ -274,23 +274,26 @@ def cascade_thresholds(
     """
     check_target(target)
     check_risk(risk)
-    if not tiers:
-        raise ValueError("cascade_thresholds needs at least one tier")
-    arrays = []
-    for p, correct in tiers:
-        probs = confidences(p)
-        arrays.append((probs, outcomes(correct, probs.size)))
+    arrays = _tier_arrays(tiers)
     units = arrays[0][0].size
-    if any(probs.size != units for probs, _ in arrays):
-        sizes = [probs.size for probs, _ in arrays]
-        raise ValueError(f"every tier needs the same calibration units; got sizes {sizes}")
     share = risk / len(arrays)
     floor = min_labelled(target, share)
     if units < floor:
         split = f" (split {len(arrays)} ways: {share:.3g} a tier)" if len(arrays) > 1 else ""
         raise ConfigurationError(too_few(units, floor, target, risk, split), field=LABELS_FIELD)
     items = None if groups is None else group_codes(groups, units)
-    waiting = np.ones(units, dtype=bool)
+    return _cascade(arrays, items, target, share, min_declared)
+
+
+def _cascade(
+    arrays: list[tuple[FloatArray, BoolArray]],
+    items: IntArray | None,
+    target: float,
+    share: float,
+    min_declared: int | None,
+) -> list[Selection]:
+    """Each tier selected on the units no earlier tier declared, at its share of the risk."""
+    waiting = np.ones(arrays[0][0].size, dtype=bool)
     selections = []
     for number, (probs, right) in enumerate(arrays, start=1):
         where = f"tier {number}: " if len(arrays) > 1 else ""
@@ -311,6 +314,23 @@ def cascade_thresholds(
     return selections
 
 
+def _tier_arrays(
+    tiers: Sequence[tuple[ArrayLike, ArrayLike]],
+) -> list[tuple[FloatArray, BoolArray]]:
+    """Each tier's checked ``(p, correct)``; a cascade's tiers must hold the same units."""
+    if not tiers:
+        raise ValueError("cascade_thresholds needs at least one tier")
+    arrays = []
+    for p, correct in tiers:
+        probs = confidences(p)
+        arrays.append((probs, outcomes(correct, probs.size)))
+    units = arrays[0][0].size
+    if any(probs.size != units for probs, _ in arrays):
+        sizes = [probs.size for probs, _ in arrays]
+        raise ValueError(f"every tier needs the same calibration units; got sizes {sizes}")
+    return arrays
+
+
 def select(
     probs: FloatArray,
     right: BoolArray,
@@ -327,13 +347,66 @@ def select(
     ``items`` (codes, one per unit) turns on the design effect (module docstring).
     """
     scored = ~np.isnan(probs)
-    asc = np.sort(probs[scored])
+    count = int(scored.sum())
     if min_declared is None:
-        least = default_start(target, risk, int(asc.size))
+        least = default_start(target, risk, count)
     else:
         least = max(whole(min_declared, "min_declared"), min_labelled(target, risk))
-    desc = np.argsort(-probs[scored], kind="stable")
-    wrong_desc = ~right[scored][desc]
+    path, stop = _tested_path(
+        probs[scored],
+        right[scored],
+        None if items is None else items[scored],
+        target,
+        risk,
+        candidates,
+        least,
+    )
+    labelled = int(probs.size)
+    common = {
+        "labelled": labelled,
+        "target": target,
+        "risk": risk,
+        "min_declared": least,
+        "path": path,
+    }
+    if stop == 0:
+        return Selection(
+            threshold=None,
+            declared=0,
+            coverage=0.0 if labelled else None,
+            agreement=None,
+            refusal=where + _refusal(path, labelled, count, least, target, risk),
+            **common,
+        )
+    chosen = path[stop - 1]
+    return Selection(
+        threshold=chosen.threshold,
+        design_effect=chosen.design_effect,
+        declared=chosen.n,
+        coverage=chosen.n / labelled,
+        agreement=1 - chosen.errors / chosen.n,
+        **common,
+    )
+
+
+def _tested_path(
+    probs: FloatArray,
+    right: BoolArray,
+    items: IntArray | None,
+    target: float,
+    risk: float,
+    candidates: FloatArray | None,
+    least: int,
+) -> tuple[list[Step], int]:
+    """Test the thresholds declaring ``least`` units or more, strictest first (scored units).
+
+    Returns the path up to and including the first failure, and how many passed: the
+    counts at every threshold come from one sort, so a path over every distinct ``p``
+    costs no more than one threshold's.
+    """
+    asc = np.sort(probs)
+    desc = np.argsort(-probs, kind="stable")
+    wrong_desc = ~right[desc]
     cum_wrong = np.concatenate([[0], np.cumsum(wrong_desc)])
     thresholds = np.unique(asc)[::-1] if candidates is None else candidates
     n = asc.size - np.searchsorted(asc, thresholds, side="left")
@@ -343,7 +416,7 @@ def select(
     if items is None:
         effect = np.ones(n.size)
     else:
-        effect = design_effects(items[scored][desc], wrong_desc, n)
+        effect = design_effects(items[desc], wrong_desc, n)
     p_values = _binomial_tail(errors, n, 1 - target, effect)
     failed = np.flatnonzero(p_values > risk)
     stop = int(failed[0]) if failed.size else thresholds.size
@@ -359,32 +432,7 @@ def select(
             strict=True,
         )
     ]
-    labelled = int(probs.size)
-    common = {
-        "labelled": labelled,
-        "target": target,
-        "risk": risk,
-        "min_declared": least,
-        "path": path,
-    }
-    if stop == 0:
-        return Selection(
-            threshold=None,
-            declared=0,
-            coverage=0.0 if labelled else None,
-            agreement=None,
-            refusal=where + _refusal(path, labelled, int(asc.size), least, target, risk),
-            **common,
-        )
-    chosen = path[stop - 1]
-    return Selection(
-        threshold=chosen.threshold,
-        design_effect=chosen.design_effect,
-        declared=chosen.n,
-        coverage=chosen.n / labelled,
-        agreement=1 - chosen.errors / chosen.n,
-        **common,
-    )
+    return path, stop
 
 
 def _refusal(

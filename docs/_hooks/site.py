@@ -4,6 +4,8 @@
 - ``reference/result.schema.json`` and ``reference/council.schema.json``: the JSON Schemas
   shipped in the package (``debate schema result|council`` prints the same), so the
   reference page links the files a validator loads.
+- ``architecture.md``: the import contracts, read from ``pyproject.toml`` (contracts.py), so
+  the page states the layering that ``lint-imports`` enforces and no copy of it.
 - ``llms.txt``: every Markdown link in it must name a page of this site, so the index for
   language models cannot point at a page that moved; a stale link fails the (strict) build.
 
@@ -28,6 +30,7 @@ if str(DOCS / "_hooks") not in sys.path:
     sys.path.insert(0, str(DOCS / "_hooks"))
 
 from cli_reference import cli_reference  # noqa: E402
+from contracts import MARKER, contracts_markdown  # noqa: E402
 
 SCHEMAS = ("result", "council")
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -49,3 +52,12 @@ def on_files(files: Files, config: Any) -> Files:
             if files.get_file_from_path(target) is None:
                 raise PluginError(f"llms.txt links to {target}, which is no page of the site")
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Put the import contracts where a page asks for them; refuse a page that lost its place."""
+    if page.file.src_uri != "architecture.md":
+        return markdown
+    if MARKER not in markdown:
+        raise PluginError(f"architecture.md must keep {MARKER}: the layering is shown there")
+    return markdown.replace(MARKER, contracts_markdown(ROOT / "pyproject.toml"))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.judgments._recorded import decide_scores, evaluation_table, option_points
+from debate.judgments._recorded import decide_scores
+from debate.judgments._score_cells import evaluation_table, option_points
 from debate.records import NO_CALL, ItemDecision, Scale, ScoreTable, Thresholds
 from tests.support.helpers import graded, planted_judges, transcript
 

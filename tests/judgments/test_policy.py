@@ -19,7 +19,7 @@ from debate.judgments import (
     validate_judgments,
     write_judgments,
 )
-from debate.judgments._crossfit import predict_agree
+from debate.judgments._learn import predict_agree
 from debate.judgments._policy import fit_tier
 from debate.panel import evidence_weights, verdict_evidence
 from debate.records import NO_CALL, DecisionFrame

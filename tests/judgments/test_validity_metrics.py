@@ -9,14 +9,9 @@ import pytest
 from scipy import stats
 
 from debate.exceptions import ConfigurationError
-from debate.judgments._metrics import (
-    BEST_JUDGE_RULE,
-    option_pairs,
-    pairwise_accuracy,
-    rank_declared,
-    top_accuracy,
-    validity_report,
-)
+from debate.judgments._coverage import rank_declared, top_accuracy
+from debate.judgments._figures import option_pairs, pairwise_accuracy
+from debate.judgments._metrics import BEST_JUDGE_RULE, validity_report
 from debate.judgments._resample import ItemBootstrap, kendall_replicates, spearman_replicates
 from debate.records import NO_CALL, Calls, DecisionFrame, OptionScores, ValidityReport
 

@@ -20,13 +20,8 @@ from debate.judgments import (
     validate_judgments,
     write_judgments,
 )
-from debate.judgments._metrics import (
-    CSV_COLUMNS,
-    frame_dataframe,
-    frame_rows,
-    validity_report,
-    write_frame_csv,
-)
+from debate.judgments._frame_table import CSV_COLUMNS, frame_dataframe, frame_rows, write_frame_csv
+from debate.judgments._metrics import validity_report
 from debate.judgments._report import SUMMARY_HEAD, render_validity_summary
 from debate.records import (
     NO_CALL,

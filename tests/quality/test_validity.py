@@ -15,7 +15,7 @@ from debate.models import Message
 from debate.panel import identity
 from debate.quality._benchmark import DebateItem, calibrate_debates
 from debate.quality._validity import format_report, read_pandalm, read_ukpconvarg
-from debate.runtime import PromptRenderer
+from debate.runtime import PromptRenderer, Run
 from tests.support.helpers import role_of, schema_ids, transcript
 
 GOOD = {"PRO-1": 7, "PRO-2": 6, "PRO-3": 5, "CON-1": 4, "CON-2": 4, "CON-3": 3}
@@ -65,11 +65,11 @@ def test_wrong_judge_loses_weight_and_the_contested_vote_moves(tmp_path: Path) -
     records = TrackRecords(tmp_path / "store.sqlite")
 
     before = MultiJudgePanel(
-        models=model, config=config, history=records.all_accuracies()
+        models=model, config=config, run=Run(history=records.all_accuracies())
     ).evaluate_sync(contested, seed=1)
     report = asyncio.run(calibrate_debates(items(30), config=config, records=records, model=model))
     after = MultiJudgePanel(
-        models=model, config=config, history=records.all_accuracies()
+        models=model, config=config, run=Run(history=records.all_accuracies())
     ).evaluate_sync(contested, seed=1)
 
     rows = {r.judge: r for r in report.rows}
@@ -213,7 +213,7 @@ def test_an_edited_role_template_is_a_new_judge_without_the_old_record(tmp_path:
     model = FunctionModel(judges(lambda role, topic: GOOD), name="fn")
 
     weights = MultiJudgePanel(
-        models=model, config=RunConfig(model="fn"), history=records.all_accuracies()
+        models=model, config=RunConfig(model="fn"), run=Run(history=records.all_accuracies())
     ).judge_weights("default")
     assert weights["risk"] == pytest.approx(0.7 * 0.25 + 0.3 * 10 / 40)
 
@@ -222,6 +222,6 @@ def test_an_edited_role_template_is_a_new_judge_without_the_old_record(tmp_path:
     source = PromptRenderer().render("judge_role_risk.md.jinja")
     (edited / "judge_role_risk.md.jinja").write_text(source + "\nWeigh reversibility first.\n")
     config = RunConfig(model="fn", templates=str(edited))
-    panel = MultiJudgePanel(models=model, config=config, history=records.all_accuracies())
+    panel = MultiJudgePanel(models=model, config=config, run=Run(history=records.all_accuracies()))
     assert panel.identity(config.judges[2]) != shipped
     assert panel.judge_weights("default")["risk"] == pytest.approx(0.7 * 0.25 + 0.3)

@@ -10,6 +10,7 @@ import pytest
 from debate import (
     Budget,
     ModelPool,
+    MultiJudgePanel,
     Run,
     RunConfig,
     TestModel,
@@ -99,3 +100,17 @@ def test_old_keywords_still_work_with_a_deprecation_warning() -> None:
 def test_an_unknown_keyword_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'limter'"):
         asyncio.run(run_debate("Should we?", model=TestModel(), limter=None))
+
+
+def test_the_panel_takes_the_run_and_its_old_keywords_with_a_warning(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    panel = MultiJudgePanel(models=TestModel(), run=Run(cache=cache, history={"x": 0.5}))
+    assert panel.cache is cache and panel.history == {"x": 0.5}
+    with pytest.warns(DeprecationWarning, match=r"MultiJudgePanel\(history=\) is deprecated"):
+        old = MultiJudgePanel(models=TestModel(), history={"x": 0.5})
+    assert old.history == {"x": 0.5}
+
+
+def test_the_panel_refuses_a_run_field_it_never_took() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'budget'"):
+        MultiJudgePanel(models=TestModel(), budget=Budget(max_tokens=10))
