@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class TopicProfiles:
     def load(cls, path: str | Path | None = None) -> TopicProfiles:
         """The shipped table, or the one at ``path``."""
         if path is None:
-            return cls(data_toml("topics.toml"), "debate/data/topics.toml")
+            return _shipped()
         return cls(read_toml(path, "topic profile file"), str(path))
 
     def detect(self, topic: str) -> str:
@@ -99,3 +100,9 @@ class TopicProfiles:
             if role in weights:
                 return weights[role]
         return 1.0 / panel_size
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> TopicProfiles:
+    """The shipped table, read and compiled once: every run's panel loads it."""
+    return TopicProfiles(data_toml("topics.toml"), "debate/data/topics.toml")

@@ -178,7 +178,7 @@ class Transcript(Frozen):
         size = sum(
             len(text)
             for record in (*self.arguments, *self.cross_examinations, *self.closings)
-            for text in record.model_dump().values()
+            for text in vars(record).values()  # the fields, as model_dump has them (flat)
             if isinstance(text, str)
         )
         if size > MAX_TRANSCRIPT_CHARS:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from debate.models import json_schema_of
 from debate.records import Frozen, RubricScore
 
 NOTE_CHARS = 200
@@ -131,16 +132,42 @@ def keyed_reply(kind: str, ids: tuple[str, ...]) -> type[BaseModel]:
     return model
 
 
+class _JudgeReplyBase(Commented):
+    """A judge's reply, whose schema in any order of the ids is derived from one order's."""
+
+    ids: ClassVar[tuple[str, ...]] = ()
+    """The argument ids, in the order the judge was shown them (set by :func:`judge_reply`)."""
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's schema, made from that of the ids in sorted order when they are not.
+
+        Each judge is shown the arguments in its own order, so nearly every debate has a
+        new order, and generating a schema cost pydantic more CPU than the rest of a judge's
+        call. Only the order of the scores' properties and required ids depends on it.
+        """
+        ids = cls.ids
+        canonical = tuple(sorted(ids))
+        if args or kwargs or ids == canonical or len(set(ids)) != len(ids):
+            return super().model_json_schema(*args, **kwargs)
+        schema = json_schema_of(judge_reply(canonical))
+        scores = schema["$defs"][keyed_reply("rubric", ids).__name__]
+        scores["properties"] = {key: scores["properties"][key] for key in ids}
+        scores["required"] = list(ids)
+        return schema
+
+
 @lru_cache(maxsize=256)
 def judge_reply(ids: tuple[str, ...]) -> type[BaseModel]:
     """The judge's reply: scores keyed by every argument id, then a key finding."""
-    model: type[BaseModel] = create_model(
+    model: type[_JudgeReplyBase] = create_model(
         "JudgeReply",
-        __base__=Commented,  # an over-long key finding is cut, the scores kept
+        __base__=_JudgeReplyBase,  # an over-long key finding is cut, the scores kept
         scores=(keyed_reply("rubric", ids), ...),
         key_finding=(str, commentary(KEY_FINDING_CHARS)),
         key_finding_cut=(SkipJsonSchema[bool], False),
     )
+    model.ids = ids
     return model
 
 

@@ -214,3 +214,13 @@ def test_a_reply_may_not_mark_its_own_note_cut() -> None:
     with pytest.raises(ModelOutputError) as caught:
         parse_reply(json.dumps({"scores": scores, "key_finding": "k"}), schema)
     assert caught.value.reason == "schema_violation" and "note_cut" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "ids", [("CON-1", "PRO-2", "PRO-1", "CON-2"), ("b", "a", "c"), ("PRO-10", "PRO-9")]
+)
+def test_a_judge_reply_schema_in_any_order_is_pydantics_own(ids: tuple[str, ...]) -> None:
+    model = judge_reply(ids)
+    generated = BaseModel.model_json_schema.__func__(model)  # type: ignore[attr-defined]
+    assert json.dumps(model.model_json_schema()) == json.dumps(generated)
+    assert list(json_schema_of(model)["$defs"]["Scores"]["properties"]) == list(ids)
