@@ -16,12 +16,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from debate.service._models import FINAL, Job, JobError, JobStatus
-from debate.service._store import QueueFull, within_share
+from debate.service._jobs import within_share
+from debate.service._models import FINAL, JobStatus
 
 CHANNEL = "debate_events"
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
-COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events"
 _FINALS = ",".join(f"'{status}'" for status in FINAL)
 
 MIGRATIONS = (
@@ -69,20 +68,6 @@ Pending = tuple[str, str, dict[str, Any], float]
 def lock_key(text: str) -> int:
     """A signed 64-bit advisory-lock key for ``text``."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
-
-
-def check_room(db: Any, who: str, bound: int, share: int) -> None:
-    total, mine = db.execute(
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE token = %s) FROM jobs "
-        "WHERE status IN ('queued', 'running')",
-        (who,),
-    ).fetchone()
-    if total >= bound:
-        raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
-    if who and mine >= share:
-        raise QueueFull(
-            f"queue: this token has {mine} jobs queued or running, its share; retry later"
-        )
 
 
 def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
@@ -177,22 +162,3 @@ def add_events(db: Any, events: Sequence[Pending]) -> dict[str, int]:
             chunk = [job for job in ids[start : start + 250] if job in last]
             db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ",".join(chunk)))
     return last
-
-
-def fetch_job(db: Any, job_id: str) -> Job:
-    return row_job(db.execute(f"SELECT {COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone())
-
-
-def row_job(row: Sequence[Any]) -> Job:
-    return Job(
-        id=row[0],
-        kind=row[1],
-        status=row[2],
-        created=row[3],
-        started=row[4],
-        finished=row[5],
-        outcome=row[6],
-        result=None if row[7] is None else json.loads(row[7]),
-        error=None if row[8] is None else JobError.model_validate_json(row[8]),
-        events=row[9],
-    )
