@@ -19,29 +19,24 @@ from typing import Any, get_args
 
 from debate.records import draw_seed
 from debate.service._models import (
-    CouncilRequest,
-    DebateRequest,
+    FINAL,
+    REQUESTS,
     DecisionRequest,
     Job,
     JobError,
     JobRequest,
     JobStatus,
-    JudgementRequest,
 )
-
-REQUESTS: dict[str, type[JobRequest]] = {
-    "debate": DebateRequest,
-    "judgement": JudgementRequest,
-    "council": CouncilRequest,
-    "decision": DecisionRequest,
-}
-"""The request model of each job kind (a stored request is read back by its job's kind)."""
 
 STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
 COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events"
 """A job's columns, in the order :func:`row_job` reads them."""
+FINALS = ",".join(f"'{status}'" for status in FINAL)
+"""The final statuses as an SQL list (a final job keeps its end: first writer wins)."""
 CANCELLED = JobError(kind="cancelled", message="cancelled by the client").model_dump_json()
 """The stored error of a job a client cancelled."""
+Pending = tuple[str, str, dict[str, Any], float]
+"""An event to write: ``(job, type, data, time)``."""
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 

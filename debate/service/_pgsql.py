@@ -2,7 +2,7 @@
 
 Each function runs inside the caller's transaction (``db`` is a psycopg connection in a
 ``transaction()`` block): :func:`pick_queued` chooses the queued jobs a claim may start,
-:func:`end_job` ends a job, :func:`add_events` numbers and writes events and notifies the
+:func:`add_events` numbers and writes events and notifies the
 replicas' event feeds. Kept apart from :mod:`debate.service._pgstore` (the store's methods)
 so that each reads on its own.
 """
@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from debate.service._jobs import within_share
-from debate.service._models import FINAL, JobStatus
+from debate.service._jobs import Pending, within_share
 
 CHANNEL = "debate_events"
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
-_FINALS = ",".join(f"'{status}'" for status in FINAL)
 
 MIGRATIONS = (
     """CREATE TABLE jobs (
@@ -60,9 +57,6 @@ CREATE TABLE events (
 );""",
 )
 """The ``jobs`` component's schema versions (see :func:`debate.storage._pg.migrate`)."""
-
-Pending = tuple[str, str, dict[str, Any], float]
-"""An event to write: ``(job, type, data, time)``."""
 
 
 def lock_key(text: str) -> int:
@@ -110,21 +104,6 @@ def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
     )
     claimable = [(job_id, token) for job_id, token in candidates if not token or token in held]
     return within_share(claimable, running, per_token, limit)
-
-
-def end_job(
-    db: Any, job_id: str, status: JobStatus, event: str, data: dict[str, Any], **columns: Any
-) -> None:
-    """End a job that is not final yet (first writer wins), releasing its lease."""
-    now = time.time()
-    sets = "".join(f", {name} = %s" for name in columns)
-    ended = db.execute(
-        f"UPDATE jobs SET status = %s, finished = %s, lease_owner = NULL, lease_until = NULL"
-        f"{sets} WHERE id = %s AND status NOT IN ({_FINALS})",
-        (status, now, *columns.values(), job_id),
-    )
-    if ended.rowcount:
-        add_events(db, [(job_id, event, data, now)])
 
 
 def add_events(db: Any, events: Sequence[Pending]) -> dict[str, int]:

@@ -32,15 +32,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from debate.service._feed import EventFeed, NotifyWatch
-from debate.service._jobs import CANCELLED, COLUMNS, check_share, row_job, stored_request
-from debate.service._models import Job, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._jobs import CANCELLED, COLUMNS, Pending, check_share, row_job, stored_request
+from debate.service._models import Job, JobEvent, JobKind, JobRequest
 from debate.service._pgsql import (
     CHANNEL,
     MIGRATIONS,
     NOW,
-    Pending,
     add_events,
-    end_job,
     pick_queued,
 )
 from debate.service._storebase import INSERT_COLUMNS, StoreBase
@@ -99,6 +97,7 @@ class PgJobStore(StoreBase):
     _ORDER = "n"
     _SUMMARY_COLUMNS = PG_COLUMNS
     _FOR_UPDATE = " FOR UPDATE"
+    _RELEASE = ", lease_owner = NULL, lease_until = NULL"
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s")
@@ -143,19 +142,19 @@ class PgJobStore(StoreBase):
         )
         return row_job(row)
 
-    def _add_event(self, db: Any, job_id: str, type: str, data: dict[str, Any]) -> None:  # noqa: A002
-        add_events(db, [(job_id, type, data, time.time())])
+    def _add_event(self, db: Any, event: Pending) -> JobEvent:
+        job_id, kind, data, now = event
+        seqs = add_events(db, [event])
+        if job_id not in seqs:
+            raise KeyError(f"job {job_id}: no such job")
+        return JobEvent(job=job_id, seq=seqs[job_id], type=kind, time=now, data=data)
 
-    def _close(
-        self,
-        db: Any,
-        job_id: str,
-        status: JobStatus,
-        event: str,
-        data: dict[str, Any],
-        **columns: Any,
-    ) -> None:
-        end_job(db, job_id, status, event, data, **columns)
+    def _holder(self) -> tuple[str, tuple[Any, ...]]:
+        return " AND lease_owner = ?", (self.owner,)
+
+    def _add_events(self, db: Any, events: Sequence[Pending]) -> None:
+        """One statement numbers them all, one pipelined insert writes them."""
+        add_events(db, events)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -229,51 +228,6 @@ class PgJobStore(StoreBase):
             ).fetchall()
         return {row[0] for row in rows}
 
-    def cancel_requested(self, job_ids: Sequence[str]) -> set[str]:
-        """Which of these running jobs a client asked to cancel."""
-        if not job_ids:
-            return set()
-        with self._reading() as db:
-            rows = db.execute(
-                "SELECT id FROM jobs WHERE cancel_requested AND status = 'running' "
-                "AND id = ANY(%s)",
-                (builtins.list(job_ids),),
-            ).fetchall()
-        return {row[0] for row in rows}
-
-    def requeue(self, job_id: str, reason: str = "shutdown") -> Job | None:
-        """Put a job this store's runner holds back in the queue (it is stopping)."""
-        with self._writing() as db:
-            moved = db.execute(
-                "UPDATE jobs SET status = 'queued', started = NULL, lease_owner = NULL, "
-                "lease_until = NULL WHERE id = %s AND status = 'running' AND lease_owner = %s",
-                (job_id, self.owner),
-            )
-            if moved.rowcount:
-                self._add_event(db, job_id, "requeued", {"reason": reason})
-            return self._fetch(db, job_id) if self._exists(db, job_id) else None
-
     def recover(self) -> int:
         """Nothing: a replica's start takes no job (expired leases are claimed instead)."""
         return 0
-
-    # -- events ----------------------------------------------------------------------------
-
-    def append_event(self, job_id: str, type: str, data: dict[str, Any]) -> JobEvent:  # noqa: A002
-        """Record one event of a job, numbered after the last (raises KeyError: no such job)."""
-        now = time.time()
-        with self._writing() as db:
-            seqs = add_events(db, [(job_id, type, data, now)])
-        if job_id not in seqs:
-            raise KeyError(f"job {job_id}: no such job")
-        return JobEvent(job=job_id, seq=seqs[job_id], type=type, time=now, data=data)
-
-    def append_events(self, events: Sequence[Pending]) -> None:
-        """Record events ``(job, type, data, time)`` in order, in one transaction.
-
-        One statement numbers them all, one pipelined insert writes them.
-        """
-        if not events:
-            return
-        with self._writing() as db:
-            add_events(db, events)

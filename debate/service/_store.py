@@ -31,6 +31,7 @@ from debate.service._jobs import (
     CANCELLED,
     COLUMNS,
     IdempotencyConflict,
+    Pending,
     QueueFull,
     check_share,
     new_id,
@@ -39,7 +40,7 @@ from debate.service._jobs import (
     token_id,
     within_share,
 )
-from debate.service._models import FINAL, Job, JobEvent, JobKind, JobRequest, JobStatus
+from debate.service._models import Job, JobEvent, JobKind, JobRequest
 from debate.service._storebase import INSERT_COLUMNS, StoreBase
 from debate.service._summary import SQLITE_COLUMNS
 from debate.storage import ResponseCache, write_lock, write_transaction
@@ -182,30 +183,13 @@ class JobStore(StoreBase):
         _append(db, job_id, "queued", {"kind": kind}, values[-1])
         return self._fetch(db, job_id)
 
-    def _add_event(
-        self, db: sqlite3.Connection, job_id: str, type: str, data: dict[str, Any]
-    ) -> None:  # noqa: A002
-        _append(db, job_id, type, data, time.time())
+    def _add_event(self, db: sqlite3.Connection, event: Pending) -> JobEvent:
+        return _append(db, *event)
 
-    def _close(
-        self,
-        db: sqlite3.Connection,
-        job_id: str,
-        status: JobStatus,
-        event: str,
-        data: dict[str, Any],
-        **columns: Any,
-    ) -> None:
-        now = time.time()
-        sets = "".join(f", {name} = ?" for name in columns)
-        finals = ",".join(f"'{s}'" for s in FINAL)
-        ended = db.execute(
-            f"UPDATE jobs SET status = ?, finished = ?{sets} "
-            f"WHERE id = ? AND status NOT IN ({finals})",
-            (status, now, *columns.values(), job_id),
-        )
-        if ended.rowcount:
-            _append(db, job_id, event, data, now)
+    def _add_events(self, db: sqlite3.Connection, events: Sequence[Pending]) -> None:
+        for job_id, kind, data, when in events:
+            with suppress(KeyError):
+                _append(db, job_id, kind, data, when)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -243,30 +227,6 @@ class JobStore(StoreBase):
         """Nothing to renew: a SQLite store's runner holds its jobs until it stops."""
         return set()
 
-    def cancel_requested(self, job_ids: Sequence[str]) -> set[str]:
-        """Which of these running jobs a client asked to cancel."""
-        if not job_ids:
-            return set()
-        marks = ",".join("?" * len(job_ids))
-        rows = self._db().execute(
-            f"SELECT id FROM jobs WHERE cancel_requested = 1 AND status = 'running' "
-            f"AND id IN ({marks})",
-            tuple(job_ids),
-        )
-        return {row[0] for row in rows}
-
-    def requeue(self, job_id: str, reason: str = "shutdown") -> Job | None:
-        """Put a running job back in the queue (its runner is stopping); event ``requeued``."""
-        with self._writing() as db:
-            moved = db.execute(
-                "UPDATE jobs SET status = 'queued', started = NULL "
-                "WHERE id = ? AND status = 'running'",
-                (job_id,),
-            )
-            if moved.rowcount:
-                _append(db, job_id, "requeued", {"reason": reason}, time.time())
-            return self._fetch(db, job_id) if self._exists(db, job_id) else None
-
     def recover(self) -> int:
         """At start-up: put the jobs a killed process left ``running`` back in the queue.
 
@@ -289,27 +249,6 @@ class JobStore(StoreBase):
                 _append(db, job_id, "requeued", {"reason": "restart"}, now)
                 requeued += 1
         return requeued
-
-    # -- events ----------------------------------------------------------------------------
-
-    def append_event(self, job_id: str, type: str, data: dict[str, Any]) -> JobEvent:  # noqa: A002
-        """Record one event of a job, numbered after the last (raises KeyError: no such job)."""
-        with self._writing() as db:
-            return _append(db, job_id, type, data, time.time())
-
-    def append_events(self, events: Sequence[tuple[str, str, dict[str, Any], float]]) -> None:
-        """Record events ``(job, type, data, time)`` in order, in one write transaction.
-
-        The runner buffers a job's progress and writes it this way, a few times a second:
-        a transaction per event was a quarter of the runner's CPU under load. An event of
-        a job that no longer exists is dropped (it was deleted while running).
-        """
-        if not events:
-            return
-        with self._writing() as db:
-            for job_id, kind, data, when in events:
-                with suppress(KeyError):
-                    _append(db, job_id, kind, data, when)
 
 
 def _pick(db: sqlite3.Connection, limit: int, per_token: int | None) -> builtins.list[str]:

@@ -12,15 +12,17 @@ from __future__ import annotations
 import builtins
 import json
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from debate.service._jobs import (
     CANCELLED,
     COLUMNS,
-    REQUESTS,
+    FINALS,
     STATUSES,
     IdempotencyConflict,
+    Pending,
     digest,
     new_id,
     row_job,
@@ -29,6 +31,7 @@ from debate.service._jobs import (
     with_seed,
 )
 from debate.service._models import (
+    REQUESTS,
     Job,
     JobError,
     JobEvent,
@@ -78,20 +81,19 @@ class StoreBase:
         """Insert a queued job and its first event; ``values``: :data:`INSERT_COLUMNS`."""
         raise NotImplementedError
 
-    def _add_event(self, db: Any, job_id: str, type: str, data: dict[str, Any]) -> None:  # noqa: A002
-        """Number and write one event of a job now, inside ``db``'s transaction."""
+    _RELEASE = ""
+    """What else ending a job clears (a PostgreSQL job's lease)."""
+
+    def _add_event(self, db: Any, event: Pending) -> JobEvent:
+        """Number and write one event inside ``db``'s transaction (KeyError: no such job)."""
         raise NotImplementedError
 
-    def _close(
-        self,
-        db: Any,
-        job_id: str,
-        status: JobStatus,
-        event: str,
-        data: dict[str, Any],
-        **columns: Any,
-    ) -> None:
-        """End a job that is not final yet (a final job keeps its end: first writer wins)."""
+    def _holder(self) -> tuple[str, tuple[Any, ...]]:
+        """The condition (and its arguments) that a running job is this store's runner's."""
+        return "", ()
+
+    def _add_events(self, db: Any, events: Sequence[Pending]) -> None:
+        """Number and write events in order inside ``db``'s transaction; a gone job's drop."""
         raise NotImplementedError
 
     # -- submitting and reading ------------------------------------------------------------
@@ -254,8 +256,58 @@ class StoreBase:
                     (job_id,),
                 )
                 if flagged.rowcount:
-                    self._add_event(db, job_id, "cancel_requested", {})
+                    self._add_event(db, (job_id, "cancel_requested", {}, time.time()))
             return self._fetch(db, job_id)
+
+    def _close(
+        self,
+        db: Any,
+        job_id: str,
+        status: JobStatus,
+        event: str,
+        data: dict[str, Any],
+        **columns: Any,
+    ) -> None:
+        """End a job that is not final yet (a final job keeps its end: first writer wins)."""
+        now = time.time()
+        sets = "".join(f", {name} = ?" for name in columns)
+        ended = db.execute(
+            self._sql(
+                f"UPDATE jobs SET status = ?, finished = ?{self._RELEASE}{sets} "
+                f"WHERE id = ? AND status NOT IN ({FINALS})"
+            ),
+            (status, now, *columns.values(), job_id),
+        )
+        if ended.rowcount:
+            self._add_event(db, (job_id, event, data, now))
+
+    def cancel_requested(self, job_ids: Sequence[str]) -> set[str]:
+        """Which of these running jobs a client asked to cancel."""
+        if not job_ids:
+            return set()
+        marks = ",".join("?" * len(job_ids))
+        sql = (
+            f"SELECT id FROM jobs WHERE cancel_requested AND status = 'running' AND id IN ({marks})"
+        )
+        with self._reading() as db:
+            rows = db.execute(self._sql(sql), tuple(job_ids)).fetchall()
+        return {row[0] for row in rows}
+
+    def requeue(self, job_id: str, reason: str = "shutdown") -> Job | None:
+        """Put a running job back in the queue (its runner is stopping); event ``requeued``.
+
+        Only a job this store's runner holds (a PostgreSQL store's lease).
+        """
+        mine, args = self._holder()
+        sql = (
+            f"UPDATE jobs SET status = 'queued', started = NULL{self._RELEASE} "
+            f"WHERE id = ? AND status = 'running'{mine}"
+        )
+        with self._writing() as db:
+            moved = db.execute(self._sql(sql), (job_id, *args))
+            if moved.rowcount:
+                self._add_event(db, (job_id, "requeued", {"reason": reason}, time.time()))
+            return self._fetch(db, job_id) if self._exists(db, job_id) else None
 
     def _end(
         self, job_id: str, status: JobStatus, event: str, data: dict[str, Any], **columns: Any
@@ -275,3 +327,22 @@ class StoreBase:
     def _fetch(self, db: Any, job_id: str) -> Job:
         sql = self._sql(f"SELECT {COLUMNS} FROM jobs WHERE id = ?")
         return row_job(db.execute(sql, (job_id,)).fetchone())
+
+    # -- events ----------------------------------------------------------------------------
+
+    def append_event(self, job_id: str, type: str, data: dict[str, Any]) -> JobEvent:  # noqa: A002
+        """Record one event of a job, numbered after the last (raises KeyError: no such job)."""
+        with self._writing() as db:
+            return self._add_event(db, (job_id, type, data, time.time()))
+
+    def append_events(self, events: Sequence[Pending]) -> None:
+        """Record events ``(job, type, data, time)`` in order, in one write transaction.
+
+        The runner buffers a job's progress and writes it this way, a few times a second:
+        a transaction per event was a quarter of the runner's CPU under load. An event of
+        a job that no longer exists is dropped (it was deleted while running).
+        """
+        if not events:
+            return
+        with self._writing() as db:
+            self._add_events(db, events)
