@@ -253,7 +253,6 @@ async def run_batch_ray(
             "run: a Ray batch's workers build their own pools and open the cache by path; "
             "give Run() without pool and cache, and cache= as a path"
         )
-    limiter, budget = run.limiter, run.budget
     check_concurrency(concurrency)
     check_workers(workers, concurrency)
     plans = item_plans(items, config, out_dir)
@@ -270,19 +269,7 @@ async def run_batch_ray(
     try:
         if todo:
             count = min(workers or cluster_cpus(), len(todo), concurrency)
-            setup = WorkerSetup(
-                config=config,
-                checks=_one_of_each(todo, plans),
-                seed=seed,
-                model_path=run.model_path,
-                cache=cache,
-                prices=run.prices,
-                caps=None if budget is None else (budget.max_cost_usd, budget.max_tokens),
-                limits=None if limiter is None else (limiter.rpm, limiter.tpm),
-                history=run.history,
-                forward_all=progress.listener is not None,
-                log_level=logging.getLogger().getEffectiveLevel(),
-            )
+            setup = _setup(run, config, _one_of_each(todo, plans), seed, cache, progress)
             await driver.run(setup, todo, count, concurrency)
     finally:
         await driver.end()
@@ -291,6 +278,35 @@ async def run_batch_ray(
     if driver.fatal is not None:
         raise ConfigurationError(driver.fatal)
     return ordered
+
+
+def _setup(
+    run: Run,
+    config: RunConfig,
+    checks: list[tuple[str, BatchItem, RunConfig]],
+    seed: int,
+    cache: Path | None,
+    progress: Progress,
+) -> WorkerSetup:
+    """What every worker builds its run from: ``run``'s settings without its live objects.
+
+    The budget and the limiter travel as their caps and limits only (the cluster shares
+    one ledger and one window of each).
+    """
+    limiter, budget = run.limiter, run.budget
+    return WorkerSetup(
+        config=config,
+        checks=checks,
+        seed=seed,
+        model_path=run.model_path,
+        cache=cache,
+        prices=run.prices,
+        caps=None if budget is None else (budget.max_cost_usd, budget.max_tokens),
+        limits=None if limiter is None else (limiter.rpm, limiter.tpm),
+        history=run.history,
+        forward_all=progress.listener is not None,
+        log_level=logging.getLogger().getEffectiveLevel(),
+    )
 
 
 def _one_of_each(
