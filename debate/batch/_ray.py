@@ -247,29 +247,30 @@ async def run_batch_ray(
         ConfigurationError: ``run`` holds a pool or an open cache (they cannot travel to
             the workers).
     """
-    run = run or Run()
-    if run.pool is not None or run.cache is not None:
-        raise ConfigurationError(
-            "run: a Ray batch's workers build their own pools and open the cache by path; "
-            "give Run() without pool and cache, and cache= as a path"
-        )
+    run = _travelling(run or Run())
+    limiter, budget = run.limiter, run.budget
     check_concurrency(concurrency)
     check_workers(workers, concurrency)
     plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
-    lines: dict[str, BatchLine] = {}
-    todo = []
-    for item_id, item in items:
-        done = finished_line(item_id, plans[item_id][0], progress)
-        if done is None:
-            todo.append((item_id, item))
-        else:
-            lines[item_id] = done
+    todo, lines = _unfinished(items, plans, progress)
     driver = _Driver(plans, progress, lines, store)
     try:
         if todo:
             count = min(workers or cluster_cpus(), len(todo), concurrency)
-            setup = _setup(run, config, _one_of_each(todo, plans), seed, cache, progress)
+            setup = WorkerSetup(
+                config=config,
+                checks=_one_of_each(todo, plans),
+                seed=seed,
+                model_path=run.model_path,
+                cache=cache,
+                prices=run.prices,
+                caps=None if budget is None else (budget.max_cost_usd, budget.max_tokens),
+                limits=None if limiter is None else (limiter.rpm, limiter.tpm),
+                history=run.history,
+                forward_all=progress.listener is not None,
+                log_level=logging.getLogger().getEffectiveLevel(),
+            )
             await driver.run(setup, todo, count, concurrency)
     finally:
         await driver.end()
@@ -280,33 +281,31 @@ async def run_batch_ray(
     return ordered
 
 
-def _setup(
-    run: Run,
-    config: RunConfig,
-    checks: list[tuple[str, BatchItem, RunConfig]],
-    seed: int,
-    cache: Path | None,
-    progress: Progress,
-) -> WorkerSetup:
-    """What every worker builds its run from: ``run``'s settings without its live objects.
+def _travelling(run: Run) -> Run:
+    """``run``, refused if it holds what cannot travel to the workers (a pool, an open cache)."""
+    if run.pool is not None or run.cache is not None:
+        raise ConfigurationError(
+            "run: a Ray batch's workers build their own pools and open the cache by path; "
+            "give Run() without pool and cache, and cache= as a path"
+        )
+    return run
 
-    The budget and the limiter travel as their caps and limits only (the cluster shares
-    one ledger and one window of each).
-    """
-    limiter, budget = run.limiter, run.budget
-    return WorkerSetup(
-        config=config,
-        checks=checks,
-        seed=seed,
-        model_path=run.model_path,
-        cache=cache,
-        prices=run.prices,
-        caps=None if budget is None else (budget.max_cost_usd, budget.max_tokens),
-        limits=None if limiter is None else (limiter.rpm, limiter.tpm),
-        history=run.history,
-        forward_all=progress.listener is not None,
-        log_level=logging.getLogger().getEffectiveLevel(),
-    )
+
+def _unfinished(
+    items: list[tuple[str, BatchItem]],
+    plans: Mapping[str, tuple[Path, RunConfig]],
+    progress: Progress,
+) -> tuple[list[tuple[str, BatchItem]], dict[str, BatchLine]]:
+    """The items still to run, and the lines of those a resumed batch had finished."""
+    lines: dict[str, BatchLine] = {}
+    todo = []
+    for item_id, item in items:
+        done = finished_line(item_id, plans[item_id][0], progress)
+        if done is None:
+            todo.append((item_id, item))
+        else:
+            lines[item_id] = done
+    return todo, lines
 
 
 def _one_of_each(
