@@ -2,9 +2,9 @@
 
 Each function runs inside the caller's transaction (``db`` is a psycopg connection in a
 ``transaction()`` block): :func:`pick_queued` chooses the queued jobs a claim may start,
-:func:`add_events` numbers and writes events and notifies the
-replicas' event feeds. Kept apart from :mod:`debate.service._pgstore` (the store's methods)
-so that each reads on its own.
+:func:`add_events` numbers and writes events and notifies the replicas' event feeds. Kept
+apart from :mod:`debate.service._pgstore` (the store's methods) so that each reads on its
+own; what the PostgreSQL and SQLite stores share is :mod:`debate.service._storebase`'s.
 """
 
 from __future__ import annotations
