@@ -247,25 +247,13 @@ async def run_batch_ray(
         ConfigurationError: ``run`` holds a pool or an open cache (they cannot travel to
             the workers).
     """
-    run = run or Run()
-    if run.pool is not None or run.cache is not None:
-        raise ConfigurationError(
-            "run: a Ray batch's workers build their own pools and open the cache by path; "
-            "give Run() without pool and cache, and cache= as a path"
-        )
+    run = _travelling(run or Run())
     limiter, budget = run.limiter, run.budget
     check_concurrency(concurrency)
     check_workers(workers, concurrency)
     plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
-    lines: dict[str, BatchLine] = {}
-    todo = []
-    for item_id, item in items:
-        done = finished_line(item_id, plans[item_id][0], progress)
-        if done is None:
-            todo.append((item_id, item))
-        else:
-            lines[item_id] = done
+    todo, lines = _unfinished(items, plans, progress)
     driver = _Driver(plans, progress, lines, store)
     try:
         if todo:
@@ -291,6 +279,33 @@ async def run_batch_ray(
     if driver.fatal is not None:
         raise ConfigurationError(driver.fatal)
     return ordered
+
+
+def _travelling(run: Run) -> Run:
+    """``run``, refused if it holds what cannot travel to the workers (a pool, an open cache)."""
+    if run.pool is not None or run.cache is not None:
+        raise ConfigurationError(
+            "run: a Ray batch's workers build their own pools and open the cache by path; "
+            "give Run() without pool and cache, and cache= as a path"
+        )
+    return run
+
+
+def _unfinished(
+    items: list[tuple[str, BatchItem]],
+    plans: Mapping[str, tuple[Path, RunConfig]],
+    progress: Progress,
+) -> tuple[list[tuple[str, BatchItem]], dict[str, BatchLine]]:
+    """The items still to run, and the lines of those a resumed batch had finished."""
+    lines: dict[str, BatchLine] = {}
+    todo = []
+    for item_id, item in items:
+        done = finished_line(item_id, plans[item_id][0], progress)
+        if done is None:
+            todo.append((item_id, item))
+        else:
+            lines[item_id] = done
+    return todo, lines
 
 
 def _one_of_each(

@@ -1,11 +1,12 @@
 """OpenAI-compatible backend: OpenAI itself, vLLM, Ollama, llama.cpp's server, any ``base_url``.
 
-This is the only module that imports :mod:`openai`, and only for a caller's own client: a
-model that builds its own client does not send through it (nor import it, 0.3 s a run): each
-request is one POST on a shared ``aiohttp`` session (:class:`_Direct`), since the SDK's per-
-request machinery cost more CPU than the rest of the request at a few hundred calls in
-flight. A caller's own ``AsyncOpenAI`` client (``client=``) is still used as given; both
-fail with the same errors.
+This module and its HTTP part (:mod:`~debate.models._openai_http`) are the only ones that
+import :mod:`openai`, and only for a caller's own client: a model that builds its own client
+does not send through it (nor import it, 0.3 s a run): each request is one POST on a shared
+``aiohttp`` session (:class:`_Direct`), since the SDK's per-request machinery cost more CPU
+than the rest of the request at a few hundred calls in flight. A caller's own
+``AsyncOpenAI`` client (``client=``) is still used as given; both fail with the same errors.
+The structured-output forms and their negotiation state are :mod:`~debate.models._openai_forms`.
 
 Structured output goes through ``response_format`` with the JSON schema of the requested
 pydantic model. Servers differ in what they take, so the form is negotiated: a strict
@@ -30,25 +31,72 @@ the model boundary, like every backend's.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
 import json
 import logging
 import os
-import re
 import threading
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
-from debate._version import __version__
 from debate.exceptions import ConfigurationError, ProviderError
 from debate.models._base import Message, ModelSettings, Reply, ReplySchema, TokenUsage
+from debate.models._openai_forms import (
+    DEFAULT_FORM_WAIT,
+    FORMAT_ERROR,
+    FORMS,
+    MODES,
+    TYPE_REFUSED,
+    Mode,
+    _FormatRejected,
+    _FormKey,
+    _rejects_format,
+)
+from debate.models._openai_http import (
+    JSON_HEADERS,
+    OPENAI_BASE_URL,
+    POOL_LIMIT,
+    _connection_failure,
+    _ConnectionFailed,
+    _Direct,
+    _env_proxy,
+    _error_parts,
+    _error_reason,
+    _Proxy,
+    _refused_connection,
+    _StatusFailed,
+    endpoint_url,
+    request_headers,
+    retry_after,
+    sdk_post,
+)
 from debate.models._schema import call_max_tokens, sent_schema
 
 if TYPE_CHECKING:  # imported where a caller's SDK client is used: ~0.3 s a run without one
     from openai import AsyncOpenAI
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_FORM_WAIT",
+    "FORMAT_ERROR",
+    "FORMS",
+    "JSON_HEADERS",
+    "MIN_SECRET_LENGTH",
+    "MODES",
+    "OPENAI_BASE_URL",
+    "POOL_LIMIT",
+    "REDACTED",
+    "SCHEMA_HINT",
+    "TYPE_REFUSED",
+    "Mode",
+    "OpenAIModel",
+    "endpoint_url",
+    "request_body",
+    "request_headers",
+    "resolve_api_key",
+    "response_format",
+    "retry_after",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -57,31 +105,7 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter keys are not redacted: replacing a 3-letter string everywhere would mangle text."""
 
-Mode = Literal["strict", "json_schema", "json_object_schema", "json_object"]
-MODES: tuple[Mode, ...] = ("strict", "json_schema", "json_object_schema", "json_object")
-"""Structured-output forms, most to least constrained; a rejected form steps one down."""
-
-FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object|schema|'text'", re.IGNORECASE)
-"""What an error body says when the server refuses the requested format itself."""
-TYPE_REFUSED = re.compile(
-    r"json_object|json_schema\W+(?:is\s+)?(?:not|un)\s*(?:supported|allowed|permitted)",
-    re.IGNORECASE,
-)
-"""What a refusal of ``json_schema`` says when the server does not take that type at all: it
-names the types it takes (llama-cpp-python: "Input should be 'text' or 'json_object'"), or
-says ``json_schema`` is not supported. The non-strict ``json_schema`` is then not tried."""
-DEFAULT_FORM_WAIT = 1.0
-"""Seconds a call waits for the first request of an endpoint and model whose form is not yet
-known, before sending its own. A refused form is answered before any generation (within
-milliseconds on a local server), so the waiting calls learn it instead of each being
-refused; a request still out after this long was taken, and the wait costs no more."""
 SCHEMA_HINT = "Reply with one JSON object matching this JSON schema:\n"
-JSON_HEADERS = {"Content-Type": "application/json"}
-"""A body sent as bytes carries its type itself (the SDK adds it only to a dict body)."""
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-"""Where the SDK sends a client without a ``base_url`` and without ``OPENAI_BASE_URL``."""
-POOL_LIMIT = 1000
-"""Connections per client, the SDK's own default: a run's concurrency never waits on it."""
 
 
 def resolve_api_key(
@@ -131,224 +155,6 @@ def _strictify(schema: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(item, dict):
                     _strictify(item)
     return schema
-
-
-def _refused_connection(exc: BaseException) -> str | None:
-    """The name of a connection failure behind a reported timeout, if there is one.
-
-    The SDK's aiohttp transport maps every ``aiohttp.ClientConnectionError`` to
-    ``httpx.ConnectTimeout``, so a server that refuses the connection (down, wrong port)
-    arrives as a timeout after no wait at all. The cause chain still holds the OS error.
-    """
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and not isinstance(seen, TimeoutError):
-            return type(seen).__name__
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def endpoint_url(base_url: str | None) -> str:
-    """The chat-completions URL, resolving a missing ``base_url`` as the SDK does."""
-    base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-    return base.rstrip("/") + "/chat/completions"
-
-
-def request_headers(url: str, key: str | None) -> dict[str, str]:
-    """The headers of every request to ``url``: JSON both ways, who is asking, and the key.
-
-    No Authorization header at all without a key (a keyless server must not see even a
-    placeholder). ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID`` are read as the SDK reads them,
-    but sent only to OpenAI's own hosts: the SDK sends them to any ``base_url``, and an
-    organisation id is OpenAI's business only, like the key in ``OPENAI_API_KEY``.
-    """
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "User-Agent": f"debate/{__version__}",
-    }
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    host = urlsplit(url).hostname or ""
-    if host == "openai.com" or host.endswith(".openai.com"):
-        for name, variable in (
-            ("OpenAI-Organization", "OPENAI_ORG_ID"),
-            ("OpenAI-Project", "OPENAI_PROJECT_ID"),
-        ):
-            value = os.environ.get(variable)
-            if value:
-                headers[name] = value
-    return headers
-
-
-class _Direct:
-    """The chat-completions POST on one shared ``aiohttp`` session, without the SDK.
-
-    Measured against a 50 ms server at concurrency 64: the SDK's ``post`` costs 0.55 ms
-    of CPU per request on its aiohttp transport (an options model built and deep-copied,
-    six header objects, its own URL parser, the response wrapped twice), a bare aiohttp
-    POST 0.15 ms; at concurrency 256 that difference was a whole core. The session keeps
-    no cookies (a completion API sets none worth keeping, and the jar is per-request work)
-    and verifies TLS with aiohttp's default context. A proxy from the environment is used
-    as the SDK uses it, but looked up once (:func:`_env_proxy`): aiohttp's ``trust_env``
-    looks it up, and ``~/.netrc``, in a worker thread on every request, which cost as much
-    CPU again as the rest of the request.
-    """
-
-    def __init__(self, url: str, headers: dict[str, str], proxy: _Proxy) -> None:
-        import aiohttp
-
-        self.url = url
-        self.headers = headers
-        self.proxy, self.proxy_auth = proxy
-        self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=POOL_LIMIT),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole call
-        )
-
-    async def post(self, body: bytes) -> tuple[int, Mapping[str, str], str]:
-        """Status, headers and body text of one POST; a connection failure is an OSError."""
-        async with self.session.post(
-            self.url,
-            data=body,
-            headers=self.headers,
-            proxy=self.proxy,
-            proxy_auth=self.proxy_auth,
-        ) as response:
-            raw = await response.read()
-            return response.status, response.headers, raw.decode("utf-8", "replace")
-
-    async def close(self) -> None:
-        await self.session.close()
-
-
-_Proxy = tuple[Any, Any]
-"""A proxy URL and its credentials (``yarl.URL``, ``aiohttp.BasicAuth``), or two Nones."""
-
-
-def _env_proxy(url: str) -> _Proxy:
-    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...).
-
-    aiohttp's own lookup, as its ``trust_env`` makes it, done once: it reads ``~/.netrc``
-    for the proxy's credentials, so it runs in a worker thread, as does the import of
-    aiohttp, which builds its TLS contexts at import (the CA certificates, ~0.15 s of CPU).
-    """
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    try:
-        return get_env_proxy_for_url(URL(url))
-    except LookupError:
-        return None, None
-
-
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-_FormKey = tuple[str, str]
-"""A chat-completions URL and a model name."""
-
-
-class _Forms:
-    """The structured-output form each endpoint and model takes, learned once per process.
-
-    Shared by every :class:`OpenAIModel` (a run's debaters and judges are separate objects,
-    and a batch or the service builds many). A form only ever moves down. Until a request in
-    the current form has been answered, the calls of one event loop send one at a time: the
-    first probes, the others wait for its answer (at most ``wait`` seconds) and then send in
-    the form it left, so concurrent first calls are not all refused. Calls on another loop
-    (another thread's run) do not wait across loops; they probe on their own, which costs a
-    request, never a wrong form.
-    """
-
-    def __init__(self, wait: float = DEFAULT_FORM_WAIT) -> None:
-        self.wait = wait
-        self._lock = threading.Lock()
-        self._modes: dict[_FormKey, Mode] = {}
-        self._known: set[_FormKey] = set()
-        """Keys whose current form has been answered (no waiting any more)."""
-        self._probes: dict[_FormKey, asyncio.Future[None]] = {}
-        """The request in flight that will tell the form of a key not yet known."""
-
-    def mode(self, key: _FormKey) -> Mode:
-        """The form requests to ``key`` are sent in now."""
-        with self._lock:
-            return self._modes.get(key, MODES[0])
-
-    async def claim(self, key: _FormKey) -> tuple[Mode, asyncio.Future[None] | None]:
-        """The form to send in, and the probe to :meth:`release` if this call is the probe.
-
-        A call that finds another call of its loop probing waits for it (up to ``wait``).
-        """
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            mode = self._modes.get(key, MODES[0])
-            if key in self._known:
-                return mode, None
-            probe = self._probes.get(key)
-            if probe is None or probe.done():
-                mine: asyncio.Future[None] = loop.create_future()
-                self._probes[key] = mine
-                return mode, mine
-            if probe.get_loop() is not loop:
-                return mode, None
-        try:
-            await asyncio.wait_for(asyncio.shield(probe), self.wait)
-        except TimeoutError:
-            pass
-        return self.mode(key), None
-
-    @staticmethod
-    def release(probe: asyncio.Future[None] | None) -> None:
-        """Wake the calls waiting on ``probe`` (its request was answered, or failed)."""
-        if probe is not None and not probe.done():
-            probe.set_result(None)
-
-    def answered(self, key: _FormKey, mode: Mode) -> None:
-        """Note that a request in ``mode`` got a reply: the form of ``key`` is known."""
-        with self._lock:
-            if self._modes.get(key, MODES[0]) == mode:
-                self._known.add(key)
-
-    def step_down(self, key: _FormKey, to: Mode) -> Mode:
-        """Move ``key`` down to ``to`` (never up: concurrent refusals may arrive late)."""
-        with self._lock:
-            current = MODES.index(self._modes.get(key, MODES[0]))
-            if MODES.index(to) > current:
-                self._modes[key] = to
-                self._known.discard(key)
-            return self._modes.get(key, MODES[0])
-
-    def clear(self) -> None:
-        """Forget every learned form (tests; a process that knows a server changed)."""
-        with self._lock:
-            self._modes.clear()
-            self._known.clear()
-            self._probes.clear()
-
-
-FORMS = _Forms()
-"""The process's structured-output forms, by endpoint and model."""
 
 
 class OpenAIModel:
@@ -501,7 +307,7 @@ class OpenAIModel:
                 if isinstance(client, _Direct):
                     status, headers, text = await client.post(body)
                 else:
-                    return await self._sdk_post(client, body, timeout)
+                    return await sdk_post(client, body, timeout)
         except TimeoutError as exc:
             refused = _refused_connection(exc)
             if refused is not None:  # the SDK's aiohttp transport names a refused connect so
@@ -521,31 +327,6 @@ class OpenAIModel:
         if status >= 400:
             body_seen, message = _error_parts(status, text)
             raise self._status_error(_StatusFailed(status, headers, body_seen, message))
-        return text
-
-    @staticmethod
-    async def _sdk_post(client: AsyncOpenAI, body: bytes, timeout: float) -> str:
-        """The plain POST of the chat-completions route through a caller's SDK client.
-
-        The same request and error types as ``chat.completions.create``, without its
-        per-call walk over the typed parameters. Its errors are turned into the direct
-        path's (:class:`_StatusFailed`, ``TimeoutError``) so that one mapping serves both.
-        """
-        import openai
-
-        options: openai.RequestOptions = {"timeout": timeout, "headers": JSON_HEADERS}
-        try:
-            text: str = await client.post(
-                "/chat/completions", content=body, cast_to=str, options=options
-            )
-        except openai.APITimeoutError as exc:
-            raise TimeoutError from exc
-        except openai.APIStatusError as exc:
-            failed = _StatusFailed(exc.status_code, exc.response.headers, exc.body, exc.message)
-            raise failed from exc
-        except openai.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection error"
-            raise _ConnectionFailed(cause) from exc
         return text
 
     def _status_error(self, failed: _StatusFailed) -> Exception:
@@ -583,65 +364,6 @@ class OpenAIModel:
             latency=latency,
             model=self._redact(reported) if isinstance(reported, str) and reported else self._model,
         )
-
-
-class _StatusFailed(Exception):
-    """An HTTP error status as either client saw it: what the error mapping needs of it.
-
-    ``body`` and ``message`` are what the SDK makes of an error response (the ``error``
-    object of a JSON body, else its text; ``"Error code: N - message"``), so that a refused
-    format is recognised from the same text whichever client sent the request.
-    """
-
-    def __init__(self, status: int, headers: Mapping[str, str], body: object, message: str):
-        super().__init__(message)
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.message = message
-
-
-def _error_parts(status: int, text: str) -> tuple[object, str]:
-    """``body`` and ``message`` of an error response, as the SDK builds them."""
-    message = f"Error code: {status}"
-    body: object = text.strip()
-    try:
-        body = json.loads(str(body))
-    except ValueError:
-        return body, message
-    if isinstance(body, dict):
-        body = body.get("error", body)
-    inner = body.get("message") if isinstance(body, dict) else None
-    if isinstance(inner, str) and inner:
-        message += f" - {inner}"
-    return body, message
-
-
-class _ConnectionFailed(Exception):
-    """A failed connection as the SDK reports it, named by its cause (as aiohttp's are)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def _connection_failure(exc: BaseException) -> bool:
-    """True for a failed connection on either client (refused, reset, cut mid-body)."""
-    if isinstance(exc, _ConnectionFailed | OSError):
-        return True
-    import aiohttp  # loaded by then: only our own session raises its errors
-
-    return isinstance(exc, aiohttp.ClientError)
-
-
-class _FormatRejected(Exception):
-    """The server refused the form of ``response_format`` (not the request as a whole)."""
-
-    def __init__(self, reason: str, *, type_refused: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.type_refused = type_refused
-        """The error says the server does not take a ``json_schema`` type at all."""
 
 
 def request_body(
@@ -701,27 +423,6 @@ def response_format(name: str, shape: dict[str, Any], mode: Mode) -> dict[str, A
             "strict": strict,
         },
     }
-
-
-def _error_reason(body: object, message: str) -> str:
-    """The first line of the server's error message, short enough for one log line."""
-    shown: Any = body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        shown = inner.get("message", inner) if isinstance(inner, dict) else inner
-    text = str(shown if shown is not None else message).strip()
-    line = text.splitlines()[0] if text else "no message"
-    return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _rejects_format(body: object, message: str) -> bool:
-    """True when the error is about ``response_format``, not about the request's content.
-
-    Judged from the error's text, since servers disagree on the status (400, 422, or 500 for
-    llama-cpp-python's "Input should be 'text' or 'json_object'"); a prompt over the context
-    limit or an overloaded server says nothing about the format and changes no form.
-    """
-    return FORMAT_ERROR.search(f"{message} {body}") is not None
 
 
 def _envelope(text: str, model: str) -> dict[str, Any]:

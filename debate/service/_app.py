@@ -252,15 +252,7 @@ def openapi_document() -> dict[str, Any]:
 class _NoStore:
     """A store that holds nothing: enough to build the app for its document."""
 
-    def submit(
-        self,
-        kind: JobKind,
-        request: JobRequest,
-        *,
-        token: str | None,
-        idempotency_key: str | None,
-        room: tuple[int, int] | None = None,
-    ) -> tuple[Job, bool]:
+    def submit(self, kind: JobKind, request: JobRequest, **how: Any) -> tuple[Job, bool]:
         raise NotImplementedError
 
     def get(self, job_id: str) -> Job | None:
@@ -275,14 +267,7 @@ class _NoStore:
     def list(self, limit: int = 100, token: str | None = None) -> builtins.list[Job]:
         return []
 
-    def summaries(
-        self,
-        limit: int = 100,
-        token: str | None = None,
-        *,
-        status: str | None = None,
-        outcome: str | None = None,
-    ) -> builtins.list[JobSummary]:
+    def summaries(self, *args: Any, **filters: Any) -> builtins.list[JobSummary]:
         return []
 
     def active(self, token: str | None = None) -> int:

@@ -16,6 +16,7 @@ environment by the model backends and appear in no reply and no log line.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -45,6 +46,7 @@ from debate.service._models import (
     CouncilRequest,
     DebateRequest,
     DecisionRequest,
+    JobKind,
     JudgementRequest,
     PanelOverrides,
 )
@@ -185,23 +187,7 @@ class DebateTools:
         too_close, irreconcilable or insufficient, with the reasons.
         """
         changes = panel_overrides(judges=judges, arguments=arguments, rounds=rounds, seed=seed)
-        request = checked(DebateRequest, topic=topic, config=changes)
-        config = with_overrides(self.config, request.config)
-        models = self.models(config)
-        result = await self._run(
-            ctx,
-            "run",
-            planned_calls(config, debate=True),
-            lambda progress: run_debate(
-                request.topic,
-                config=config,
-                model=models.model,
-                judges=models.judges,
-                seed=request.config.seed,
-                run=Run(pool=self.pool, on_event=progress),
-            ),
-        )
-        return _verdict_result(debate_verdict(result), result.model_dump(mode="json"))
+        return await self._panel_verdict(ctx, checked(DebateRequest, topic=topic, config=changes))
 
     async def judge_transcript(
         self,
@@ -214,15 +200,27 @@ class DebateTools:
     ) -> VerdictResult:
         """Judge a transcript written anywhere (our debaters, a meeting, another tool)."""
         changes = panel_overrides(judges=judges, seed=seed)
-        request = checked(JudgementRequest, transcript=transcript, config=changes)
+        return await self._panel_verdict(
+            ctx, checked(JudgementRequest, transcript=transcript, config=changes)
+        )
+
+    async def _panel_verdict(
+        self, ctx: Context, request: DebateRequest | JudgementRequest
+    ) -> VerdictResult:
+        """Debate a topic or judge a transcript with the panel; its verdict and full result."""
         config = with_overrides(self.config, request.config)
         models = self.models(config)
+        debating = isinstance(request, DebateRequest)
+        begin = (
+            functools.partial(run_debate, request.topic)
+            if isinstance(request, DebateRequest)
+            else functools.partial(judge_transcript, request.transcript)
+        )
         result = await self._run(
             ctx,
-            "judge",
-            planned_calls(config, debate=False),
-            lambda progress: judge_transcript(
-                request.transcript,
+            "run" if debating else "judge",
+            planned_calls(config, debate=debating),
+            lambda progress: begin(
                 config=config,
                 model=models.model,
                 judges=models.judges,
@@ -230,7 +228,8 @@ class DebateTools:
                 run=Run(pool=self.pool, on_event=progress),
             ),
         )
-        return _verdict_result(debate_verdict(result, "judgement"), result.model_dump(mode="json"))
+        kind: JobKind = "debate" if debating else "judgement"
+        return _verdict_result(debate_verdict(result, kind), result.model_dump(mode="json"))
 
     async def rank_candidates(
         self,

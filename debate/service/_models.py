@@ -84,6 +84,13 @@ class DecisionRequest(Frozen):
 
 
 JobRequest = DebateRequest | JudgementRequest | CouncilRequest | DecisionRequest
+REQUESTS: dict[str, type[JobRequest]] = {
+    "debate": DebateRequest,
+    "judgement": JudgementRequest,
+    "council": CouncilRequest,
+    "decision": DecisionRequest,
+}
+"""The request model of each job kind (a stored request is read back by its job's kind)."""
 
 
 class JobError(Frozen):

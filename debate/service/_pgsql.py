@@ -2,27 +2,23 @@
 
 Each function runs inside the caller's transaction (``db`` is a psycopg connection in a
 ``transaction()`` block): :func:`pick_queued` chooses the queued jobs a claim may start,
-:func:`end_job` ends a job, :func:`add_events` numbers and writes events and notifies the
-replicas' event feeds. Kept apart from :mod:`debate.service._pgstore` (the store's methods)
-so that each reads on its own.
+:func:`add_events` numbers and writes events and notifies the replicas' event feeds. Kept
+apart from :mod:`debate.service._pgstore` (the store's methods) so that each reads on its
+own; what the PostgreSQL and SQLite stores share is :mod:`debate.service._storebase`'s.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from debate.service._models import FINAL, Job, JobError, JobStatus
-from debate.service._store import QueueFull, within_share
+from debate.service._jobs import Pending, within_share
 
 CHANNEL = "debate_events"
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
-COLUMNS = "id, kind, status, created, started, finished, outcome, result, error, events"
-_FINALS = ",".join(f"'{status}'" for status in FINAL)
 
 MIGRATIONS = (
     """CREATE TABLE jobs (
@@ -62,27 +58,10 @@ CREATE TABLE events (
 )
 """The ``jobs`` component's schema versions (see :func:`debate.storage._pg.migrate`)."""
 
-Pending = tuple[str, str, dict[str, Any], float]
-"""An event to write: ``(job, type, data, time)``."""
-
 
 def lock_key(text: str) -> int:
     """A signed 64-bit advisory-lock key for ``text``."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
-
-
-def check_room(db: Any, who: str, bound: int, share: int) -> None:
-    total, mine = db.execute(
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE token = %s) FROM jobs "
-        "WHERE status IN ('queued', 'running')",
-        (who,),
-    ).fetchone()
-    if total >= bound:
-        raise QueueFull(f"queue: full ({total} jobs queued or running); retry later")
-    if who and mine >= share:
-        raise QueueFull(
-            f"queue: this token has {mine} jobs queued or running, its share; retry later"
-        )
 
 
 def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
@@ -127,21 +106,6 @@ def pick_queued(db: Any, limit: int, per_token: int | None) -> list[str]:
     return within_share(claimable, running, per_token, limit)
 
 
-def end_job(
-    db: Any, job_id: str, status: JobStatus, event: str, data: dict[str, Any], **columns: Any
-) -> None:
-    """End a job that is not final yet (first writer wins), releasing its lease."""
-    now = time.time()
-    sets = "".join(f", {name} = %s" for name in columns)
-    ended = db.execute(
-        f"UPDATE jobs SET status = %s, finished = %s, lease_owner = NULL, lease_until = NULL"
-        f"{sets} WHERE id = %s AND status NOT IN ({_FINALS})",
-        (status, now, *columns.values(), job_id),
-    )
-    if ended.rowcount:
-        add_events(db, [(job_id, event, data, now)])
-
-
 def add_events(db: Any, events: Sequence[Pending]) -> dict[str, int]:
     """Number and insert events inside the caller's transaction; NOTIFY their jobs.
 
@@ -177,22 +141,3 @@ def add_events(db: Any, events: Sequence[Pending]) -> dict[str, int]:
             chunk = [job for job in ids[start : start + 250] if job in last]
             db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ",".join(chunk)))
     return last
-
-
-def fetch_job(db: Any, job_id: str) -> Job:
-    return row_job(db.execute(f"SELECT {COLUMNS} FROM jobs WHERE id = %s", (job_id,)).fetchone())
-
-
-def row_job(row: Sequence[Any]) -> Job:
-    return Job(
-        id=row[0],
-        kind=row[1],
-        status=row[2],
-        created=row[3],
-        started=row[4],
-        finished=row[5],
-        outcome=row[6],
-        result=None if row[7] is None else json.loads(row[7]),
-        error=None if row[8] is None else JobError.model_validate_json(row[8]),
-        events=row[9],
-    )

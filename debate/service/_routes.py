@@ -339,6 +339,15 @@ async def _own_job(service: Service, job_id: str, authorization: str | None) -> 
     return job
 
 
+EVENT_REF = "#/components/schemas/JobEvent"
+EVENT_STREAM: dict[str, Any] = {
+    "description": "One SSE message per event: ``id`` its seq, ``event`` its "
+    "type, ``data`` the JobEvent as JSON; comments are heartbeats",
+    "content": {"text/event-stream": {"schema": {"$ref": EVENT_REF}}},
+}
+"""The answer of ``GET /v1/jobs/{job_id}/events`` as the OpenAPI document describes it."""
+
+
 def add_read_routes(app: FastAPI, service: Service) -> None:
     @app.get(
         "/v1/jobs",
@@ -366,14 +375,7 @@ def add_read_routes(app: FastAPI, service: Service) -> None:
 
     @app.get(
         "/v1/jobs/{job_id}/events",
-        responses={
-            **ERRORS,
-            200: {
-                "description": "One SSE message per event: ``id`` its seq, ``event`` its "
-                "type, ``data`` the JobEvent as JSON; comments are heartbeats",
-                "content": {"text/event-stream": {"schema": {"$ref": EVENT_REF}}},
-            },
-        },
+        responses={**ERRORS, 200: EVENT_STREAM},
         response_class=StreamingResponse,
         summary="A job's events (Server-Sent Events)",
     )
@@ -451,7 +453,6 @@ def _watch(store: JobStoreLike, job_id: str) -> PollWatch | NotifyWatch:
     return PollWatch(POLL_S) if watch is None else cast(PollWatch | NotifyWatch, watch(job_id))
 
 
-EVENT_REF = "#/components/schemas/JobEvent"
 REPORTS: dict[JobKind, type[BaseModel]] = {
     "debate": DebateResult,
     "judgement": DebateResult,

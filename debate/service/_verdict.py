@@ -123,13 +123,7 @@ def outlier_judges(alpha: float | None, diagnostics: Diagnostics) -> list[str]:
 
 def usage(u: Usage) -> VerdictUsage:
     """The run's totals (the per-call list stays in the full result)."""
-    return VerdictUsage(
-        calls=u.calls,
-        prompt_tokens=u.prompt_tokens,
-        completion_tokens=u.completion_tokens,
-        retries=u.retries,
-        cost_usd=u.cost_usd,
-    )
+    return VerdictUsage.model_validate(u.model_dump(include=set(VerdictUsage.model_fields)))
 
 
 def debate_verdict(result: DebateResult, kind: JobKind = "debate") -> Verdict:

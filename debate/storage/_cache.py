@@ -164,16 +164,7 @@ class ResponseCache:
 
     def get(self, key: str) -> CachedReply | None:
         """The stored reply, or None."""
-        row = (
-            self._connect()
-            .execute(
-                "SELECT r.text, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.model, "
-                "c.attempts, c.answered, c.prompt_tokens, c.completion_tokens, c.cached_tokens "
-                "FROM responses r LEFT JOIN call_costs c ON c.key = r.key WHERE r.key = ?",
-                (key,),
-            )
-            .fetchone()
-        )
+        row = self._row(key)
         if row is None:
             self.misses += 1
             return None
@@ -196,34 +187,47 @@ class ResponseCache:
         a stored reply that no longer validates is replaced by the one that does.
         ``model`` is the model that answered, as the server reported it.
         """
+        tokens = (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+        reply = (key, model, text, *tokens, time.time())
+        costs = None
+        if cost is not None:
+            total = cost.usage
+            costs = (
+                cost.attempts,
+                cost.answered,
+                total.prompt_tokens,
+                total.completion_tokens,
+                total.cached_tokens,
+            )
+        self._write(reply, costs, replace)
+
+    def _row(self, key: str) -> Sequence[Any] | None:
+        """The stored row of ``key`` in :func:`reply_of`'s column order, or None."""
+        row: Sequence[Any] | None = (
+            self._connect()
+            .execute(
+                "SELECT r.text, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.model, "
+                "c.attempts, c.answered, c.prompt_tokens, c.completion_tokens, c.cached_tokens "
+                "FROM responses r LEFT JOIN call_costs c ON c.key = r.key WHERE r.key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
+        return row
+
+    def _write(self, reply: tuple[Any, ...], costs: tuple[int, ...] | None, replace: bool) -> None:
+        """Write a reply row (key, model, text, its tokens, time) and its call's costs."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        key = reply[0]
         with write_transaction(self._connect(), self._write_lock) as db:
             if replace:
                 db.execute("DELETE FROM call_costs WHERE key = ?", (key,))
             stored = db.execute(
-                f"{verb} INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    text,
-                    usage.prompt_tokens,
-                    usage.completion_tokens,
-                    usage.cached_tokens,
-                    time.time(),
-                ),
+                f"{verb} INTO responses VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?)", reply
             )
-            if cost is not None and stored.rowcount == 1:  # the cost of the reply kept
-                total = cost.usage
+            if costs is not None and stored.rowcount == 1:  # the cost of the reply kept
                 db.execute(
-                    "INSERT OR REPLACE INTO call_costs VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        cost.attempts,
-                        cost.answered,
-                        total.prompt_tokens,
-                        total.completion_tokens,
-                        total.cached_tokens,
-                    ),
+                    "INSERT OR REPLACE INTO call_costs VALUES (?, ?, ?, ?, ?, ?)", (key, *costs)
                 )
 
     def __len__(self) -> int:

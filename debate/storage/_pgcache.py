@@ -5,16 +5,15 @@ first writer wins unless ``replace``, a call's cost beside its reply), in the da
 service's jobs live in, so a job taken over from a killed replica replays every call that
 replica had completed. It subclasses ``ResponseCache`` so every caller that takes a cache
 (``ask``, the panel, the API) takes this one unchanged; it overrides every method that
-touches storage.
+touches storage (its row's reading and writing).
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from typing import Any
 
-from debate.models import TokenUsage
-from debate.storage._cache import CachedReply, CallCost, ResponseCache, reply_of
+from debate.storage._cache import ResponseCache
 from debate.storage._pg import migrate, open_pool
 
 MIGRATIONS = (
@@ -55,42 +54,19 @@ class PgResponseCache(ResponseCache):
         self._pool: Any = open_pool(url, max_size=max_size, name="debate-cache")
         migrate(self._pool, "responses", MIGRATIONS)
 
-    def get(self, key: str) -> CachedReply | None:
-        """The stored reply, or None."""
+    def _row(self, key: str) -> Sequence[Any] | None:
         with self._pool.connection() as db:
-            row = db.execute(
+            row: Sequence[Any] | None = db.execute(
                 "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
                 "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens "
                 "FROM responses WHERE key = %s",
                 (key,),
             ).fetchone()
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return reply_of(row)
+        return row
 
-    def put(
-        self,
-        key: str,
-        model: str,
-        text: str,
-        usage: TokenUsage,
-        cost: CallCost | None = None,
-        *,
-        replace: bool = False,
-    ) -> None:
-        """Store one valid reply and what its call cost (see ``ResponseCache.put``)."""
-        total = cost.usage if cost is not None else None
-        values = (
-            key, model, text, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
-            time.time(),
-            None if cost is None else cost.attempts,
-            None if cost is None else cost.answered,
-            None if total is None else total.prompt_tokens,
-            None if total is None else total.completion_tokens,
-            None if total is None else total.cached_tokens,
-        )  # fmt: skip
+    def _write(self, reply: tuple[Any, ...], costs: tuple[int, ...] | None, replace: bool) -> None:
+        """One row: the reply and its call's costs (NULL without them)."""
+        values = (*reply, *(costs or (None,) * 5))
         conflict = (
             "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
             "prompt_tokens = EXCLUDED.prompt_tokens, "

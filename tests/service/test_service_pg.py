@@ -17,8 +17,8 @@ import pytest
 from debate.exceptions import ConfigurationError
 from debate.models import TokenUsage
 from debate.service import database_target
+from debate.service._jobs import IdempotencyConflict, QueueFull
 from debate.service._models import DebateRequest, JobError, PanelOverrides
-from debate.service._store import IdempotencyConflict, QueueFull
 from debate.storage import CallCost
 
 pytest.importorskip("psycopg")
