@@ -103,12 +103,21 @@ class JobError(Frozen):
     field: str | None = None
 
 
-class Job(Frozen):
-    """A job as ``GET /v1/jobs/{id}`` returns it."""
+class JobHead(Frozen):
+    """What names a job in every view of it: its id, its kind and where it stands.
+
+    The full job and its list summary both start with these fields (the base's fields come
+    first, so the JSON keeps its order).
+    """
 
     id: str
     kind: JobKind
     status: JobStatus
+
+
+class Job(JobHead):
+    """A job as ``GET /v1/jobs/{id}`` returns it."""
+
     created: float
     started: float | None = None
     finished: float | None = None
@@ -131,7 +140,7 @@ class Accepted(Frozen):
     report: str
 
 
-class JobSummary(Frozen):
+class JobSummary(JobHead):
     """One job as ``GET /v1/jobs`` lists it: what tells it apart, without its result.
 
     A person picking a job from a list needs its topic and verdict, not its transcript
@@ -139,9 +148,6 @@ class JobSummary(Frozen):
     client's text, cut to ``SUBJECT_CHARS`` characters (ending "…" when cut).
     """
 
-    id: str
-    kind: JobKind
-    status: JobStatus
     topic: str | None = None
     """The debated topic (debate; judgement: its transcript's)."""
     question: str | None = None
