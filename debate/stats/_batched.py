@@ -280,10 +280,35 @@ def draw(
     return Draws(picked, pro, con)
 
 
+PAIRWISE_FROM = 8
+"""numpy adds fewer values than this one after another, whatever their layout; from it on a
+contiguous row is added in pairwise blocks, a strided one in sequence."""
+
+
+def _side_means(x: FloatArray, judges: IntArray, units: IntArray) -> FloatArray:
+    """Per item, replicate and drawn judge: the mean of the side's drawn units.
+
+    Below :data:`PAIRWISE_FROM` units the cells are taken by one flat index and their
+    values added slice by slice, one vectorised pass per unit: several times faster than
+    reducing thousands of short rows, and the same sums in the same order. From it on, the
+    original gather and reduction, whose order depends on the layout numpy gives it.
+    """
+    k = units.shape[1]
+    if k >= PAIRWISE_FROM:
+        means: FloatArray = x[:, judges[:, :, None], units[:, None, :]].mean(axis=-1)
+        return means
+    cells = x.reshape(x.shape[0], -1).take(judges[:, :, None] * x.shape[2] + units[:, None, :], 1)
+    total: FloatArray = cells[..., 0]
+    for i in range(1, k):
+        total = total + cells[..., i]
+    mean: FloatArray = total / k
+    return mean
+
+
 def _exact_margins(x: FloatArray, w: FloatArray, d: Draws) -> tuple[FloatArray, FloatArray]:
     """Replicate margins gathered as the scalar function gathers them, and their weights."""
-    pro = x[:, d.judges[:, :, None], d.pro[:, None, :]].mean(axis=-1)
-    con = x[:, d.judges[:, :, None], d.con[:, None, :]].mean(axis=-1)
+    pro = _side_means(x, d.judges, d.pro)
+    con = _side_means(x, d.judges, d.con)
     wj = w[:, d.judges]
     total = wj.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
