@@ -1,10 +1,9 @@
 """From the judges' scores to the numbers a decision rests on, and the decision: one path.
 
-A live panel (one debate) and recorded judgments (``debate decide``, many items) both come
-here as a :class:`ScoreBatch` of items of one shape, and :func:`conclude_batch` calibrates,
-measures agreement, votes and diagnoses every item at once with :mod:`debate.stats._batched`
-before the rules of :mod:`debate.panel._rules` decide each item. Only scored judges enter
-any statistic; an unscored judge is named in the reasons instead.
+A live panel (one debate) and recorded judgments (many items) both come here as a
+:class:`ScoreBatch` of items of one shape; :func:`conclude_batch` calibrates, measures
+agreement, votes and diagnoses every item at once before :mod:`debate.panel._rules` decides
+each. Only scored judges enter any statistic; an unscored judge is named in the reasons.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from debate.records import (
 from debate.stats import (
     ESTIMATOR,
     EXACT_INTERVAL_ITEMS,
+    EXACT_ITEMS,
     aggregate_vote_batch,
     argument_variance_batch,
     bootstrap_aggregate_batch,
@@ -301,6 +301,26 @@ def _interval(
     )
 
 
+def _intervals(
+    arrays: tuple[FloatArray, ...],
+    batch: ScoreBatch,
+    weights: FloatArray,
+    setting: Setting,
+    **how: bool,
+) -> list[FloatArray]:
+    """:func:`_interval` of each array; when small, one bootstrap (one set of draws) for all.
+
+    All draw the same replicates (one seed) and a small batch's exact path takes each item
+    alone, so stacked arrays get, bit for bit, the intervals each gets alone.
+    """
+    items, judges = batch.raw.shape[:2]
+    if setting.thresholds.aggregate != "weighted_mean" or items * len(arrays) > EXACT_ITEMS:
+        return [_interval(x, batch, weights, setting, **how) for x in arrays]
+    stacked_weights = np.tile(np.broadcast_to(weights, (items, judges)), (len(arrays), 1))
+    stacked = _interval(np.concatenate(arrays), batch, stacked_weights, setting, **how)
+    return list(np.split(stacked, len(arrays)))
+
+
 def _widened(
     interval: FloatArray, margin: FloatArray, units: FloatArray, scale_of: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -332,13 +352,10 @@ def _vote_numbers(
         scaled = aggregate_vote_batch(calibrated, batch.is_pro, weights, method)
         points = aggregate_vote_batch(batch.raw, batch.is_pro, weights, method)
     sides = np.stack([*scaled, *points], axis=1)
-    found = [_interval(x, batch, weights, setting) for x in (calibrated, batch.raw)]
+    found = _intervals((calibrated, batch.raw), batch, weights, setting)
     scale = np.ones(items)
     if (effect > 1.0).any():  # correlated judges: the judges' share of the width grows
-        held = [
-            _interval(x, batch, weights, setting, resample_judges=False)
-            for x in (calibrated, batch.raw)
-        ]
+        held = _intervals((calibrated, batch.raw), batch, weights, setting, resample_judges=False)
         found[0], scale = _widened(found[0], scaled.margin, held[0], effect)
         found[1], _ = _widened(found[1], points.margin, held[1], effect)
     if batch.spread is not None:  # repeated readings: add each judge's own spread

@@ -35,6 +35,7 @@ from debate.stats._agreement import (
     label_counts,
 )
 from debate.stats._batched import (
+    EXACT_ITEMS,
     argument_variance_batch,
     bootstrap_margin_batch,
     calibrate_batch,
@@ -106,6 +107,7 @@ __all__ = [
     "DEFAULT_MAX_ITER",
     "ESTIMATOR",
     "EXACT_INTERVAL_ITEMS",
+    "EXACT_ITEMS",
     "FactorFit",
     "HIGH_AGREEMENT",
     "Interval",
