@@ -33,11 +33,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 4
 """A debate's critical path in calls: openings, cross-examination, closings, judges."""
 BOUND = 1.3
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV = child_env()
 """The CLI's environment: bytecode cached as an installed package's is (the warm-up writes it)."""
 
 

@@ -59,6 +59,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+from child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -176,7 +177,7 @@ class Service:
             stdout=self.log,
             stderr=self.log,
             cwd=self.folder,
-            env={**os.environ, "PYTHONPATH": path},
+            env=child_env(PYTHONPATH=path),
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+from child_env import child_env  # noqa: E402
 from model_server import bare_client_rate  # noqa: E402
 
 from debate import RunConfig, run_debate  # noqa: E402
@@ -138,7 +139,7 @@ def cli_run(base_url: str, folder: Path) -> CliRun:
     argv += ["--base-url", base_url, "--model", "bench", "--api-key-env", "", "--seed", "1"]
     argv += ["--out", str(folder / "out"), "--store", str(folder / "store.sqlite")]
     argv += ["--progress", "jsonl"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env(PYTHONPATH=str(ROOT))
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     spawned = time.time()
     child = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env)
@@ -195,7 +196,7 @@ def cli_figures(latency: float, runs: int) -> None:
     print(f"debate run, the command in its own process (median of {runs} runs each):")
     print(
         f"  @ L = {latency * 1000:.0f} ms: {served.wall:6.3f} s = {served.wall / path:.3f} x the "
-        f"critical path 4L = {path:.1f} s (target <= 2.0); load {os.getloadavg()[0]:.2f}"
+        f"critical path 4L = {path:.1f} s (target <= 1.6); load {os.getloadavg()[0]:.2f}"
     )
     print(f"      {split(served, path)}")
     idle = served.cpu + path
@@ -205,7 +206,7 @@ def cli_figures(latency: float, runs: int) -> None:
     )
     print(
         f"  @ L = 0 ms: {free.wall:6.3f} s, the framework's own time = {free.wall / path:.3f} x "
-        f"4L (the 2.0 x bound leaves it 1.0 x); CPU {free.cpu:.3f} s = {free.cpu / path:.3f} x 4L"
+        f"4L (the 1.6 x bound leaves it 0.6 x); CPU {free.cpu:.3f} s = {free.cpu / path:.3f} x 4L"
     )
     print(f"      {split(free, path)}; a bare interpreter starts in {bare:.3f} s")
 
@@ -215,6 +216,10 @@ def served(base_url: str) -> dict[str, Any]:
     with urllib.request.urlopen(base_url.removesuffix("/v1") + "/served") as response:
         value: dict[str, Any] = json.loads(response.read())
     return value
+
+
+CPU_BOUND_MS = 0.75
+"""What 256 calls in flight need on 2 cores with the model server on one of them."""
 
 
 def many(base_url: str, n: int, concurrency: int, latency: float) -> None:
@@ -231,11 +236,11 @@ def many(base_url: str, n: int, concurrency: int, latency: float) -> None:
         f"{n} debates @ {concurrency}: {calls} calls in {wall:.2f} s = {rate:.1f} calls/s = "
         f"{rate / ideal:.3f} x the ideal {ideal:.0f} calls/s (target >= 0.80); "
         f"a bare aiohttp client reaches {bare:.1f} calls/s ({bare / ideal:.3f} x the ideal), "
-        f"the framework {rate / bare:.3f} x that; load {os.getloadavg()[0]:.2f}"
+        f"the framework {rate / bare:.3f} x that (target >= 0.85); load {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"  framework CPU per call: {per_call_ms:.3f} ms = {per_call_ms / 2:.3f} x the 2 ms "
-        f"bound (client process CPU {cpu:.2f} s over {calls} calls, "
+        f"  framework CPU per call: {per_call_ms:.3f} ms = {per_call_ms / CPU_BOUND_MS:.3f} x the "
+        f"{CPU_BOUND_MS} ms bound (client process CPU {cpu:.2f} s over {calls} calls, "
         f"{cpu / wall:.2f} of a core)"
     )
 
