@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.panel._evidence import confidence, margin_evidence_array
-from debate.panel._rules import decide
+from debate.panel._rules import decide, few_votes
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
 from debate.records import (
     DIMENSIONS,
@@ -505,22 +505,6 @@ def _correlation_fields(numbers: _Numbers, b: int, judges: list[str]) -> dict[st
         "clusters": numbers.clusters[b],
         "ci_widening": numbers.scale[b],
     }
-
-
-def few_votes(votes: float | None, scored: int, clusters: list[list[str]] | None) -> str | None:
-    """The warning when the scored judges are worth fewer than two independent votes."""
-    if votes is None or votes >= 2 or scored < 2:
-        return None
-    if clusters:
-        named = "; ".join(", ".join(c) for c in clusters)
-        who = f"judges {named} move together (correlation >= 0.9)"
-    else:
-        who = "their scores are strongly correlated"
-    return (
-        f"the {scored} scored judges are worth {votes:.2f} independent "
-        f"votes (fewer than two): {who}, so the margin's interval is widened as for that "
-        "many votes"
-    )
 
 
 def conclude_batch(

@@ -338,6 +338,22 @@ def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[lis
     return [], False
 
 
+def few_votes(votes: float | None, scored: int, clusters: list[list[str]] | None) -> str | None:
+    """The warning when the scored judges are worth fewer than two independent votes."""
+    if votes is None or votes >= 2 or scored < 2:
+        return None
+    if clusters:
+        named = "; ".join(", ".join(c) for c in clusters)
+        who = f"judges {named} move together (correlation >= 0.9)"
+    else:
+        who = "their scores are strongly correlated"
+    return (
+        f"the {scored} scored judges are worth {votes:.2f} independent "
+        f"votes (fewer than two): {who}, so the margin's interval is widened as for that "
+        "many votes"
+    )
+
+
 def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
     notes = []
     for e in evaluations:
