@@ -21,7 +21,7 @@ without such arguments, no "standings diverge" when every standing was the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from debate.panel._advice import flagged_arguments
 from debate.panel._advice import recommendation as advise
@@ -66,6 +66,8 @@ class Case:
     """What alpha and kappa say (:func:`_agreement_checks`), read by every later rule."""
     diverged: bool
     """Agreement fails on both alpha and kappa."""
+    extra: Mapping[str, object] = field(default_factory=dict)
+    """Further fields of the decision, set as given (the lead and its evidence)."""
 
 
 Rule = Callable[[Case], "Decision | None"]
@@ -78,18 +80,26 @@ def decide(
     evaluations: Sequence[JudgeEvaluation],
     panel_size: int,
     diagnostics: Diagnostics,
+    *,
+    notes: Sequence[str] = (),
+    extra: Mapping[str, object] | None = None,
 ) -> Decision:
-    """Apply the rules in order; a winner is named only when every check passes."""
+    """Apply the rules in order; a winner is named only when every check passes.
+
+    ``notes`` follow the notes on the judges at the end of every outcome's reasons;
+    ``extra`` fields are set on the decision as given, so it is validated once, not copied.
+    """
     agreement_notes, diverged = _agreement_checks(agreement, thresholds)
     case = Case(
         agreement=agreement,
         vote=vote_,
         thresholds=thresholds,
         diagnostics=diagnostics,
-        notes=_judge_notes(evaluations),
+        notes=[*_judge_notes(evaluations), *notes],
         panel_size=panel_size,
         agreement_notes=agreement_notes,
         diverged=diverged,
+        extra=extra or {},
     )
     rules: tuple[Rule, ...] = (_insufficient, _no_difference, _split, _too_close)
     for rule in rules:
@@ -183,6 +193,7 @@ def _decision(
             no_difference=recommendation == "no_difference",
         ),
         diagnostics=case.diagnostics,
+        **case.extra,
     )
 
 
@@ -325,6 +336,22 @@ def _agreement_checks(agreement: Agreement, thresholds: Thresholds) -> tuple[lis
     if not kappa_ok:
         return [f"{kappa_fail}: standings diverge"], False
     return [], False
+
+
+def few_votes(votes: float | None, scored: int, clusters: list[list[str]] | None) -> str | None:
+    """The warning when the scored judges are worth fewer than two independent votes."""
+    if votes is None or votes >= 2 or scored < 2:
+        return None
+    if clusters:
+        named = "; ".join(", ".join(c) for c in clusters)
+        who = f"judges {named} move together (correlation >= 0.9)"
+    else:
+        who = "their scores are strongly correlated"
+    return (
+        f"the {scored} scored judges are worth {votes:.2f} independent "
+        f"votes (fewer than two): {who}, so the margin's interval is widened as for that "
+        "many votes"
+    )
 
 
 def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:

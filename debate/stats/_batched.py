@@ -339,12 +339,13 @@ def _counts(d: Draws, units: int) -> tuple[FloatArray, FloatArray]:
 
 def _counted_margins(
     x: FloatArray, w: FloatArray, times: FloatArray, kernel: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """The replicate margins of :func:`_exact_margins` by matrix products.
+) -> tuple[FloatArray, FloatArray | None]:
+    """The replicate margins of :func:`_exact_margins` by matrix products, and their weights.
 
-    The same draws summed in another order: equal to rounding, not bit for bit.
+    The same draws summed in another order: equal to rounding, not bit for bit. With equal
+    positive weights every replicate's weight is positive, so it is not computed (None): a
+    product as large as the margins' own, used only to find undefined replicates.
     """
-    total = w @ times.T
     if kernel.ndim == 1:  # one unit a side: each judge's weighted difference, times drawn
         weighted = (x @ kernel) * w
     else:
@@ -353,9 +354,11 @@ def _counted_margins(
     if equal:  # every replicate weighs the same: divide once per item, not per replicate
         weighted = weighted / (w[:, :1] * times.shape[1])
     margins: FloatArray = weighted @ (times if kernel.ndim == 1 else kernel).T
-    if not equal:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            margins /= total
+    if equal:
+        return margins, None
+    total = w @ times.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        margins /= total
     return margins, total
 
 
@@ -385,8 +388,13 @@ def _lerp(below: FloatArray, above: FloatArray, gamma: float) -> FloatArray:
     return value
 
 
-def _sorted_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArray:
-    """As :func:`_percentiles`, by one sort per row; sorts ``margins`` in place."""
+def _sorted_percentiles(margins: FloatArray, total: FloatArray | None, ci: float) -> FloatArray:
+    """As :func:`_percentiles`, by one sort per row; sorts ``margins`` in place.
+
+    ``total`` None: every replicate's weight is positive (see :func:`_counted_margins`).
+    """
+    if total is None:
+        return percentile_interval(margins, ci, in_place=True)
     complete = (total > 0).all(axis=1)
     result = np.full((margins.shape[0], 2), np.nan)
     if not complete.all():
@@ -497,5 +505,7 @@ def bootstrap_margin_batch(
         part = slice(start, min(start + step, items))
         pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
         margins = np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
-        out[part] = _sorted_percentiles(margins, np.concatenate([t for _, t in pairs], 1), ci)
+        totals = [t for _, t in pairs if t is not None]
+        total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
+        out[part] = _sorted_percentiles(margins, total, ci)
     return out
