@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.panel._evidence import confidence, margin_evidence_array
+from debate.panel._margins import margin_intervals, widened
 from debate.panel._rules import decide, few_votes
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
 from debate.records import (
@@ -35,16 +36,12 @@ from debate.records import (
 from debate.stats import (
     ESTIMATOR,
     EXACT_INTERVAL_ITEMS,
-    EXACT_ITEMS,
     aggregate_vote_batch,
     argument_variance_batch,
-    bootstrap_aggregate_batch,
-    bootstrap_margin_batch,
     calibrate_batch,
     cluster_batch,
     correlation_batch,
     design_effect,
-    design_scale,
     effective_votes,
     effective_votes_interval,
     fleiss_kappa_batch,
@@ -290,47 +287,6 @@ def _interval_ends(interval: FloatArray) -> FloatArray:
     return np.round(interval, 9) + 0.0
 
 
-def _interval(
-    scores: FloatArray, batch: ScoreBatch, weights: FloatArray, setting: Setting, **how: bool
-) -> FloatArray:
-    """Items x 2: the margin's bootstrap interval under the setting's aggregator."""
-    level, seed, method = setting.thresholds.confidence, setting.seed, setting.thresholds.aggregate
-    if method == "weighted_mean":  # the panel's rule from the start, on its fast path
-        return bootstrap_margin_batch(scores, batch.is_pro, weights, ci=level, seed=seed, **how)
-    return bootstrap_aggregate_batch(
-        scores, batch.is_pro, weights, method, ci=level, seed=seed, **how
-    )
-
-
-def _intervals(
-    arrays: tuple[FloatArray, ...],
-    batch: ScoreBatch,
-    weights: FloatArray,
-    setting: Setting,
-    **how: bool,
-) -> list[FloatArray]:
-    """:func:`_interval` of each array; when small, one bootstrap (one set of draws) for all.
-
-    All draw the same replicates (one seed) and a small batch's exact path takes each item
-    alone, so stacked arrays get, bit for bit, the intervals each gets alone.
-    """
-    items, judges = batch.raw.shape[:2]
-    if setting.thresholds.aggregate != "weighted_mean" or items * len(arrays) > EXACT_ITEMS:
-        return [_interval(x, batch, weights, setting, **how) for x in arrays]
-    stacked_weights = np.tile(np.broadcast_to(weights, (items, judges)), (len(arrays), 1))
-    stacked = _interval(np.concatenate(arrays), batch, stacked_weights, setting, **how)
-    return list(np.split(stacked, len(arrays)))
-
-
-def _widened(
-    interval: FloatArray, margin: FloatArray, units: FloatArray, scale_of: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """The interval's ends moved away from the margin by the design scale, and the scale."""
-    scale = design_scale(interval[:, 1] - interval[:, 0], units[:, 1] - units[:, 0], scale_of)
-    centre = margin[:, None]
-    return centre + (interval - centre) * scale[:, None], scale
-
-
 def _vote_numbers(
     batch: ScoreBatch,
     calibrated: FloatArray,
@@ -353,12 +309,14 @@ def _vote_numbers(
         scaled = aggregate_vote_batch(calibrated, batch.is_pro, weights, method)
         points = aggregate_vote_batch(batch.raw, batch.is_pro, weights, method)
     sides = np.stack([*scaled, *points], axis=1)
-    found = _intervals((calibrated, batch.raw), batch, weights, setting)
+    found = margin_intervals((calibrated, batch.raw), batch, weights, setting)
     scale = np.ones(items)
     if (effect > 1.0).any():  # correlated judges: the judges' share of the width grows
-        held = _intervals((calibrated, batch.raw), batch, weights, setting, resample_judges=False)
-        found[0], scale = _widened(found[0], scaled.margin, held[0], effect)
-        found[1], _ = _widened(found[1], points.margin, held[1], effect)
+        held = margin_intervals(
+            (calibrated, batch.raw), batch, weights, setting, resample_judges=False
+        )
+        found[0], scale = widened(found[0], scaled.margin, held[0], effect)
+        found[1], _ = widened(found[1], points.margin, held[1], effect)
     if batch.spread is not None:  # repeated readings: add each judge's own spread
         found = widen_for_readings(
             found, (scaled.margin, points.margin), calibrated, batch, weights, setting

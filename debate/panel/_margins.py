@@ -1,0 +1,65 @@
+"""The margin's bootstrap interval of a batch of items, and its widening for correlated judges.
+
+Apart from :mod:`debate.panel._decision` so that the rule for asking the bootstrap (which
+aggregator, one set of draws for several score arrays) has one home.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from debate.stats import (
+    EXACT_ITEMS,
+    bootstrap_aggregate_batch,
+    bootstrap_margin_batch,
+    design_scale,
+)
+
+if TYPE_CHECKING:
+    from debate.panel._decision import ScoreBatch, Setting
+
+FloatArray = NDArray[np.float64]
+
+
+def margin_interval(
+    scores: FloatArray, batch: ScoreBatch, weights: FloatArray, setting: Setting, **how: bool
+) -> FloatArray:
+    """Items x 2: the margin's bootstrap interval under the setting's aggregator."""
+    level, seed, method = setting.thresholds.confidence, setting.seed, setting.thresholds.aggregate
+    if method == "weighted_mean":  # the panel's rule from the start, on its fast path
+        return bootstrap_margin_batch(scores, batch.is_pro, weights, ci=level, seed=seed, **how)
+    return bootstrap_aggregate_batch(
+        scores, batch.is_pro, weights, method, ci=level, seed=seed, **how
+    )
+
+
+def margin_intervals(
+    arrays: tuple[FloatArray, ...],
+    batch: ScoreBatch,
+    weights: FloatArray,
+    setting: Setting,
+    **how: bool,
+) -> list[FloatArray]:
+    """:func:`margin_interval` of each array; when small, one bootstrap (one set of draws) for all.
+
+    All draw the same replicates (one seed) and a small batch's exact path takes each item
+    alone, so stacked arrays get, bit for bit, the intervals each gets alone.
+    """
+    items, judges = batch.raw.shape[:2]
+    if setting.thresholds.aggregate != "weighted_mean" or items * len(arrays) > EXACT_ITEMS:
+        return [margin_interval(x, batch, weights, setting, **how) for x in arrays]
+    stacked_weights = np.tile(np.broadcast_to(weights, (items, judges)), (len(arrays), 1))
+    stacked = margin_interval(np.concatenate(arrays), batch, stacked_weights, setting, **how)
+    return list(np.split(stacked, len(arrays)))
+
+
+def widened(
+    interval: FloatArray, margin: FloatArray, units: FloatArray, scale_of: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The interval's ends moved away from the margin by the design scale, and the scale."""
+    scale = design_scale(interval[:, 1] - interval[:, 0], units[:, 1] - units[:, 0], scale_of)
+    centre = margin[:, None]
+    return centre + (interval - centre) * scale[:, None], scale
