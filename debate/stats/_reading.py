@@ -68,7 +68,10 @@ def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
     """A statistic as text: fixed digits (a sign with ``signed``), or ``undefined``."""
     if value is None or not math.isfinite(value):
         return UNDEFINED
-    value = round(value, digits) + 0.0  # -0.0001 reads 0.000, as its mirror image +0.0001 does
+    # Rounded to 9 decimals first: a statistic and its mirror image computed in another order
+    # (0.13749999999999998 and 0.13750000000000004) read the same. Then -0.0001 reads
+    # 0.000, as its mirror image +0.0001 does.
+    value = round(round(value, 9), digits) + 0.0
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 

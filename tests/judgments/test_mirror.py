@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from debate.judgments import decide_judgments
@@ -157,8 +157,25 @@ def test_verdict_decisions_mirror_exactly_with_equal_and_given_weights(
         assert_mirrored(x, y, exact=True)
 
 
+# Found by Hypothesis: the table's alpha is 0.1375 within rounding, computed 0.13749999999999998
+# on one side and 0.13750000000000004 on its mirror, which read 0.137 and 0.138 until statistics
+# were rounded to 9 decimals before they are shown.
+AT_A_ROUNDING_EDGE = VerdictTable(
+    source="planted",
+    items=("i0", "i1", "i2", "i3", "i4"),
+    judges=("j0", "j1", "j2", "j3", "j4"),
+    item=np.array([0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4], dtype=np.int32),
+    judge=np.array([0, 1, 2, 3, 4, 0, 2, 4, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4], dtype=np.int32),
+    verdict=np.array([0, 1, 1, 2, 1, 0, 0, 2, 1, 1, 2, 2, 2, 0, 1, 2, 0, 0, 0], dtype=np.int8),
+    order=np.array([0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0], dtype=np.int8),
+    ignored_columns=(),
+    probability=None,
+)
+
+
 @settings(max_examples=60, deadline=None)
 @given(table=verdict_tables())
+@example(table=AT_A_ROUNDING_EDGE)
 def test_verdict_decisions_mirror_exactly_with_latent_weights(table: VerdictTable) -> None:
     original = decide_judgments(table, weights="latent")
     event("fitted" if original.summary.notes[0].startswith("latent weights:") else "equal")
