@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         TrackRecords,
         dimension_agreement,
     )
+    from debate.judgments._writing import table_rows, write_judgments
 
 # A validity report renders through the report's entry points (and ``write_report``).
 render_html.register(ValidityReport, render_validity_html)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 
 import pytest
 from grimp import ImportGraph
 
+from tests.support import ROOT
 from tests.support.faces_contract import breaches, private_owner
 
 PACKAGES = [
@@ -32,6 +34,30 @@ def test_every_name_a_face_declares_resolves(package: str) -> None:
     missing = [name for name in face.__all__ if not hasattr(face, name)]
     assert missing == []
     assert face.__all__, f"{package} declares no face"
+
+
+def lazy_declarations(package: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """A lazy face's (module, name) pairs: in its ``_MODULES``, and in its TYPE_CHECKING imports."""
+    tree = ast.parse((ROOT / package.replace(".", "/") / "__init__.py").read_text("utf-8"))
+    typed: set[tuple[str, str]] = set()
+    mapped: set[tuple[str, str]] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imported in node.body:
+                assert isinstance(imported, ast.ImportFrom)
+                typed |= {(str(imported.module), alias.name) for alias in imported.names}
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "_MODULES":
+            modules = ast.literal_eval(node.value)  # type: ignore[arg-type]
+            mapped |= {(module, name) for module, names in modules.items() for name in names}
+    return mapped, typed
+
+
+@pytest.mark.parametrize("package", [p for p in PACKAGES if lazy_declarations(p)[0]])
+def test_a_lazy_face_tells_mypy_and_the_docs_what_it_imports(package: str) -> None:
+    # mypy and mkdocstrings read the TYPE_CHECKING imports, the face imports from _MODULES:
+    # a name in one only was a broken API reference page (debate.write_judgments)
+    mapped, typed = lazy_declarations(package)
+    assert mapped == typed
 
 
 def graph_of(*imports: tuple[str, str]) -> ImportGraph:
