@@ -371,6 +371,28 @@ def _prepare(item: BatchItem, item_id: str, config: RunConfig, run: Run) -> None
         raise ConfigurationError(f"batch item {item_id}: {exc}") from exc
 
 
+def keep(result: DebateResult, item_id: str, folder: Path, store: RunStore | None) -> BatchLine:
+    """Write a finished item's result.json and reports, record it in ``store``; its line.
+
+    The result.json comes first: once it is there a re-run of the batch skips the item.
+    """
+    write_item_files(result, folder)
+    return recorded(result, item_id, store)
+
+
+def write_item_files(result: DebateResult, folder: Path) -> None:
+    """The item's result.json, then its reports (safe in a worker thread)."""
+    write_result(result, folder)
+    write_report(result, folder)
+
+
+def recorded(result: DebateResult, item_id: str, store: RunStore | None) -> BatchLine:
+    """Record a written item in ``store`` (on the caller's thread, the store's own); its line."""
+    if store is not None:
+        store.record(result)
+    return BatchLine.of(item_id, result)
+
+
 async def _kept(
     run: Awaitable[DebateResult],
     item_id: str,
@@ -407,28 +429,6 @@ async def _kept(
         raise
     except (DebateError, ValidationError, OSError) as exc:
         return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
-
-
-def keep(result: DebateResult, item_id: str, folder: Path, store: RunStore | None) -> BatchLine:
-    """Write a finished item's result.json and reports, record it in ``store``; its line.
-
-    The result.json comes first: once it is there a re-run of the batch skips the item.
-    """
-    write_item_files(result, folder)
-    return recorded(result, item_id, store)
-
-
-def write_item_files(result: DebateResult, folder: Path) -> None:
-    """The item's result.json, then its reports (safe in a worker thread)."""
-    write_result(result, folder)
-    write_report(result, folder)
-
-
-def recorded(result: DebateResult, item_id: str, store: RunStore | None) -> BatchLine:
-    """Record a written item in ``store`` (on the caller's thread, the store's own); its line."""
-    if store is not None:
-        store.record(result)
-    return BatchLine.of(item_id, result)
 
 
 def finished_line(item_id: str, folder: Path, progress: Progress) -> BatchLine | None:
