@@ -1,6 +1,6 @@
 """``python -m debate``: the same as the ``debate`` command."""
 
-from debate._cli.main import main
-
 if __name__ == "__main__":  # not when imported by a spawned process (debate serve's runner)
+    from debate._cli.entry import main
+
     raise SystemExit(main())

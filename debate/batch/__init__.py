@@ -251,7 +251,7 @@ async def run_batch(
             progress.running += 1
             try:
                 work = _run_item(item, cfg, each, seed)
-                lines[item_id] = line = await _kept(work, item_id, folder, store)
+                lines[item_id] = line = await _kept(work, item_id, folder, store, lines)
                 progress.on_event(ItemFinished(item_id, line.status, line.outcome))
                 if line.status == "ok":
                     progress.done += 1
@@ -371,29 +371,6 @@ def _prepare(item: BatchItem, item_id: str, config: RunConfig, run: Run) -> None
         raise ConfigurationError(f"batch item {item_id}: {exc}") from exc
 
 
-async def _kept(
-    run: Awaitable[DebateResult], item_id: str, folder: Path, store: RunStore | None
-) -> BatchLine:
-    """Await one item's run and keep its result (file, store); a failure is a failed line.
-
-    Bad input found while an item runs (a template with an undefined variable, a missing
-    API key) is not the item's failure but the batch's: it stops the batch with the one
-    line that names it, since every other item would fail the same way. Text of the item's
-    own that is not Unicode (:class:`~debate.records._input.NotUnicodeError`) fails only it.
-    """
-    try:
-        result = await run
-        # rendering and fsyncs off the loop: the other items' calls go on meanwhile
-        await asyncio.to_thread(write_item_files, result, folder)
-        return recorded(result, item_id, store)
-    except NotUnicodeError as exc:
-        return BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
-    except ConfigurationError:
-        raise
-    except (DebateError, ValidationError, OSError) as exc:
-        return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
-
-
 def keep(result: DebateResult, item_id: str, folder: Path, store: RunStore | None) -> BatchLine:
     """Write a finished item's result.json and reports, record it in ``store``; its line.
 
@@ -414,6 +391,44 @@ def recorded(result: DebateResult, item_id: str, store: RunStore | None) -> Batc
     if store is not None:
         store.record(result)
     return BatchLine.of(item_id, result)
+
+
+async def _kept(
+    run: Awaitable[DebateResult],
+    item_id: str,
+    folder: Path,
+    store: RunStore | None,
+    lines: dict[str, BatchLine],
+) -> BatchLine:
+    """Await one item's run and keep its result (file, store); a failure is a failed line.
+
+    Bad input found while an item runs (a template with an undefined variable, a missing
+    API key) is not the item's failure but the batch's: it stops the batch with the one
+    line that names it, since every other item would fail the same way. Text of the item's
+    own that is not Unicode (:class:`~debate.records._input.NotUnicodeError`) fails only it.
+
+    The files are written in a worker thread (rendering and fsyncs off the loop: the other
+    items' calls go on meanwhile), which a cancellation (Ctrl-C) cannot stop: it is waited
+    for, and the item's line put in ``lines`` before the cancellation goes on, so that an
+    item with a result.json is in that run's results.jsonl too.
+    """
+    try:
+        result = await run
+        writing = asyncio.ensure_future(asyncio.to_thread(write_item_files, result, folder))
+        try:
+            await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            await asyncio.wait([writing])
+            if writing.exception() is None:
+                lines[item_id] = recorded(result, item_id, store)
+            raise
+        return recorded(result, item_id, store)
+    except NotUnicodeError as exc:
+        return BatchLine(id=item_id, status="failed", error=f"bad input: {exc}")
+    except ConfigurationError:
+        raise
+    except (DebateError, ValidationError, OSError) as exc:
+        return BatchLine(id=item_id, status="failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def finished_line(item_id: str, folder: Path, progress: Progress) -> BatchLine | None:

@@ -333,3 +333,43 @@ def test_an_item_whose_text_is_not_unicode_fails_alone(
     assert summary[1]["error"].startswith("bad input: topic: not Unicode text")
     assert "arguments.0.claim: not Unicode text" in summary[2]["error"]
     assert "\\udce9" in summary[2]["error"]
+
+
+def test_an_item_being_written_when_the_batch_is_cancelled_is_in_results_jsonl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # its files are written by a worker thread, which the cancellation (Ctrl-C) cannot stop
+    import threading
+
+    import debate.batch as batch
+    from debate.records import RunConfig
+
+    writing, release = threading.Event(), threading.Event()
+    write = batch.write_item_files
+
+    def held(result: Any, folder: Path) -> None:
+        writing.set()
+        release.wait(30)
+        write(result, folder)
+
+    monkeypatch.setattr(batch, "write_item_files", held)
+    path = tmp_path / "b.jsonl"
+    path.write_text(json.dumps({"id": "a", "topic": "Should we?"}) + "\n")
+    out = tmp_path / "out"
+
+    async def cancelled() -> None:
+        work = batch.run_batch(
+            batch.load_batch(path), config=RunConfig(model="scripted"), out_dir=out
+        )
+        task = asyncio.ensure_future(work)
+        await asyncio.to_thread(writing.wait, 30)
+        task.cancel()
+        await asyncio.sleep(0.05)  # the cancellation reaches the item while its thread writes
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert (out / "a" / "result.json").is_file()
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(line["id"], line["status"]) for line in lines] == [("a", "ok")]

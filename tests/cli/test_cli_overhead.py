@@ -230,3 +230,17 @@ def test_a_bounded_command_runs_without_the_cyclic_collector(
 def test_help_still_works(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
     assert "usage: debate" in capsys.readouterr().out
+
+
+def test_the_command_s_entry_imports_the_cli_without_collecting_then_freezes() -> None:
+    # the imports' objects live as long as the process: no collection walks them, and after
+    # them the collector runs again (a batch keeps it) over what the command makes
+    code = (
+        "import gc, sys\nfrom debate._cli.entry import main\nbefore = []\n"
+        "gc.callbacks.append(lambda p, i: before.append(p) if not gc.get_freeze_count() else 0)\n"
+        "sys.argv = ['debate', '--version']\n"
+        "code = main()\nloaded = 'debate._cli.run' in sys.modules\n"
+        "sys.stderr.write(f'ENTRY {code} {loaded} {len(before)} {gc.isenabled()}\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "ENTRY 0 True 0 True" in out.stderr, out.stderr

@@ -1,0 +1,25 @@
+"""The ``debate`` command's process entry: the CLI's imports with the collector held, then frozen.
+
+Importing the CLI creates some hundred thousand objects (the pydantic models' validators,
+numpy, jinja, aiohttp's parsers later): with the cyclic collector running, each 700 of them
+trigger a young collection that walks what the last ones left, and the older generations
+are walked again and again as they grow, about 140 collections before the first model call.
+None of those objects is garbage: they are the modules, alive until the process exits. So
+the process's own command imports the CLI with the collector held and then moves everything
+alive to the permanent generation (:func:`debate._gc.freeze_survivors`); later collections
+(a batch keeps its collector) walk only what the command itself made since. A program that
+imports :mod:`debate._cli.main` itself keeps its collector as it was.
+"""
+
+from __future__ import annotations
+
+from debate._gc import collector_held, freeze_survivors
+
+
+def main() -> int:
+    """Run the ``debate`` command in this process (``sys.argv``); its exit code."""
+    with collector_held():
+        from debate._cli.main import main as command
+
+        freeze_survivors()
+    return command()
