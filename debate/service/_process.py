@@ -8,7 +8,8 @@ core at most. In its own process it has a core, and the app answers from the oth
 The two share nothing but the database (a SQLite file, or PostgreSQL): the app submits and
 reads jobs there, the runner claims and finishes them. A pipe carries the app's wake-ups (a
 job was submitted or a cancel requested: look now rather than at the next poll) and its stop.
-The runner process dies with the app: when the pipe closes without a stop (the app was
+The runner runs at a lower CPU priority (:data:`RUNNER_NICE`), so a submit never waits for
+the CPU behind it. The runner process dies with the app: when the pipe closes without a stop (the app was
 killed), it exits at once, leaving its jobs ``running`` for the next start's recovery (on
 PostgreSQL: for another replica, once their lease expires), as a SIGKILL of one process
 would. Webhooks are sent from the runner process, which sees each job end.
@@ -44,6 +45,12 @@ START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 """Seconds it may take to stop (its running jobs go back to the queue) before it is killed."""
 WAKE, STOP = b"w", b"s"
+RUNNER_NICE = 10
+"""How much lower the runner process's CPU priority is than the server's (``nice``'s
+default step). Jobs are background work; a POST is waited for: the runner keeps a core busy,
+and with the same priority a submit waited for the CPU behind it (measured with
+``benchmarks/bench_service.py`` at 64 workers: p99 126-213 ms, and 35-56 ms once the runner
+yields). The runner still takes every cycle the server leaves."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,7 @@ def _receive(pipe: Connection, timeout: float) -> tuple[str, Any]:
 def runner_main(spec: RunnerSpec, pipe: Connection) -> None:
     """The runner process: run jobs until told to stop or the app is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the app, which stops us
+    os.nice(RUNNER_NICE)
     if spec.log_format is not None:
         from debate.service._http import log_handler
 
