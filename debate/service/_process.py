@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from debate._gc import freeze_survivors
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig
 from debate.runtime import Run
@@ -170,6 +171,9 @@ async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     except Exception as exc:  # bad input (a missing key...): the app reports it and exits
         pipe.send(("error", str(exc)))
         return
+    # Before the first job runs (start only schedules the loop): a full collection then scans
+    # what jobs made, not the imported modules and models (as the app's heap, _app.py).
+    freeze_survivors(collect=True)
     pipe.send(("ready", runner.recovered))
 
     def readable() -> None:
