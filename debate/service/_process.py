@@ -9,10 +9,10 @@ The two share nothing but the database (a SQLite file, or PostgreSQL): the app s
 reads jobs there, the runner claims and finishes them. A pipe carries the app's wake-ups (a
 job was submitted or a cancel requested: look now rather than at the next poll) and its stop.
 The runner runs at a lower CPU priority (:data:`RUNNER_NICE`), so a submit never waits for
-the CPU behind it. The runner process dies with the app: when the pipe closes without a stop (the app was
-killed), it exits at once, leaving its jobs ``running`` for the next start's recovery (on
-PostgreSQL: for another replica, once their lease expires), as a SIGKILL of one process
-would. Webhooks are sent from the runner process, which sees each job end.
+the CPU behind it. The runner process dies with the app: when the pipe closes without a stop
+(the app was killed), it exits at once, leaving its jobs ``running`` for the next start's
+recovery (on PostgreSQL: for another replica, once their lease expires), as a SIGKILL of one
+process would. Webhooks are sent from the runner process, which sees each job end.
 """
 
 from __future__ import annotations

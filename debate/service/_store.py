@@ -207,7 +207,9 @@ class JobStore(StoreBase):
                 (job_id, first + k, kind, when, json.dumps(data))
                 for k, (_, kind, data, when) in enumerate(own)
             ]
-        db.executemany("INSERT INTO events (job, seq, type, time, data) VALUES (?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO events (job, seq, type, time, data) VALUES (?, ?, ?, ?, ?)", rows
+        )
 
     # -- running ---------------------------------------------------------------------------
 
