@@ -25,6 +25,12 @@ from debate.service._models import PanelOverrides
 M = TypeVar("M", bound=BaseModel)
 
 
+def changes_panel(overrides: PanelOverrides) -> bool:
+    """Whether ``overrides`` change the server's panel (a seed alone does not)."""
+    changed = (overrides.judges, overrides.arguments, overrides.rounds, overrides.thresholds)
+    return any(value is not None for value in changed)
+
+
 def with_overrides(config: RunConfig, overrides: PanelOverrides, *, prefix: str = "") -> RunConfig:
     """The server's config with what the client may change, checked by RunConfig.
 

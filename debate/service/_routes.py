@@ -46,7 +46,7 @@ from debate.service._models import (
     PanelOverrides,
     ServiceSettings,
 )
-from debate.service._requests import with_overrides
+from debate.service._requests import changes_panel, with_overrides
 from debate.service._webhooks import WebhookSender, check_url, send_webhook
 
 logger = logging.getLogger(__name__)
@@ -273,8 +273,7 @@ def _check_overrides(service: Service, request: JobRequest) -> None:
     overrides = getattr(request, "config", None)
     if service.config is None or not isinstance(overrides, PanelOverrides):
         return
-    changed = (overrides.judges, overrides.arguments, overrides.rounds, overrides.thresholds)
-    if all(value is None for value in changed):
+    if not changes_panel(overrides):
         return  # the server's own config, checked when it started
     try:
         with_overrides(service.config, overrides, prefix="config.")

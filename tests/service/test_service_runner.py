@@ -33,6 +33,7 @@ from debate.service._models import (
     ServiceLimits,
     ServiceSettings,
 )
+from debate.service._requests import with_overrides
 from debate.service._runner import JobRunner, ModelBundle, job_config, job_error
 from debate.service._store import JobStore
 from tests.support import ROOT
@@ -222,6 +223,13 @@ def test_overrides_build_the_jobs_config() -> None:
         job_config(SMALL, PanelOverrides(judges=["risk", "wizard"]))
     with pytest.raises(ConfigurationError, match=r"config\.thresholds\.nope"):
         job_config(SMALL, PanelOverrides(thresholds={"nope": 1.0}))
+
+
+def test_a_job_without_panel_overrides_runs_on_the_servers_config() -> None:
+    """A seed alone changes nothing of the panel: the server's config as it was checked."""
+    for overrides in (PanelOverrides(), PanelOverrides(seed=7)):
+        assert job_config(SMALL, overrides) is SMALL
+        assert with_overrides(SMALL, overrides, prefix="config.") == SMALL
 
 
 def test_unknown_role_fails_the_job_as_configuration(store: JobStore) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from debate.service._process import RUNNER_NICE
 from debate.service._webhooks import SIGNATURE_HEADER, verify
 from tests.service.test_service_http import Receiver
 from tests.support import ROOT
@@ -121,6 +122,11 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
+def nice(pid: int) -> int:
+    """A process's nice value (field 19 of its stat)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[16])
+
+
 def stored(database: Path) -> int:
     with closing(sqlite3.connect(database)) as db:
         return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -138,6 +144,9 @@ def test_serve_survives_sigkill_and_finishes_every_job_sending_webhooks(tmp_path
         try:
             runner = served.children()
             assert runner, "the runner runs in a process of its own"
+            server_nice = nice(served.process.pid) if served.process else 0
+            # the runner yields the CPU to the server (the other child: multiprocessing's tracker)
+            assert min(19, server_nice + RUNNER_NICE) in [nice(pid) for pid in runner]
             with httpx.Client(base_url=served.url, timeout=10) as client:
                 ids = []
                 for i in range(6):

@@ -193,6 +193,26 @@ def test_events_numbered_without_gaps_under_threads(store: JobStore) -> None:
     assert [e.seq for e in store.events(job.id)] == list(range(1, 202))
 
 
+def test_a_batch_of_events_is_numbered_per_job_in_order(store: JobStore) -> None:
+    """Interleaved jobs' events keep each job's order; a deleted job's are dropped."""
+    a, _ = store.submit("debate", debate("a"), token=None, idempotency_key=None)
+    b, _ = store.submit("debate", debate("b"), token=None, idempotency_key=None)
+    batch = [
+        (job.id if job else "gone", "progress", {"i": i}, 100.0 + i)
+        for i, job in enumerate([a, b, None, a, b, a])
+    ]
+    store.append_events(batch)
+    store.append_event(a.id, "after", {})
+    seen = [(e.seq, e.type, e.data, e.time) for e in store.events(a.id)]
+    assert seen == [(1, "queued", {"kind": "debate"}, a.created)] + [
+        (2, "progress", {"i": 0}, 100.0),
+        (3, "progress", {"i": 3}, 103.0),
+        (4, "progress", {"i": 5}, 105.0),
+        (5, "after", {}, seen[-1][3]),
+    ]
+    assert [(e.seq, e.data) for e in store.events(b.id)][1:] == [(2, {"i": 1}), (3, {"i": 4})]
+
+
 def test_cancel_queued_at_once_running_flagged(store: JobStore) -> None:
     a, _ = store.submit("debate", debate("a"), token=None, idempotency_key=None)
     b, _ = store.submit("debate", debate("b"), token=None, idempotency_key=None)
