@@ -38,12 +38,12 @@ from debate.stats._batched import (
     EXACT_ITEMS,
     argument_variance_batch,
     bootstrap_margin_batch,
+    bootstrap_margin_pair_batch,
     calibrate_batch,
     fleiss_kappa_batch,
     interval_alpha_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
-    percentile_interval,
     side_means,
     side_vote_batch,
 )
@@ -71,6 +71,7 @@ from debate.stats._latent import (
 )
 from debate.stats._onecoin import DEFAULT_MAX_ITER, OneCoinFit, one_coin
 from debate.stats._platt import Platt, platt_fit
+from debate.stats._quantiles import percentile_interval
 from debate.stats._reading import (
     ALPHA_BANDS,
     BAND_BOUNDS,
@@ -135,6 +136,7 @@ __all__ = [
     "bootstrap_alpha",
     "bootstrap_margin",
     "bootstrap_margin_batch",
+    "bootstrap_margin_pair_batch",
     "borda",
     "calibrate",
     "calibrate_batch",
