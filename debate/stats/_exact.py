@@ -128,18 +128,25 @@ def _interval(pairs: list[tuple[FloatArray, FloatArray]], ci: float) -> FloatArr
 def _chained_intervals(
     x: FloatArray, w: FloatArray, orientations: list[Draws], ci: float, held: tuple[bool, ...]
 ) -> list[FloatArray]:
-    """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values."""
-    differences = [_chained_mean(x, d.pro) - _chained_mean(x, d.con) for d in orientations]
-    return [
-        _interval(
-            [
-                _chained_margins(diff, w, None if fixed else d.judges)
-                for d, diff in zip(orientations, differences, strict=True)
-            ],
-            ci,
-        )
-        for fixed in held
-    ]
+    """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values.
+
+    Both orientations' replicates side by side in one array (the swapped one's PRO units
+    are its second draws): each chain runs once over twice the replicates.
+    """
+    n_boot = orientations[0].judges.shape[0]
+    sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
+    pro = _chained_mean(x, np.concatenate([p for p, _ in sides]))
+    con = _chained_mean(x, np.concatenate([c for _, c in sides]))
+    parts = [pro[..., :n_boot] - con[..., :n_boot]]  # the swapped: its own "PRO - CON"
+    parts += [con[..., n_boot:] - pro[..., n_boot:]] if len(orientations) > 1 else []
+    differences = np.concatenate(parts, axis=2)
+    judges = np.concatenate([d.judges for d in orientations])
+    out = []
+    for fixed in held:
+        margins, total = _chained_margins(differences, w, None if fixed else judges)
+        margins[:, n_boot:] *= SWAPPED_SIGN[1]
+        out.append(defined_percentiles(margins, total, ci))
+    return out
 
 
 def _chained_mean(x: FloatArray, units: IntArray) -> FloatArray:
