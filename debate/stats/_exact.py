@@ -130,27 +130,77 @@ def _chained_intervals(
 ) -> list[FloatArray]:
     """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values.
 
-    Both orientations' replicates side by side in one array (the swapped one's PRO units
-    are its second draws): each chain runs once over twice the replicates.
+    Both orientations' replicates side by side (the swapped one's PRO units are its second
+    draws), every drawn judge's difference read from :func:`_differences`' table.
     """
     n_boot = orientations[0].judges.shape[0]
     sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
-    pro = _chained_mean(x, np.concatenate([p for p, _ in sides]))
-    con = _chained_mean(x, np.concatenate([c for _, c in sides]))
-    parts = [pro[..., :n_boot] - con[..., :n_boot]]  # the swapped: its own "PRO - CON"
-    parts += [con[..., n_boot:] - pro[..., n_boot:]] if len(orientations) > 1 else []
-    differences = np.concatenate(parts, axis=2)
+    pro, con = (np.concatenate([pair[s] for pair in sides]) for s in (0, 1))
+    table, at, step = _differences(x, pro, con, n_boot)
     judges = np.concatenate([d.judges for d in orientations])
     out = []
     for fixed in held:
-        margins, total = _chained_margins(differences, w, None if fixed else judges)
+        margins, total = _chained_margins(table, at, step, w, None if fixed else judges)
         margins[:, n_boot:] *= SWAPPED_SIGN[1]
         out.append(defined_percentiles(margins, total, ci))
     return out
 
 
+def _differences(
+    x: FloatArray, pro: IntArray, con: IntArray, n_boot: int
+) -> tuple[FloatArray, IntArray, int]:
+    """Every judge's PRO - CON difference of means, where each replicate finds it.
+
+    Items x cells, each replicate's cell for the first judge, the step to the next judge's.
+    A side of ``k`` units has ``k**k`` ordered draws: when both sides' together are fewer
+    than the replicates, each judge's difference is computed once per pair of draws
+    (the same chain of additions, so the same bits) and read by the replicate's pair.
+    Otherwise a difference per judge and replicate. The replicates past ``n_boot`` are
+    the swapped orientation's, whose difference is CON - PRO.
+    """
+    items, judges, _ = x.shape
+    kinds = [_orderings(units) for units in (pro, con)]
+    if kinds[0] is None or kinds[1] is None or len(kinds[0][1]) * len(kinds[1][1]) > n_boot:
+        means = [_chained_mean(x, units) for units in (pro, con)]
+        parts = [means[0][..., :n_boot] - means[1][..., :n_boot]]
+        parts += [means[1][..., n_boot:] - means[0][..., n_boot:]] if pro.shape[0] > n_boot else []
+        return (
+            np.concatenate(parts, axis=2).reshape(items, -1),
+            np.arange(pro.shape[0]),
+            pro.shape[0],
+        )
+    (p_code, p_draws), (c_code, c_draws) = kinds
+    p_mean, c_mean = (
+        _chained_mean(x, p_draws)[..., :, None],
+        _chained_mean(x, c_draws)[..., None, :],
+    )
+    table = np.stack([p_mean - c_mean, c_mean - p_mean], axis=1).reshape(items, -1)
+    step = p_draws.shape[0] * c_draws.shape[0]
+    swapped = (np.arange(pro.shape[0]) >= n_boot) * (judges * step)
+    return table, swapped + p_code * c_draws.shape[0] + c_code, step
+
+
+def _orderings(units: IntArray) -> tuple[IntArray, IntArray] | None:
+    """Each replicate's draw of a side's ``k`` columns as a number, and every possible draw.
+
+    The draws numbered in base ``k``, and all ``k**k`` of them (rows of ``k`` columns) in
+    that numbering; None past 4,096, or when a column was never drawn.
+    """
+    columns = np.flatnonzero(np.bincount(units.ravel()))
+    k = units.shape[1]
+    if columns.size != k or k**k > 4096:
+        return None
+    place = np.zeros(int(columns[-1]) + 1, dtype=np.intp)
+    place[columns] = np.arange(k)
+    drawn = place[units]
+    code = drawn[:, 0]
+    for t in range(1, k):
+        code = code * k + drawn[:, t]
+    return code, columns[np.indices((k,) * k).reshape(k, -1).T]
+
+
 def _chained_mean(x: FloatArray, units: IntArray) -> FloatArray:
-    """Items x judges x replicates: each judge's mean of the side's drawn units, in order."""
+    """Items x judges x rows of ``units``: each judge's mean of those units, in order."""
     total: FloatArray = x.take(units[:, 0], axis=2)
     for i in range(1, units.shape[1]):
         total = total + x.take(units[:, i], axis=2)
@@ -159,25 +209,25 @@ def _chained_mean(x: FloatArray, units: IntArray) -> FloatArray:
 
 
 def _chained_margins(
-    differences: FloatArray, w: FloatArray, judges: IntArray | None
+    table: FloatArray, at: IntArray, step: int, w: FloatArray, judges: IntArray | None
 ) -> tuple[FloatArray, FloatArray]:
     """Items x replicates: the weighted mean of the drawn judges' differences, and its weight.
 
-    ``differences`` is items x judges x replicates; ``judges`` None holds every judge once.
+    Judge ``j``'s difference in replicate ``r`` is ``table[:, at[r] + j * step]``;
+    ``judges`` None holds every judge once.
     """
-    items, size, n_boot = differences.shape
     if judges is None:
-        weight, total = differences[:, 0] * w[:, :1], w[:, 0]
-        for j in range(1, size):
-            weight, total = weight + differences[:, j] * w[:, j : j + 1], total + w[:, j]
-        totals = np.broadcast_to(total[:, None], (items, n_boot))
+        weight, total = table.take(at, axis=1) * w[:, :1], w[:, 0]
+        for j in range(1, w.shape[1]):
+            weight = weight + table.take(at + j * step, axis=1) * w[:, j : j + 1]
+            total = total + w[:, j]
+        totals = np.broadcast_to(total[:, None], weight.shape)
     else:
-        flat, reps = differences.reshape(items, -1), np.arange(n_boot)
         wj = w.take(judges[:, 0], axis=1)
-        weight, totals = flat.take(judges[:, 0] * n_boot + reps, axis=1) * wj, wj
+        weight, totals = table.take(at + judges[:, 0] * step, axis=1) * wj, wj
         for p in range(1, judges.shape[1]):
             wj = w.take(judges[:, p], axis=1)
-            weight = weight + flat.take(judges[:, p] * n_boot + reps, axis=1) * wj
+            weight = weight + table.take(at + judges[:, p] * step, axis=1) * wj
             totals = totals + wj
     with np.errstate(invalid="ignore", divide="ignore"):
         margins: FloatArray = weight / totals
