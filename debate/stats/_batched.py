@@ -358,9 +358,25 @@ def margin_draws(
     # With one unit a side there is nothing to draw among the units: every replicate is
     # negated exactly when the sides swap, and one orientation is all there is.
     orientations = [draw(judges, mask, n_boot, seed, resample_judges=resample_judges)]
-    if units > 2:
+    if units > 2 and 2 * int(mask.sum()) == units and seed is not None:
+        orientations.append(_swapped(orientations[0], mask))
+    elif units > 2:
         orientations.append(draw(judges, ~mask, n_boot, seed, resample_judges=resample_judges))
     return x, w, orientations
+
+
+def _swapped(first: Draws, mask: BoolArray) -> Draws:
+    """``draw`` of the swapped sides when both sides have as many units: no second draw.
+
+    The swapped draw starts its generator from the same (given) seed and asks for the same
+    numbers (judges, then as many units as before, twice), so it draws the same places:
+    each side's drawn units are the other side's in the same places.
+    """
+    pro_cols, con_cols = np.flatnonzero(mask), np.flatnonzero(~mask)
+    place = np.zeros(mask.size, dtype=np.intp)
+    place[pro_cols] = np.arange(pro_cols.size)
+    place[con_cols] = np.arange(con_cols.size)
+    return Draws(first.judges, con_cols[place[first.pro]], pro_cols[place[first.con]])
 
 
 def bootstrap_margin_batch(

@@ -159,8 +159,8 @@ def _differences(
     the swapped orientation's, whose difference is CON - PRO.
     """
     items, judges, _ = x.shape
-    kinds = [_orderings(units) for units in (pro, con)]
-    if kinds[0] is None or kinds[1] is None or len(kinds[0][1]) * len(kinds[1][1]) > n_boot:
+    p_kind, c_kind = _orderings(pro), _orderings(con)
+    if p_kind is None or c_kind is None or len(p_kind[1]) * len(c_kind[1]) > n_boot:
         means = [_chained_mean(x, units) for units in (pro, con)]
         parts = [means[0][..., :n_boot] - means[1][..., :n_boot]]
         parts += [means[1][..., n_boot:] - means[0][..., n_boot:]] if pro.shape[0] > n_boot else []
@@ -169,7 +169,7 @@ def _differences(
             np.arange(pro.shape[0]),
             pro.shape[0],
         )
-    (p_code, p_draws), (c_code, c_draws) = kinds
+    (p_code, p_draws), (c_code, c_draws) = p_kind, c_kind
     p_mean, c_mean = (
         _chained_mean(x, p_draws)[..., :, None],
         _chained_mean(x, c_draws)[..., None, :],
