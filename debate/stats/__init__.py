@@ -44,6 +44,7 @@ from debate.stats._batched import (
     interval_alpha_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
+    percentile_interval,
     side_means,
     side_vote_batch,
 )
@@ -71,7 +72,6 @@ from debate.stats._latent import (
 )
 from debate.stats._onecoin import DEFAULT_MAX_ITER, OneCoinFit, one_coin
 from debate.stats._platt import Platt, platt_fit
-from debate.stats._quantiles import percentile_interval
 from debate.stats._reading import (
     ALPHA_BANDS,
     BAND_BOUNDS,

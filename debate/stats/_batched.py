@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from debate.stats._calibration import Method
 from debate.stats._exact import SWAPPED_SIGN, exact_intervals
+from debate.stats._quantiles import percentile_interval as percentile_interval
 from debate.stats._quantiles import sorted_percentiles
 
 FloatArray = NDArray[np.float64]
@@ -425,26 +426,17 @@ def bootstrap_margin_batch(
 
 
 def bootstrap_margin_pair_batch(
-    scores: FloatArray,
-    is_pro: BoolArray,
-    weights: FloatArray,
-    *,
-    n_boot: int = 2000,
-    ci: float = 0.95,
-    seed: int | None = 0,
+    scores: FloatArray, is_pro: BoolArray, weights: FloatArray, ci: float, seed: int | None
 ) -> tuple[FloatArray, FloatArray]:
-    """:func:`bootstrap_margin_batch` with the judges resampled, then held fixed.
+    """:func:`bootstrap_margin_batch` with the judges resampled, then held fixed (2,000 draws).
 
     Bit for bit the two calls' intervals; both draw the same units (one seed), so a batch
     on the exact path draws and gathers them once for both.
     """
-    x, w, orientations = margin_draws(scores, is_pro, weights, n_boot, ci, seed, True)
+    x, w, orientations = margin_draws(scores, is_pro, weights, 2000, ci, seed, True)
     if orientations and x.shape[0] <= EXACT_ITEMS:
         found, held = exact_intervals(x, w, orientations, ci, (False, True))
         return found, held
-    return (
-        bootstrap_margin_batch(scores, is_pro, weights, n_boot=n_boot, ci=ci, seed=seed),
-        bootstrap_margin_batch(
-            scores, is_pro, weights, n_boot=n_boot, ci=ci, seed=seed, resample_judges=False
-        ),
-    )
+    found = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed)
+    kept = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed, resample_judges=False)
+    return found, kept
