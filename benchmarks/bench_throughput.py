@@ -250,7 +250,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--debates", type=int, default=200, help="at the first concurrency")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--cli-runs", type=int, default=5, help="runs of `debate run` per figure")
+    parser.add_argument(
+        "--cli-runs", type=int, default=5, help="runs of `debate run` per figure (0: none)"
+    )
     parser.add_argument("--cli-only", action="store_true", help="only the `debate run` figures")
     args = parser.parse_args()
     latency = args.latency
@@ -278,7 +280,8 @@ def main() -> None:
         for concurrency in args.concurrency:
             # The same number of rounds of debates at each concurrency.
             many(base_url, max(1, args.debates * concurrency // first), concurrency, latency)
-    cli_figures(latency, args.cli_runs)
+    if args.cli_runs:
+        cli_figures(latency, args.cli_runs)
 
 
 if __name__ == "__main__":

@@ -263,7 +263,7 @@ def _intervals(
       orders and negates every replicate, so the pooled replicates are negated exactly and
       the interval is mirrored exactly (sorting by the verdict's code alone, as before, gave
       a mirrored table other draws: one weighted decision went from too close to a winner).
-    * The bounds are taken symmetrically (:func:`debate.stats._batched.percentile_interval`),
+    * The bounds are taken symmetrically (:func:`debate.stats._quantiles.percentile_interval`),
       so that mirrored replicates give bit-for-bit mirrored bounds.
     * Items with equal evidence (the same verdicts with the same weights), whichever judges
       gave it, get equal intervals.

@@ -309,12 +309,12 @@ def _vote_numbers(
         scaled = aggregate_vote_batch(calibrated, batch.is_pro, weights, method)
         points = aggregate_vote_batch(batch.raw, batch.is_pro, weights, method)
     sides = np.stack([*scaled, *points], axis=1)
-    found = margin_intervals((calibrated, batch.raw), batch, weights, setting)
+    correlated = bool((effect > 1.0).any())  # the judges' share of the width grows
+    found, held = margin_intervals(
+        (calibrated, batch.raw), batch, weights, setting, held=correlated
+    )
     scale = np.ones(items)
-    if (effect > 1.0).any():  # correlated judges: the judges' share of the width grows
-        held = margin_intervals(
-            (calibrated, batch.raw), batch, weights, setting, resample_judges=False
-        )
+    if held is not None:
         found[0], scale = widened(found[0], scaled.margin, held[0], effect)
         found[1], _ = widened(found[1], points.margin, held[1], effect)
     if batch.spread is not None:  # repeated readings: add each judge's own spread

@@ -140,7 +140,9 @@ async def read_transcript(
         return Reading(scores=None, attempts=spent, **why)
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
-    scores = {key: RubricScore(**draft.model_dump()) for key, draft in drafts.items()}
+    # Each draft was validated as the reply was (a RubricDraft is a RubricScore with its
+    # note's limit): its fields are taken as they stand, not validated again.
+    scores = {key: RubricScore.model_construct(**dict(draft)) for key, draft in drafts.items()}
     return Reading(
         scores=scores,
         key_finding=reply.key_finding,  # type: ignore[attr-defined]

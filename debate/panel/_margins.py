@@ -15,6 +15,7 @@ from debate.stats import (
     EXACT_ITEMS,
     bootstrap_aggregate_batch,
     bootstrap_margin_batch,
+    bootstrap_margin_pair_batch,
     design_scale,
 )
 
@@ -41,19 +42,34 @@ def margin_intervals(
     batch: ScoreBatch,
     weights: FloatArray,
     setting: Setting,
-    **how: bool,
-) -> list[FloatArray]:
+    *,
+    held: bool = False,
+) -> tuple[list[FloatArray], list[FloatArray] | None]:
     """:func:`margin_interval` of each array; when small, one bootstrap (one set of draws) for all.
 
     All draw the same replicates (one seed) and a small batch's exact path takes each item
-    alone, so stacked arrays get, bit for bit, the intervals each gets alone.
+    alone, so stacked arrays get, bit for bit, the intervals each gets alone. ``held``:
+    each array's interval with the judges held fixed too (None without), which on that
+    path reuses the same draws and gathered units.
     """
     items, judges = batch.raw.shape[:2]
     if setting.thresholds.aggregate != "weighted_mean" or items * len(arrays) > EXACT_ITEMS:
-        return [margin_interval(x, batch, weights, setting, **how) for x in arrays]
+        found = [margin_interval(x, batch, weights, setting) for x in arrays]
+        if not held:
+            return found, None
+        return found, [
+            margin_interval(x, batch, weights, setting, resample_judges=False) for x in arrays
+        ]
     stacked_weights = np.tile(np.broadcast_to(weights, (items, judges)), (len(arrays), 1))
-    stacked = margin_interval(np.concatenate(arrays), batch, stacked_weights, setting, **how)
-    return list(np.split(stacked, len(arrays)))
+    level, seed = setting.thresholds.confidence, setting.seed
+    scores = np.concatenate(arrays)
+    if held:
+        both = bootstrap_margin_pair_batch(
+            scores, batch.is_pro, stacked_weights, ci=level, seed=seed
+        )
+        return list(np.split(both[0], len(arrays))), list(np.split(both[1], len(arrays)))
+    stacked = bootstrap_margin_batch(scores, batch.is_pro, stacked_weights, ci=level, seed=seed)
+    return list(np.split(stacked, len(arrays))), None
 
 
 def widened(

@@ -25,7 +25,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, MutableMapping
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +96,8 @@ class _Budget:
 
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("debate_render_budget", default=None)
+_LOADED: ContextVar[dict[str, Template] | None] = ContextVar("debate_render_loaded", default=None)
+"""The templates of the renderer that is rendering (see :meth:`_Sandbox._load_template`)."""
 """The budget of the render running in this context (None outside a render)."""
 
 
@@ -157,12 +159,15 @@ _MARKERS = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def neutralise_markers(text: str) -> str:
     """Break every common chat-template marker so the text cannot open a new turn.
 
     A zero-width space goes after the marker's first character: the model's tokenizer no
     longer sees a special token or a role prefix, and a person reading the prompt still
-    reads the text as written.
+    reads the text as written. Remembered: a debate delimits each argument in every later
+    prompt and in each judge's, and scanning a text for the markers cost more than the
+    rest of delimiting it.
     """
     return _MARKERS.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
 
@@ -300,6 +305,21 @@ class _Sandbox(SandboxedEnvironment):
         if self.is_safe_attribute(obj, attribute, value):
             return value
         return self.unsafe_undefined(obj, attribute)
+
+    def _load_template(self, name: str, globals: MutableMapping[str, Any] | None) -> Template:
+        """An included template, looked up once per renderer as the ones it renders are.
+
+        Jinja checks an included file's time stamp at every render (a stat per include of
+        every prompt); a renderer (a run's) keeps what it found, so a file edited during a
+        run is seen by the next run, as for the templates it renders.
+        """
+        loaded = _LOADED.get()
+        if loaded is None or globals:
+            return super()._load_template(name, globals)
+        template = loaded.get(name)
+        if template is None:
+            template = loaded[name] = super()._load_template(name, globals)
+        return template
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """Jinja's own verdict, asked once per type of object and attribute name."""
@@ -471,7 +491,7 @@ class PromptRenderer:
             raise ConfigurationError(
                 f"template {name} not found in {where}; add it or fix the template folder"
             ) from exc
-        budget = _BUDGET.set(_Budget(self.seconds))
+        budget, loaded = _BUDGET.set(_Budget(self.seconds)), _LOADED.set(self._templates)
         try:
             return self._render_once(template, variables)
         except TemplateNotFound as exc:  # an include whose name was computed while rendering
@@ -492,6 +512,7 @@ class PromptRenderer:
             raise ConfigurationError(f"template {name}: {exc}; fix the template") from exc
         finally:
             _BUDGET.reset(budget)
+            _LOADED.reset(loaded)
 
     def _render_once(self, template: Template, variables: dict[str, Any]) -> str:
         """One pass that leaves placeholders for the delimited texts, then fills them in.

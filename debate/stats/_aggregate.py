@@ -27,15 +27,15 @@ from numpy.typing import NDArray
 
 from debate.stats._batched import (
     CHUNK_BYTES,
-    SWAPPED_SIGN,
     Draws,
     SideVotes,
     _items,
     _weights,
     margin_draws,
-    percentile_interval,
     side_means,
 )
+from debate.stats._exact import SWAPPED_SIGN
+from debate.stats._quantiles import percentile_interval
 
 FloatArray = NDArray[np.float64]
 Aggregate = Literal["weighted_mean", "median", "trimmed_mean", "majority"]

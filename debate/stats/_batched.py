@@ -29,6 +29,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.stats._calibration import Method
+from debate.stats._exact import SWAPPED_SIGN, exact_intervals
+from debate.stats._quantiles import percentile_interval as percentile_interval
+from debate.stats._quantiles import sorted_percentiles
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -280,42 +283,6 @@ def draw(
     return Draws(picked, pro, con)
 
 
-PAIRWISE_FROM = 8
-"""numpy adds fewer values than this one after another, whatever their layout; from it on a
-contiguous row is added in pairwise blocks, a strided one in sequence."""
-
-
-def _side_means(x: FloatArray, judges: IntArray, units: IntArray) -> FloatArray:
-    """Per item, replicate and drawn judge: the mean of the side's drawn units.
-
-    Below :data:`PAIRWISE_FROM` units the cells are taken by one flat index and their
-    values added slice by slice, one vectorised pass per unit: several times faster than
-    reducing thousands of short rows, and the same sums in the same order. From it on, the
-    original gather and reduction, whose order depends on the layout numpy gives it.
-    """
-    k = units.shape[1]
-    if k >= PAIRWISE_FROM:
-        means: FloatArray = x[:, judges[:, :, None], units[:, None, :]].mean(axis=-1)
-        return means
-    cells = x.reshape(x.shape[0], -1).take(judges[:, :, None] * x.shape[2] + units[:, None, :], 1)
-    total: FloatArray = cells[..., 0]
-    for i in range(1, k):
-        total = total + cells[..., i]
-    mean: FloatArray = total / k
-    return mean
-
-
-def _exact_margins(x: FloatArray, w: FloatArray, d: Draws) -> tuple[FloatArray, FloatArray]:
-    """Replicate margins gathered as the scalar function gathers them, and their weights."""
-    pro = _side_means(x, d.judges, d.pro)
-    con = _side_means(x, d.judges, d.con)
-    wj = w[:, d.judges]
-    total = wj.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        margins: FloatArray = ((pro - con) * wj).sum(axis=-1) / total
-    return margins, total
-
-
 def _counts(d: Draws, units: int) -> tuple[FloatArray, FloatArray]:
     """Per replicate: how often each judge was drawn, and the kernel of its margin.
 
@@ -340,7 +307,7 @@ def _counts(d: Draws, units: int) -> tuple[FloatArray, FloatArray]:
 def _counted_margins(
     x: FloatArray, w: FloatArray, times: FloatArray, kernel: FloatArray
 ) -> tuple[FloatArray, FloatArray | None]:
-    """The replicate margins of :func:`_exact_margins` by matrix products, and their weights.
+    """The exact path's replicate margins (:mod:`debate.stats._exact`) by matrix products.
 
     The same draws summed in another order: equal to rounding, not bit for bit. With equal
     positive weights every replicate's weight is positive, so it is not computed (None): a
@@ -360,73 +327,6 @@ def _counted_margins(
     with np.errstate(invalid="ignore", divide="ignore"):
         margins /= total
     return margins, total
-
-
-def _percentiles(margins: FloatArray, total: FloatArray, ci: float) -> FloatArray:
-    """Items x 2: the percentile interval of each item's defined replicates.
-
-    The upper end is the negated lower quantile of the negated replicates: the same
-    arithmetic on mirrored replicates, so that negated replicates give bounds negated and
-    swapped bit for bit.
-    """
-    tail = (1 - ci) / 2
-    out = np.full((margins.shape[0], 2), np.nan)
-    for b in range(margins.shape[0]):
-        kept = margins[b][total[b] > 0]
-        if kept.size:
-            out[b] = np.quantile(kept, tail), -np.quantile(-kept, tail)
-    return out
-
-
-def _lerp(below: FloatArray, above: FloatArray, gamma: float) -> FloatArray:
-    """``np.quantile``'s linear interpolation between neighbouring order statistics.
-
-    The upper one minus the gap when the fraction is at least one half, as numpy does.
-    """
-    gap = above - below
-    value: FloatArray = above - gap * (1 - gamma) if gamma >= 0.5 else below + gap * gamma
-    return value
-
-
-def _sorted_percentiles(margins: FloatArray, total: FloatArray | None, ci: float) -> FloatArray:
-    """As :func:`_percentiles`, by one sort per row; sorts ``margins`` in place.
-
-    ``total`` None: every replicate's weight is positive (see :func:`_counted_margins`).
-    """
-    if total is None:
-        return percentile_interval(margins, ci, in_place=True)
-    complete = (total > 0).all(axis=1)
-    result = np.full((margins.shape[0], 2), np.nan)
-    if not complete.all():
-        result[~complete] = _percentiles(margins[~complete], total[~complete], ci)
-        margins = margins[complete]
-    result[complete] = percentile_interval(margins, ci, in_place=True)
-    return result
-
-
-def percentile_interval(replicates: FloatArray, ci: float, *, in_place: bool = False) -> FloatArray:
-    """Rows x 2: each row's percentile interval at level ``ci``, as ``np.quantile`` gives it.
-
-    The upper end is computed as the negated lower end of the negated replicates, so that
-    negated replicates give bounds negated and swapped bit for bit (a relabelled table's
-    interval is the exact mirror). One sort per row; ``in_place`` sorts ``replicates``
-    itself.
-    """
-    n = replicates.shape[1]
-    index = (n - 1) * (1 - ci) / 2  # the virtual index of the lower end
-    low = min(int(math.floor(index)), n - 1)
-    high = min(low + 1, n - 1)
-    gamma = index - low
-    ordered = replicates if in_place else replicates.copy()
-    ordered.sort(axis=1)  # numpy's vectorised sort beats a partial sort here (5x, 2,000 wide)
-    lower = _lerp(ordered[:, low], ordered[:, high], gamma)
-    upper = -_lerp(-ordered[:, n - 1 - low], -ordered[:, n - 1 - high], gamma)
-    return np.stack([lower, upper], axis=1)
-
-
-SWAPPED_SIGN = (1.0, -1.0)
-"""Per orientation of :func:`margin_draws`, the sign that turns its margins into PRO - CON
-(the swapped orientation's are CON - PRO: negated back)."""
 
 
 def margin_draws(
@@ -459,9 +359,25 @@ def margin_draws(
     # With one unit a side there is nothing to draw among the units: every replicate is
     # negated exactly when the sides swap, and one orientation is all there is.
     orientations = [draw(judges, mask, n_boot, seed, resample_judges=resample_judges)]
-    if units > 2:
+    if units > 2 and 2 * int(mask.sum()) == units and seed is not None:
+        orientations.append(_swapped(orientations[0], mask))
+    elif units > 2:
         orientations.append(draw(judges, ~mask, n_boot, seed, resample_judges=resample_judges))
     return x, w, orientations
+
+
+def _swapped(first: Draws, mask: BoolArray) -> Draws:
+    """``draw`` of the swapped sides when both sides have as many units: no second draw.
+
+    The swapped draw starts its generator from the same (given) seed and asks for the same
+    numbers (judges, then as many units as before, twice), so it draws the same places:
+    each side's drawn units are the other side's in the same places.
+    """
+    pro_cols, con_cols = np.flatnonzero(mask), np.flatnonzero(~mask)
+    place = np.zeros(mask.size, dtype=np.intp)
+    place[pro_cols] = np.arange(pro_cols.size)
+    place[con_cols] = np.arange(con_cols.size)
+    return Draws(first.judges, con_cols[place[first.pro]], pro_cols[place[first.con]])
 
 
 def bootstrap_margin_batch(
@@ -494,9 +410,7 @@ def bootstrap_margin_batch(
         return out
     sign = SWAPPED_SIGN
     if items <= EXACT_ITEMS:
-        exact = [_exact_margins(x, w, d) for d in orientations]
-        margins = np.concatenate([s * m for s, (m, _) in zip(sign, exact, strict=False)], 1)
-        out[:] = _percentiles(margins, np.concatenate([t for _, t in exact], 1), ci)
+        [out] = exact_intervals(x, w, orientations, ci, (not resample_judges,))
         return out
     counted = [_counts(d, units) for d in orientations]
     replicates = n_boot * len(orientations)
@@ -507,5 +421,22 @@ def bootstrap_margin_batch(
         margins = np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
         totals = [t for _, t in pairs if t is not None]
         total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
-        out[part] = _sorted_percentiles(margins, total, ci)
+        out[part] = sorted_percentiles(margins, total, ci)
     return out
+
+
+def bootstrap_margin_pair_batch(
+    scores: FloatArray, is_pro: BoolArray, weights: FloatArray, ci: float, seed: int | None
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`bootstrap_margin_batch` with the judges resampled, then held fixed (2,000 draws).
+
+    Bit for bit the two calls' intervals; both draw the same units (one seed), so a batch
+    on the exact path draws and gathers them once for both.
+    """
+    x, w, orientations = margin_draws(scores, is_pro, weights, 2000, ci, seed, True)
+    if orientations and x.shape[0] <= EXACT_ITEMS:
+        found, held = exact_intervals(x, w, orientations, ci, (False, True))
+        return found, held
+    found = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed)
+    kept = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed, resample_judges=False)
+    return found, kept

@@ -79,10 +79,10 @@ def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) ->
     touched = flat[:, :, None] | flat[:, None, :]
     if touched.any():
         corr = np.where(touched, 0.0, corr)
-        for b, j, k in zip(*np.nonzero(flat[:, :, None] & flat[:, None, :]), strict=True):
-            # only the items with a judge that does not vary: no items x judges^2 x units array
-            if np.abs(values[b, j] - values[b, k]).max() <= _SAME:
-                corr[b, j, k] = 1.0
+        # only the pairs of judges that do not vary: no items x judges^2 x units array
+        b, j, k = np.nonzero(flat[:, :, None] & flat[:, None, :])
+        same = np.abs(values[b, j] - values[b, k]).max(axis=1, initial=0.0) <= _SAME
+        corr[b[same], j[same], k[same]] = 1.0
     corr = np.clip(corr, -1.0, 1.0)
     eye = np.eye(judges, dtype=bool)
     corr[:, eye] = 1.0
