@@ -96,9 +96,9 @@ class _Budget:
 
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("debate_render_budget", default=None)
+"""The budget of the render running in this context (None outside a render)."""
 _LOADED: ContextVar[dict[str, Template] | None] = ContextVar("debate_render_loaded", default=None)
 """The templates of the renderer that is rendering (see :meth:`_Sandbox._load_template`)."""
-"""The budget of the render running in this context (None outside a render)."""
 
 
 def render_seconds(*limits: float | None) -> float:
