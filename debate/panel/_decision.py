@@ -139,8 +139,12 @@ def _nums(values: FloatArray) -> Any:
 
     Rounded to :data:`STATISTIC_DECIMALS`; NaN (undefined) becomes None.
     """
-    out = (np.round(values, STATISTIC_DECIMALS) + 0.0).astype(object)
-    out[~np.isfinite(values)] = None
+    rounded = np.round(values, STATISTIC_DECIMALS) + 0.0
+    undefined = ~np.isfinite(values)
+    if not undefined.any():  # the usual case: no object array needed to hold a None
+        return rounded.tolist()
+    out = rounded.astype(object)
+    out[undefined] = None
     return out.tolist()
 
 
