@@ -26,7 +26,14 @@ from debate.judgments._arrays import FloatArray, IntArray
 from debate.judgments._pairs import Pairs, pairs
 from debate.judgments._score_cells import Cells, DimensionWeights, read_cells
 from debate.panel import Conclusion, Context, ScoreBatch, Setting, conclude_batch
-from debate.records import NO_CALL, ItemDecision, ScoreTable, Thresholds, interval_confidence
+from debate.records import (
+    NO_CALL,
+    ItemDecision,
+    ScoreTable,
+    Thresholds,
+    built,
+    interval_confidence,
+)
 from debate.stats import Method as CalibrationMethod
 from debate.stats import choose_calibration, side_means
 
@@ -171,7 +178,7 @@ def _item_decision(
 ) -> ItemDecision:
     """A pair's conclusion as a record, PRO and CON named by the pair's options.
 
-    Built without validation (``model_construct``): every value is already of its field's
+    Built without validation (:func:`~debate.records.built`): every value is already of its field's
     type, from the validated conclusion, the table's names and Python floats; validating
     100,000 records again was a tenth of ``debate decide``.
     """
@@ -179,7 +186,8 @@ def _item_decision(
     first, second = (table.options[o] for o in pair)
     named = {"PRO": first, "CON": second}
     interval = vote_.margin_points_ci
-    return ItemDecision.model_construct(
+    return built(
+        ItemDecision,
         item=table.items[item],
         options=(first, second),
         dimension=dimension,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ from debate.records import (
     TopicSource,
     Transcript,
     Vote,
+    built,
 )
 from debate.stats import (
     ESTIMATOR,
@@ -137,8 +139,12 @@ def _nums(values: FloatArray) -> Any:
 
     Rounded to :data:`STATISTIC_DECIMALS`; NaN (undefined) becomes None.
     """
-    out = (np.round(values, STATISTIC_DECIMALS) + 0.0).astype(object)
-    out[~np.isfinite(values)] = None
+    rounded = np.round(values, STATISTIC_DECIMALS) + 0.0
+    undefined = ~np.isfinite(values)
+    if not undefined.any():  # the usual case: no object array needed to hold a None
+        return rounded.tolist()
+    out = rounded.astype(object)
+    out[undefined] = None
     return out.tolist()
 
 
@@ -169,6 +175,11 @@ class ScoreBatch:
     @property
     def size(self) -> int:
         return int(self.raw.shape[0])
+
+    @cached_property
+    def others(self) -> list[list[str]]:
+        """Per judge, the other judges in order: the keys of its correlations, every item's."""
+        return [self.judges[:a] + self.judges[a + 1 :] for a in range(len(self.judges))]
 
 
 @dataclass(frozen=True)
@@ -405,7 +416,7 @@ def _pair(values: list[float | None], at: int) -> tuple[float, float] | None:
 def _records(
     numbers: _Numbers, b: int, batch: ScoreBatch, shared: Vote, unscored: int
 ) -> tuple[Agreement, Vote, Diagnostics]:
-    """One item's records, built without validation (``model_construct``).
+    """One item's records, built without validation (:func:`~debate.records.built`).
 
     Safe because every value is already of its field's type: the numbers are Python floats,
     None and bools from :func:`_nums` and ``tolist``, the names are the batch's strings, and
@@ -415,8 +426,9 @@ def _records(
     ids = batch.ids[b]
     by_dimension = {d: v[b] for d, v in numbers.alpha_by_dimension.items()}
     variance = dict(zip(ids, numbers.variance[b], strict=True))
-    correlation = _correlation_fields(numbers, b, batch.judges)
-    agreement = Agreement.model_construct(
+    correlation = _correlation_fields(numbers, b, batch)
+    agreement = built(
+        Agreement,
         alpha=numbers.alpha[b],
         alpha_raw=numbers.alpha_raw[b],
         alpha_by_dimension=by_dimension,
@@ -431,7 +443,8 @@ def _records(
     )
     pro, con, margin, pro_points, con_points, margin_points = numbers.sides[b]
     intervals = numbers.intervals[b]
-    vote_ = Vote.model_construct(
+    vote_ = built(
+        Vote,
         pro=pro,
         con=con,
         margin=margin,
@@ -443,7 +456,8 @@ def _records(
         **_shared_vote(shared),
         cluster_weights=numbers.split[b],
     )
-    diagnostics = Diagnostics.model_construct(
+    diagnostics = built(
+        Diagnostics,
         alpha_without_judge=dict(zip(batch.judges, numbers.without[b], strict=True)),
         alpha_by_dimension=dict(by_dimension),
         argument_variance=dict(variance),
@@ -463,7 +477,7 @@ def _shared_vote(shared: Vote) -> dict[str, Any]:
     return fields
 
 
-def _correlation_fields(numbers: _Numbers, b: int, judges: list[str]) -> dict[str, Any]:
+def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[str, Any]:
     """One item's correlation (judge by judge), effective votes and clusters, as fields."""
     matrix = numbers.correlation[b]
     if matrix is None:
@@ -471,8 +485,8 @@ def _correlation_fields(numbers: _Numbers, b: int, judges: list[str]) -> dict[st
     ci = numbers.effective_ci[b]
     return {
         "correlation": {
-            j: dict(zip(judges[:a] + judges[a + 1 :], row, strict=True))
-            for a, (j, row) in enumerate(zip(judges, matrix, strict=True))
+            j: dict(zip(others, row, strict=True))
+            for j, others, row in zip(batch.judges, batch.others, matrix, strict=True)
         },
         "effective_votes": numbers.effective[b],
         "effective_votes_ci": None if ci is None else (float(ci[0]), float(ci[1])),

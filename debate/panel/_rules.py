@@ -34,6 +34,7 @@ from debate.records import (
     Side,
     Thresholds,
     Vote,
+    built,
 )
 from debate.stats import HIGH_AGREEMENT, UNDEFINED, band, fmt
 
@@ -87,7 +88,8 @@ def decide(
     """Apply the rules in order; a winner is named only when every check passes.
 
     ``notes`` follow the notes on the judges at the end of every outcome's reasons;
-    ``extra`` fields are set on the decision as given, so it is validated once, not copied.
+    ``extra`` fields are set on the decision as given, not validated: give values of their
+    fields' types (:func:`debate.panel._decision._leads` makes them from ``tolist``).
     """
     agreement_notes, diverged = _agreement_checks(agreement, thresholds)
     case = Case(
@@ -180,7 +182,8 @@ def _decision(
     recommendation: str | None = None,
 ) -> Decision:
     flagged = flagged_arguments(case.agreement.argument_variance, case.thresholds.variance)
-    return Decision(
+    return built(  # every value is of its field's type: literals, fresh lists, the records
+        Decision,
         outcome=outcome,
         winner=winner,
         reasons=[*reasons, *case.notes],

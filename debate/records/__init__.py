@@ -7,6 +7,7 @@ model, reads a file or computes a statistic, so every other stage can import it.
 from __future__ import annotations
 
 from debate.exceptions import ERROR_KINDS
+from debate.records._built import built
 from debate.records._config import (
     DEFAULT_ENDPOINT,
     MAX_CONCURRENCY,
@@ -226,6 +227,7 @@ __all__ = [
     "VerdictTable",
     "Vote",
     "build_config",
+    "built",
     "check_seed",
     "check_topic",
     "check_unicode",

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from debate.stats._blas import one_blas_thread
 from debate.stats._calibration import Method
 from debate.stats._exact import SWAPPED_SIGN, exact_intervals
 from debate.stats._quantiles import percentile_interval as percentile_interval
@@ -415,13 +416,18 @@ def bootstrap_margin_batch(
     counted = [_counts(d, units) for d in orientations]
     replicates = n_boot * len(orientations)
     step = max(1, CHUNK_BYTES // (8 * replicates * 4))  # margins, weights, sorted copy, mask
-    for start in range(0, items, step):
-        part = slice(start, min(start + step, items))
-        pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
-        margins = np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
-        totals = [t for _, t in pairs if t is not None]
-        total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
-        out[part] = sorted_percentiles(margins, total, ci)
+    with one_blas_thread():  # products over a few judges: memory-bound (see _blas)
+        for start in range(0, items, step):
+            part = slice(start, min(start + step, items))
+            pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
+            margins = (  # one orientation's sign is 1.0: its margins as they are, not copied
+                pairs[0][0]
+                if len(pairs) == 1
+                else np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
+            )
+            totals = [t for _, t in pairs if t is not None]
+            total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
+            out[part] = sorted_percentiles(margins, total, ci)
     return out
 
 
