@@ -255,10 +255,16 @@ def reply_grammar(schema: ReplySchema) -> ReplyGrammar:
         UnsupportedSchema: the schema has a construct without a bounded grammar here (a
             backend then falls back to llama.cpp's own converter, without a bound).
     """
+    builder, root, size = _walk(schema)
+    return ReplyGrammar(gbnf=builder.text(root), max_bytes=size)
+
+
+def _walk(schema: ReplySchema) -> tuple[_Builder, str, int | None]:
+    """The rules of ``schema``'s grammar, its root and its longest reply in bytes."""
     node = sent_schema(schema)
     builder = _Builder(node)
     root, size = builder.value(node, "reply")
-    return ReplyGrammar(gbnf=builder.text(root), max_bytes=size)
+    return builder, root, size
 
 
 @lru_cache(maxsize=1024)
@@ -267,12 +273,15 @@ def reply_max_tokens(schema: ReplySchema) -> int | None:
 
     None when the schema has an unbounded part (a string without ``maxLength``) or a
     construct :func:`reply_grammar` does not bound. Kept per schema, like the grammar: a
-    schema without a bounded grammar would otherwise be walked again on every call.
+    schema without a bounded grammar would otherwise be walked again on every call. Only the
+    bound is built, not the grammar's text: a judge's reply schema is new in nearly every
+    debate (its own order of ids), and writing the text was half the cost of the bound.
     """
     try:
-        return reply_grammar(schema).max_tokens
+        size = _walk(schema)[2]
     except UnsupportedSchema:
         return None
+    return ReplyGrammar(gbnf="", max_bytes=size).max_tokens  # the bound alone, no text
 
 
 FALLBACK_MAX_TOKENS = 1024

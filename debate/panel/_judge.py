@@ -25,6 +25,7 @@ from debate.records import (
     SwapReading,
     Transcript,
     UnscoredReason,
+    built,
     transcript_view,
     unscored,
 )
@@ -141,8 +142,9 @@ async def read_transcript(
     reply = completion.parsed
     drafts: dict[str, RubricDraft] = keyed_items(reply.scores, ids)  # type: ignore[attr-defined]
     # Each draft was validated as the reply was (a RubricDraft is a RubricScore with its
-    # note's limit): its fields are taken as they stand, not validated again.
-    scores = {key: RubricScore.model_construct(**dict(draft)) for key, draft in drafts.items()}
+    # note's limit): its fields are taken as they stand, not validated again, into the
+    # record's template (records.built: model_construct's per-call field walk was most of it).
+    scores = {key: built(RubricScore, **dict(draft)) for key, draft in drafts.items()}
     return Reading(
         scores=scores,
         key_finding=reply.key_finding,  # type: ignore[attr-defined]

@@ -186,12 +186,22 @@ def data_block(text: object, label: str = "content", key: bytes | None = None) -
     if key is None:
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     else:
-        digest = hmac.digest(key, label.encode("utf-8"), "sha256").hex()  # one-shot, in C
+        digest = _label_digest(key, label)
     size = 8 if key is None else 12
     while digest[:size] in body:
         size += 4
     tag = f"{label}:{digest[:size]}"
     return f"<<{tag}>>\n{body}\n<</{tag}>>"
+
+
+@lru_cache(maxsize=256)
+def _label_digest(key: bytes, label: str) -> str:
+    """A label's marker under a render's key (one-shot HMAC, in C).
+
+    Remembered: judges shown one transcript in one order share the key, and each delimits
+    the same labels.
+    """
+    return hmac.digest(key, label.encode("utf-8"), "sha256").hex()
 
 
 @pass_context
@@ -302,7 +312,8 @@ class _Sandbox(SandboxedEnvironment):
                 return self.undefined(obj=obj, name=attribute)
         if type(value) not in _PLAIN_VALUES:
             return super().getattr(obj, attribute)
-        if self.is_safe_attribute(obj, attribute, value):
+        safe = self._safe.get((type(obj), attribute))  # is_safe_attribute's memo, read inline
+        if safe or (safe is None and self.is_safe_attribute(obj, attribute, value)):
             return value
         return self.unsafe_undefined(obj, attribute)
 

@@ -92,6 +92,13 @@ def test_the_bound_is_the_longest_valid_reply(schema: type[BaseModel]) -> None:
     assert reply_max_tokens(schema) == len(text.encode()) + 1
 
 
+@pytest.mark.parametrize("ids", [("A1", "B1", "A2"), ("B2", "A1", "B1", "A2", "B3")])
+def test_the_bound_alone_is_the_grammars(ids: tuple[str, ...]) -> None:
+    """reply_max_tokens walks the schema without writing the grammar: the same bound."""
+    for schema in (judge_reply(ids), judge_reply(tuple(sorted(ids)))):
+        assert reply_max_tokens(schema) == reply_grammar(schema).max_tokens
+
+
 def test_the_grammar_bounds_every_string_in_bytes() -> None:
     grammar = reply_grammar(ClosingDraft).gbnf
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
