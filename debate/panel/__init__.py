@@ -21,9 +21,11 @@ from debate.panel._decision import (
     RESOLUTION,
     Conclusion,
     Context,
+    Ruled,
     ScoreBatch,
     Setting,
     conclude_batch,
+    rule_batch,
     score_matrices,
 )
 from debate.panel._evidence import (
@@ -55,6 +57,7 @@ __all__ = [
     "MultiJudgePanel",
     "PolicyRule",
     "RESOLUTION",
+    "Ruled",
     "ScoreBatch",
     "Setting",
     "Tier",
@@ -73,6 +76,7 @@ __all__ = [
     "labelled_order",
     "margin_evidence",
     "rule",
+    "rule_batch",
     "run_cascade",
     "score_matrices",
     "tiers_of",

@@ -18,7 +18,14 @@ from numpy.typing import NDArray
 
 from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._margins import margin_intervals, widened
-from debate.panel._rules import decide, few_votes
+from debate.panel._rules import (
+    Margins,
+    Ruling,
+    decision_of,
+    few_votes,
+    judge_notes,
+    ruling,
+)
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
 from debate.records import (
     DIMENSIONS,
@@ -414,14 +421,14 @@ def _pair(values: list[float | None], at: int) -> tuple[float, float] | None:
 
 
 def _records(
-    numbers: _Numbers, b: int, batch: ScoreBatch, shared: Vote, unscored: int
-) -> tuple[Agreement, Vote, Diagnostics]:
-    """One item's records, built without validation (:func:`~debate.records.built`).
+    numbers: _Numbers, b: int, batch: ScoreBatch, unscored: int
+) -> tuple[Agreement, Diagnostics, Margins]:
+    """One item's agreement and diagnostics, built without validation, and its vote numbers.
 
-    Safe because every value is already of its field's type: the numbers are Python floats,
-    None and bools from :func:`_nums` and ``tolist``, the names are the batch's strings, and
-    the fields every item shares come from ``shared``, validated once per batch. Validating
-    them again item by item cost a fifth of ``debate decide``.
+    Safe (:func:`~debate.records.built`) because every value is already of its field's type:
+    the numbers are Python floats, None and bools from :func:`_nums` and ``tolist``, and the
+    names are the batch's strings. Validating them again item by item cost a fifth of
+    ``debate decide``.
     """
     ids = batch.ids[b]
     by_dimension = {d: v[b] for d, v in numbers.alpha_by_dimension.items()}
@@ -443,18 +450,17 @@ def _records(
     )
     pro, con, margin, pro_points, con_points, margin_points = numbers.sides[b]
     intervals = numbers.intervals[b]
-    vote_ = built(
-        Vote,
-        pro=pro,
-        con=con,
-        margin=margin,
-        margin_ci=_pair(intervals, 0) if margin is not None else None,
-        pro_points=pro_points,
-        con_points=con_points,
-        margin_points=margin_points,
-        margin_points_ci=_pair(intervals, 2) if margin is not None else None,
-        **_shared_vote(shared),
-        cluster_weights=numbers.split[b],
+    defined = margin is not None
+    margins = Margins(
+        pro,
+        con,
+        margin,
+        _pair(intervals, 0) if defined else None,
+        pro_points,
+        con_points,
+        margin_points,
+        _pair(intervals, 2) if defined else None,
+        numbers.split[b],
     )
     diagnostics = built(
         Diagnostics,
@@ -463,7 +469,7 @@ def _records(
         argument_variance=dict(variance),
         no_difference=numbers.no_difference[b],
     )
-    return agreement, vote_, diagnostics
+    return agreement, diagnostics, margins
 
 
 _SHARED_VOTE = ("confidence", "topic_type", "topic_source", "calibration", "aggregate")
@@ -496,6 +502,51 @@ def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[st
     }
 
 
+class Ruled(NamedTuple):
+    """One item's agreement, diagnostics, vote numbers, ruling and lead: no Vote or Decision."""
+
+    agreement: Agreement
+    diagnostics: Diagnostics
+    margins: Margins
+    ruling: Ruling
+    lead: dict[str, object]
+    """The decision's lead, evidence, ``p_agree`` and judge evidence (empty: no judge)."""
+
+
+def rule_batch(
+    batch: ScoreBatch,
+    judge_weights: Mapping[str, float],
+    setting: Setting,
+    contexts: Sequence[Context],
+) -> list[Ruled]:
+    """Every item of ``batch`` decided, as the parts a record of it is made from.
+
+    What :func:`conclude_batch` makes its records from; recorded tables keep only an item
+    decision per item, so they take these parts rather than a Vote and a Decision each.
+    """
+    if len(contexts) != batch.size:
+        raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
+    weights = np.array([judge_weights[j] for j in batch.judges], dtype=np.float64)
+    numbers = _numbers(batch, weights, setting)
+    weightless = []
+    if batch.judges and not weights.sum() > 0:
+        weightless.append(
+            "no judge that scored carries a positive weight, so there is no weighted vote; "
+            "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
+        )
+    leads = _leads(batch, weights)
+    thresholds, level = setting.thresholds, setting.thresholds.confidence
+    out = []
+    for b, context in enumerate(contexts):
+        agreement, diagnostics, margins = _records(numbers, b, batch, context.unscored)
+        notes = [*judge_notes(context.evaluations), *context.notes, *weightless]
+        found = ruling(
+            agreement, margins, level, thresholds, context.panel_size, diagnostics, notes
+        )
+        out.append(Ruled(agreement, diagnostics, margins, found, leads[b]))
+    return out
+
+
 def conclude_batch(
     batch: ScoreBatch,
     judge_weights: Mapping[str, float],
@@ -504,38 +555,20 @@ def conclude_batch(
 ) -> list[Conclusion]:
     """Agreement, vote, diagnostics and decision of every item of ``batch``.
 
-    The one decision path of the package: a live panel calls it with a batch of one item,
-    ``decide_scores`` with every item of one shape. Both intervals use the same seed,
-    hence the same resampled judges and units: the interval in points is the calibrated
-    one's counterpart, not another draw.
+    The one decision path of the package (:func:`rule_batch`): a live panel calls it with a
+    batch of one item, ``decide_scores`` takes the same parts for every item of one shape.
+    Both intervals use the same seed, hence the same resampled judges and units: the
+    interval in points is the calibrated one's counterpart, not another draw. The fields
+    every vote shares are validated once (:func:`_vote_template`).
     """
-    if len(contexts) != batch.size:
-        raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
-    weights = np.array([judge_weights[j] for j in batch.judges], dtype=np.float64)
-    numbers = _numbers(batch, weights, setting)
-    shown = dict(judge_weights)
-    weightless = []
-    if batch.judges and not weights.sum() > 0:
-        weightless.append(
-            "no judge that scored carries a positive weight, so there is no weighted vote; "
-            "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
-        )
-    leads = _leads(batch, weights)
-    shared = _vote_template(shown, setting)
+    shared = _vote_template(dict(judge_weights), setting)
     out = []
-    for b, context in enumerate(contexts):
-        agreement, vote_, diagnostics = _records(numbers, b, batch, shared, context.unscored)
-        decision = decide(
-            agreement,
-            vote_,
-            setting.thresholds,
-            context.evaluations,
-            context.panel_size,
-            diagnostics,
-            notes=[*context.notes, *weightless],
-            extra=leads[b],
+    for item in rule_batch(batch, judge_weights, setting, contexts):
+        vote_ = built(Vote, **item.margins._asdict(), **_shared_vote(shared))
+        decision = decision_of(
+            item.ruling, item.agreement, setting.thresholds, item.diagnostics, item.lead
         )
-        out.append(Conclusion(agreement, vote_, diagnostics, decision))
+        out.append(Conclusion(item.agreement, vote_, item.diagnostics, decision))
     return out
 
 
