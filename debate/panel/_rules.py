@@ -314,13 +314,14 @@ def _split_causes(case: Case, high: list[str]) -> list[str]:
 def _outlier_judges(case: Case) -> list[str]:
     """The judge(s) whose removal raises alpha most, when removing one raises it at all."""
     alpha = case.agreement.alpha
-    without = {j: a for j, a in case.diagnostics.alpha_without_judge.items() if a is not None}
-    if alpha is None or not without:
+    without = case.diagnostics.alpha_without_judge
+    defined = [a for a in without.values() if a is not None]
+    if alpha is None or not defined:
         return []
-    best = max(without.values())
-    if best <= alpha + 1e-9:
+    best = max(defined)
+    if best <= alpha + 1e-9:  # the usual case: no judge's removal raises alpha; no names
         return []
-    names = [j for j, a in without.items() if a >= best - 1e-9]
+    names = [j for j, a in without.items() if a is not None and a >= best - 1e-9]
     who = " or ".join(f"judge {n}" for n in names)
     return [
         f"{who} disagrees with the rest of the panel: without {who}, alpha rises from "
