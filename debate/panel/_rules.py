@@ -149,18 +149,8 @@ def ruling(
     notes: Sequence[str],
 ) -> Ruling:
     """The rules in order, the first that applies deciding; ``notes`` end every reason list."""
-    agreement_notes, diverged = _agreement_checks(agreement, thresholds)
-    case = Case(
-        agreement=agreement,
-        vote=margins,
-        confidence=confidence,
-        thresholds=thresholds,
-        diagnostics=diagnostics,
-        notes=notes,
-        panel_size=panel_size,
-        agreement_notes=agreement_notes,
-        diverged=diverged,
-    )
+    checks = _agreement_checks(agreement, thresholds)  # the last two fields, in order
+    case = Case(agreement, margins, confidence, thresholds, diagnostics, notes, panel_size, *checks)
     rules: tuple[Rule, ...] = (_insufficient, _no_difference, _split, _too_close)
     for rule in rules:
         found = rule(case)
