@@ -17,14 +17,13 @@ from debate.panel._cascade import (
     tiers_of,
     upto,
 )
+from debate.panel._conclude import Conclusion, conclude_batch
 from debate.panel._decision import (
     RESOLUTION,
-    Conclusion,
     Context,
     Ruled,
     ScoreBatch,
     Setting,
-    conclude_batch,
     rule_batch,
     score_matrices,
 )

@@ -1,7 +1,7 @@
 """From the judges' scores to the numbers a decision rests on, and the decision: one path.
 
 A live panel (one debate) and recorded judgments (many items) both come here as a
-:class:`ScoreBatch` of items of one shape; :func:`conclude_batch` calibrates, measures
+:class:`ScoreBatch` of items of one shape; :func:`rule_batch` calibrates, measures
 agreement, votes and diagnoses every item at once before :mod:`debate.panel._rules` decides
 each. Only scored judges enter any statistic; an unscored judge is named in the reasons.
 """
@@ -21,7 +21,6 @@ from debate.panel._margins import margin_intervals, widened
 from debate.panel._rules import (
     Margins,
     Ruling,
-    decision_of,
     few_votes,
     judge_notes,
     ruling,
@@ -32,14 +31,12 @@ from debate.records import (
     NO_CALL,
     STANDINGS,
     Agreement,
-    Decision,
     Diagnostics,
     JudgeEvaluation,
     Side,
     Thresholds,
     TopicSource,
     Transcript,
-    Vote,
     built,
 )
 from debate.stats import (
@@ -211,15 +208,6 @@ class Context:
     """A live panel's evaluations, for the notes on unscored and swapped readings."""
     notes: Sequence[str] = field(default_factory=tuple)
     """Further reasons appended to the decision (recorded judges that gave no score)."""
-
-
-class Conclusion(NamedTuple):
-    """One item's agreement, vote, diagnostics and decision."""
-
-    agreement: Agreement
-    vote: Vote
-    diagnostics: Diagnostics
-    decision: Decision
 
 
 def batch_of(matrices: ScoreMatrices) -> ScoreBatch:
@@ -472,17 +460,6 @@ def _records(
     return agreement, diagnostics, margins
 
 
-_SHARED_VOTE = ("confidence", "topic_type", "topic_source", "calibration", "aggregate")
-"""The vote's fields every item of a batch shares (besides the judge weights)."""
-
-
-def _shared_vote(shared: Vote) -> dict[str, Any]:
-    """The shared fields of a vote, a fresh copy of the judge weights for each item."""
-    fields: dict[str, Any] = {name: getattr(shared, name) for name in _SHARED_VOTE}
-    fields["judge_weights"] = dict(shared.judge_weights)
-    return fields
-
-
 def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[str, Any]:
     """One item's correlation (judge by judge), effective votes and clusters, as fields."""
     matrix = numbers.correlation[b]
@@ -521,7 +498,7 @@ def rule_batch(
 ) -> list[Ruled]:
     """Every item of ``batch`` decided, as the parts a record of it is made from.
 
-    What :func:`conclude_batch` makes its records from; recorded tables keep only an item
+    What :func:`debate.panel._conclude.conclude_batch` makes its records from; recorded tables keep only an item
     decision per item, so they take these parts rather than a Vote and a Decision each.
     """
     if len(contexts) != batch.size:
@@ -545,46 +522,6 @@ def rule_batch(
         )
         out.append(Ruled(agreement, diagnostics, margins, found, leads[b]))
     return out
-
-
-def conclude_batch(
-    batch: ScoreBatch,
-    judge_weights: Mapping[str, float],
-    setting: Setting,
-    contexts: Sequence[Context],
-) -> list[Conclusion]:
-    """Agreement, vote, diagnostics and decision of every item of ``batch``.
-
-    The one decision path of the package (:func:`rule_batch`): a live panel calls it with a
-    batch of one item, ``decide_scores`` takes the same parts for every item of one shape.
-    Both intervals use the same seed, hence the same resampled judges and units: the
-    interval in points is the calibrated one's counterpart, not another draw. The fields
-    every vote shares are validated once (:func:`_vote_template`).
-    """
-    shared = _vote_template(dict(judge_weights), setting)
-    out = []
-    for item in rule_batch(batch, judge_weights, setting, contexts):
-        vote_ = built(Vote, **item.margins._asdict(), **_shared_vote(shared))
-        decision = decision_of(
-            item.ruling, item.agreement, setting.thresholds, item.diagnostics, item.lead
-        )
-        out.append(Conclusion(item.agreement, vote_, item.diagnostics, decision))
-    return out
-
-
-def _vote_template(judge_weights: dict[str, float], setting: Setting) -> Vote:
-    """The vote's fields every item of a batch shares, validated once for the batch."""
-    return Vote(
-        pro=None,
-        con=None,
-        margin=None,
-        confidence=setting.thresholds.confidence,
-        topic_type=setting.topic_type,
-        topic_source=setting.topic_source,
-        judge_weights=judge_weights,
-        calibration=setting.calibration,
-        aggregate=setting.thresholds.aggregate,
-    )
 
 
 def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
