@@ -498,8 +498,9 @@ def rule_batch(
 ) -> list[Ruled]:
     """Every item of ``batch`` decided, as the parts a record of it is made from.
 
-    What :func:`debate.panel._conclude.conclude_batch` makes its records from; recorded tables keep only an item
-    decision per item, so they take these parts rather than a Vote and a Decision each.
+    What :func:`debate.panel._conclude.conclude_batch` makes a live panel's records from;
+    recorded tables keep only an item decision per item, so they take these parts rather
+    than a Vote and a Decision each.
     """
     if len(contexts) != batch.size:
         raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
