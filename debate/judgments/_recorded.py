@@ -5,7 +5,7 @@ or LLM judges run by another tool). Each item's pair of options becomes what a l
 sees: the first option's units are PRO's arguments, the second's CON's, each judge's score
 per unit read as a live panel forms it (:mod:`debate.judgments._score_cells`). The pairs
 are then grouped by shape (which judges scored, which units are whose) and each group goes
-through :func:`debate.panel._decision.conclude_batch`, the one path a live panel takes too.
+through :func:`debate.panel._decision.rule_batch`, the one path a live panel takes too.
 
 A judge missing any score a pair needs is unscored on that pair: left out of every
 statistic and named in the reasons; nothing is filled in.
@@ -25,7 +25,7 @@ from debate._gc import collector_held
 from debate.judgments._arrays import FloatArray, IntArray
 from debate.judgments._pairs import Pairs, pairs
 from debate.judgments._score_cells import Cells, DimensionWeights, read_cells
-from debate.panel import Conclusion, Context, ScoreBatch, Setting, conclude_batch
+from debate.panel import Context, Ruled, ScoreBatch, Setting, rule_batch
 from debate.records import (
     NO_CALL,
     ItemDecision,
@@ -171,40 +171,41 @@ def _item_decision(
     table: ScoreTable,
     item: int,
     pair: tuple[int, int],
-    conclusion: Conclusion,
+    ruled: Ruled,
     judge_margins: dict[str, float | None],
     weights: dict[str, float],
     dimension: str | None,
 ) -> ItemDecision:
-    """A pair's conclusion as a record, PRO and CON named by the pair's options.
+    """A pair's ruling as a record, PRO and CON named by the pair's options.
 
     Built without validation (:func:`~debate.records.built`): every value is already of its field's
-    type, from the validated conclusion, the table's names and Python floats; validating
-    100,000 records again was a tenth of ``debate decide``.
+    type, from the validated ruling, the table's names and Python floats; validating
+    100,000 records again was a tenth of ``debate decide``. No Vote or Decision is made on
+    the way: only this record is kept.
     """
-    agreement, vote_, diagnostics, decision = conclusion
+    margins, ruling, lead = ruled.margins, ruled.ruling, ruled.lead
     first, second = (table.options[o] for o in pair)
     named = {"PRO": first, "CON": second}
-    interval = vote_.margin_points_ci
+    interval = margins.margin_points_ci
     return built(
         ItemDecision,
         item=table.items[item],
         options=(first, second),
         dimension=dimension,
-        winner=named.get(decision.winner or ""),
-        lead=named.get(decision.lead or ""),
-        margin=vote_.margin,
-        margin_points=vote_.margin_points,
+        winner=named.get(ruling.winner or ""),
+        lead=named.get(str(lead.get("lead") or "")),
+        margin=margins.margin,
+        margin_points=margins.margin_points,
         interval=interval,
         confidence=interval_confidence(interval),
-        agreement=agreement,
-        diagnostics=diagnostics,
+        agreement=ruled.agreement,
+        diagnostics=ruled.diagnostics,
         judge_margins=judge_margins,
         weights=dict(weights),
-        outcome=decision.outcome,
-        reasons=list(decision.reasons),
-        evidence=decision.evidence,
-        p_agree=decision.p_agree,
+        outcome=ruling.outcome,
+        reasons=ruling.reasons,
+        evidence=lead.get("evidence"),
+        p_agree=lead.get("p_agree"),
     )
 
 
@@ -228,7 +229,7 @@ def _decide_group(
     items = found.item[group.pairs].tolist()
     pair_options = found.options[group.pairs]
     contexts = _contexts(table, cells, group, weights, items, pair_options)
-    conclusions = conclude_batch(batch, weights, setting, contexts)
+    conclusions = rule_batch(batch, weights, setting, contexts)
     margins = _judge_margins(table, batch, len(items))
     return [
         _item_decision(

@@ -17,13 +17,14 @@ from debate.panel._cascade import (
     tiers_of,
     upto,
 )
+from debate.panel._conclude import Conclusion, conclude_batch
 from debate.panel._decision import (
     RESOLUTION,
-    Conclusion,
     Context,
+    Ruled,
     ScoreBatch,
     Setting,
-    conclude_batch,
+    rule_batch,
     score_matrices,
 )
 from debate.panel._evidence import (
@@ -55,6 +56,7 @@ __all__ = [
     "MultiJudgePanel",
     "PolicyRule",
     "RESOLUTION",
+    "Ruled",
     "ScoreBatch",
     "Setting",
     "Tier",
@@ -73,6 +75,7 @@ __all__ = [
     "labelled_order",
     "margin_evidence",
     "rule",
+    "rule_batch",
     "run_cascade",
     "score_matrices",
     "tiers_of",

@@ -1,7 +1,7 @@
 """From the judges' scores to the numbers a decision rests on, and the decision: one path.
 
 A live panel (one debate) and recorded judgments (many items) both come here as a
-:class:`ScoreBatch` of items of one shape; :func:`conclude_batch` calibrates, measures
+:class:`ScoreBatch` of items of one shape; :func:`rule_batch` calibrates, measures
 agreement, votes and diagnoses every item at once before :mod:`debate.panel._rules` decides
 each. Only scored judges enter any statistic; an unscored judge is named in the reasons.
 """
@@ -18,21 +18,25 @@ from numpy.typing import NDArray
 
 from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._margins import margin_intervals, widened
-from debate.panel._rules import decide, few_votes
+from debate.panel._rules import (
+    Margins,
+    Ruling,
+    few_votes,
+    judge_notes,
+    ruling,
+)
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
 from debate.records import (
     DIMENSIONS,
     NO_CALL,
     STANDINGS,
     Agreement,
-    Decision,
     Diagnostics,
     JudgeEvaluation,
     Side,
     Thresholds,
     TopicSource,
     Transcript,
-    Vote,
     built,
 )
 from debate.stats import (
@@ -204,15 +208,6 @@ class Context:
     """A live panel's evaluations, for the notes on unscored and swapped readings."""
     notes: Sequence[str] = field(default_factory=tuple)
     """Further reasons appended to the decision (recorded judges that gave no score)."""
-
-
-class Conclusion(NamedTuple):
-    """One item's agreement, vote, diagnostics and decision."""
-
-    agreement: Agreement
-    vote: Vote
-    diagnostics: Diagnostics
-    decision: Decision
 
 
 def batch_of(matrices: ScoreMatrices) -> ScoreBatch:
@@ -414,14 +409,14 @@ def _pair(values: list[float | None], at: int) -> tuple[float, float] | None:
 
 
 def _records(
-    numbers: _Numbers, b: int, batch: ScoreBatch, shared: Vote, unscored: int
-) -> tuple[Agreement, Vote, Diagnostics]:
-    """One item's records, built without validation (:func:`~debate.records.built`).
+    numbers: _Numbers, b: int, batch: ScoreBatch, unscored: int
+) -> tuple[Agreement, Diagnostics, Margins]:
+    """One item's agreement and diagnostics, built without validation, and its vote numbers.
 
-    Safe because every value is already of its field's type: the numbers are Python floats,
-    None and bools from :func:`_nums` and ``tolist``, the names are the batch's strings, and
-    the fields every item shares come from ``shared``, validated once per batch. Validating
-    them again item by item cost a fifth of ``debate decide``.
+    Safe (:func:`~debate.records.built`) because every value is already of its field's type:
+    the numbers are Python floats, None and bools from :func:`_nums` and ``tolist``, and the
+    names are the batch's strings. Validating them again item by item cost a fifth of
+    ``debate decide``.
     """
     ids = batch.ids[b]
     by_dimension = {d: v[b] for d, v in numbers.alpha_by_dimension.items()}
@@ -443,18 +438,17 @@ def _records(
     )
     pro, con, margin, pro_points, con_points, margin_points = numbers.sides[b]
     intervals = numbers.intervals[b]
-    vote_ = built(
-        Vote,
-        pro=pro,
-        con=con,
-        margin=margin,
-        margin_ci=_pair(intervals, 0) if margin is not None else None,
-        pro_points=pro_points,
-        con_points=con_points,
-        margin_points=margin_points,
-        margin_points_ci=_pair(intervals, 2) if margin is not None else None,
-        **_shared_vote(shared),
-        cluster_weights=numbers.split[b],
+    defined = margin is not None
+    margins = Margins(
+        pro,
+        con,
+        margin,
+        _pair(intervals, 0) if defined else None,
+        pro_points,
+        con_points,
+        margin_points,
+        _pair(intervals, 2) if defined else None,
+        numbers.split[b],
     )
     diagnostics = built(
         Diagnostics,
@@ -463,18 +457,7 @@ def _records(
         argument_variance=dict(variance),
         no_difference=numbers.no_difference[b],
     )
-    return agreement, vote_, diagnostics
-
-
-_SHARED_VOTE = ("confidence", "topic_type", "topic_source", "calibration", "aggregate")
-"""The vote's fields every item of a batch shares (besides the judge weights)."""
-
-
-def _shared_vote(shared: Vote) -> dict[str, Any]:
-    """The shared fields of a vote, a fresh copy of the judge weights for each item."""
-    fields: dict[str, Any] = {name: getattr(shared, name) for name in _SHARED_VOTE}
-    fields["judge_weights"] = dict(shared.judge_weights)
-    return fields
+    return agreement, diagnostics, margins
 
 
 def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[str, Any]:
@@ -496,24 +479,33 @@ def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[st
     }
 
 
-def conclude_batch(
+class Ruled(NamedTuple):
+    """One item's agreement, diagnostics, vote numbers, ruling and lead: no Vote or Decision."""
+
+    agreement: Agreement
+    diagnostics: Diagnostics
+    margins: Margins
+    ruling: Ruling
+    lead: dict[str, object]
+    """The decision's lead, evidence, ``p_agree`` and judge evidence (empty: no judge)."""
+
+
+def rule_batch(
     batch: ScoreBatch,
     judge_weights: Mapping[str, float],
     setting: Setting,
     contexts: Sequence[Context],
-) -> list[Conclusion]:
-    """Agreement, vote, diagnostics and decision of every item of ``batch``.
+) -> list[Ruled]:
+    """Every item of ``batch`` decided, as the parts a record of it is made from.
 
-    The one decision path of the package: a live panel calls it with a batch of one item,
-    ``decide_scores`` with every item of one shape. Both intervals use the same seed,
-    hence the same resampled judges and units: the interval in points is the calibrated
-    one's counterpart, not another draw.
+    What :func:`debate.panel._conclude.conclude_batch` makes a live panel's records from;
+    recorded tables keep only an item decision per item, so they take these parts rather
+    than a Vote and a Decision each.
     """
     if len(contexts) != batch.size:
         raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
     weights = np.array([judge_weights[j] for j in batch.judges], dtype=np.float64)
     numbers = _numbers(batch, weights, setting)
-    shown = dict(judge_weights)
     weightless = []
     if batch.judges and not weights.sum() > 0:
         weightless.append(
@@ -521,37 +513,16 @@ def conclude_batch(
             "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
         )
     leads = _leads(batch, weights)
-    shared = _vote_template(shown, setting)
+    thresholds, level = setting.thresholds, setting.thresholds.confidence
     out = []
     for b, context in enumerate(contexts):
-        agreement, vote_, diagnostics = _records(numbers, b, batch, shared, context.unscored)
-        decision = decide(
-            agreement,
-            vote_,
-            setting.thresholds,
-            context.evaluations,
-            context.panel_size,
-            diagnostics,
-            notes=[*context.notes, *weightless],
-            extra=leads[b],
+        agreement, diagnostics, margins = _records(numbers, b, batch, context.unscored)
+        notes = [*judge_notes(context.evaluations), *context.notes, *weightless]
+        found = ruling(
+            agreement, margins, level, thresholds, context.panel_size, diagnostics, notes
         )
-        out.append(Conclusion(agreement, vote_, diagnostics, decision))
+        out.append(Ruled(agreement, diagnostics, margins, found, leads[b]))
     return out
-
-
-def _vote_template(judge_weights: dict[str, float], setting: Setting) -> Vote:
-    """The vote's fields every item of a batch shares, validated once for the batch."""
-    return Vote(
-        pro=None,
-        con=None,
-        margin=None,
-        confidence=setting.thresholds.confidence,
-        topic_type=setting.topic_type,
-        topic_source=setting.topic_source,
-        judge_weights=judge_weights,
-        calibration=setting.calibration,
-        aggregate=setting.thresholds.aggregate,
-    )
 
 
 def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:

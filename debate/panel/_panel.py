@@ -23,7 +23,8 @@ from debate.panel._cascade import (
     run_cascade,
     tiers_of,
 )
-from debate.panel._decision import Context, Setting, batch_of, conclude_batch, score_matrices
+from debate.panel._conclude import conclude_batch
+from debate.panel._decision import Context, Setting, batch_of, score_matrices
 from debate.panel._deliberation import deliberate
 from debate.panel._identity import identity
 from debate.panel._judge import Sitting, evaluate_judge

@@ -21,7 +21,8 @@ without such arguments, no "standings diverge" when every standing was the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from debate.panel._advice import flagged_arguments
 from debate.panel._advice import recommendation as advise
@@ -52,26 +53,61 @@ def effect_word(points: float) -> str:
     return next((word for bound, word in EFFECT_BANDS if size < bound), "clearly")
 
 
+class Margins(NamedTuple):
+    """One item's vote numbers: a :class:`Vote`'s per-item fields, or a recorded item's.
+
+    The rules read ``margin``, its interval and its points; the rest rides along so that
+    the batch path builds a Vote only where one is kept (a live panel), not per recorded item.
+    """
+
+    pro: float | None
+    con: float | None
+    margin: float | None
+    margin_ci: tuple[float, float] | None
+    pro_points: float | None
+    con_points: float | None
+    margin_points: float | None
+    margin_points_ci: tuple[float, float] | None
+    cluster_weights: dict[str, float] | None
+
+
+class Ruling(NamedTuple):
+    """What the rules decide about one item, before it becomes a :class:`Decision`."""
+
+    outcome: Outcome
+    winner: Side | None
+    reasons: list[str]
+    """The rule's reasons, then the notes."""
+    high: list[str]
+    """The high-variance arguments behind a split."""
+    no_difference: bool
+
+
 @dataclass(frozen=True)
 class Case:
     """Everything the rules read."""
 
     agreement: Agreement
-    vote: Vote
+    vote: Margins
+    confidence: float
+    """The level of the margin's interval (the vote's ``confidence``)."""
     thresholds: Thresholds
     diagnostics: Diagnostics
-    notes: list[str]
+    notes: Sequence[str]
     """Notes on individual judges (unscored, swapped readings), appended to every outcome."""
     panel_size: int
     agreement_notes: list[str]
     """What alpha and kappa say (:func:`_agreement_checks`), read by every later rule."""
     diverged: bool
     """Agreement fails on both alpha and kappa."""
-    extra: Mapping[str, object] = field(default_factory=dict)
-    """Further fields of the decision, set as given (the lead and its evidence)."""
 
 
-Rule = Callable[[Case], "Decision | None"]
+Rule = Callable[[Case], "Ruling | None"]
+
+
+def margins_of(vote_: Vote) -> Margins:
+    """A vote's per-item numbers."""
+    return Margins(*(getattr(vote_, name) for name in Margins._fields))
 
 
 def decide(
@@ -91,27 +127,63 @@ def decide(
     ``extra`` fields are set on the decision as given, not validated: give values of their
     fields' types (:func:`debate.panel._decision._leads` makes them from ``tolist``).
     """
-    agreement_notes, diverged = _agreement_checks(agreement, thresholds)
-    case = Case(
-        agreement=agreement,
-        vote=vote_,
-        thresholds=thresholds,
-        diagnostics=diagnostics,
-        notes=[*_judge_notes(evaluations), *notes],
-        panel_size=panel_size,
-        agreement_notes=agreement_notes,
-        diverged=diverged,
-        extra=extra or {},
+    found = ruling(
+        agreement,
+        margins_of(vote_),
+        vote_.confidence,
+        thresholds,
+        panel_size,
+        diagnostics,
+        [*judge_notes(evaluations), *notes],
     )
+    return decision_of(found, agreement, thresholds, diagnostics, extra or {})
+
+
+def ruling(
+    agreement: Agreement,
+    margins: Margins,
+    confidence: float,
+    thresholds: Thresholds,
+    panel_size: int,
+    diagnostics: Diagnostics,
+    notes: Sequence[str],
+) -> Ruling:
+    """The rules in order, the first that applies deciding; ``notes`` end every reason list."""
+    checks = _agreement_checks(agreement, thresholds)  # the last two fields, in order
+    case = Case(agreement, margins, confidence, thresholds, diagnostics, notes, panel_size, *checks)
     rules: tuple[Rule, ...] = (_insufficient, _no_difference, _split, _too_close)
     for rule in rules:
-        decision = rule(case)
-        if decision is not None:
-            return decision
+        found = rule(case)
+        if found is not None:
+            return found
     return _winner(case)
 
 
-def _insufficient(case: Case) -> Decision | None:
+def decision_of(
+    found: Ruling,
+    agreement: Agreement,
+    thresholds: Thresholds,
+    diagnostics: Diagnostics,
+    extra: Mapping[str, object],
+) -> Decision:
+    """A ruling as a decision record, with its recommendation and the ``extra`` fields."""
+    flagged = flagged_arguments(agreement.argument_variance, thresholds.variance)
+    return built(  # every value is of its field's type: literals, fresh lists, the records
+        Decision,
+        outcome=found.outcome,
+        winner=found.winner,
+        reasons=found.reasons,
+        high_variance_arguments=found.high,
+        thresholds=thresholds,
+        recommendation=advise(
+            found.outcome, agreement.alpha, flagged, no_difference=found.no_difference
+        ),
+        diagnostics=diagnostics,
+        **extra,
+    )
+
+
+def _insufficient(case: Case) -> Ruling | None:
     scored, need = case.agreement.judges_scored, case.thresholds.min_judges
     if scored >= need and case.vote.margin is not None:
         return None
@@ -121,7 +193,7 @@ def _insufficient(case: Case) -> Decision | None:
     return _decision(case, "insufficient", None, [reason])
 
 
-def _no_difference(case: Case) -> Decision | None:
+def _no_difference(case: Case) -> Ruling | None:
     if not case.diagnostics.no_difference:
         return None
     reason = (
@@ -129,10 +201,10 @@ def _no_difference(case: Case) -> Decision | None:
         "same score, so there is nothing to agree or disagree on (alpha and kappa are "
         "undefined, not low)"
     )
-    return _decision(case, "too_close", None, [reason], recommendation="no_difference")
+    return _decision(case, "too_close", None, [reason], no_difference=True)
 
 
-def _split(case: Case) -> Decision | None:
+def _split(case: Case) -> Ruling | None:
     high = _high_variance(case)
     if not case.diverged and not high:
         return None
@@ -140,7 +212,7 @@ def _split(case: Case) -> Decision | None:
     return _decision(case, "irreconcilable", None, reasons, high)
 
 
-def _too_close(case: Case) -> Decision | None:
+def _too_close(case: Case) -> Ruling | None:
     vote_, thresholds = case.vote, case.thresholds
     assert vote_.margin is not None  # _insufficient ran first
     if abs(vote_.margin) < thresholds.gap:
@@ -151,20 +223,20 @@ def _too_close(case: Case) -> Decision | None:
     elif vote_.margin_ci is None:
         reason = "the margin's interval is undefined (too little data to resample)"
     elif vote_.margin_ci[0] <= 0 <= vote_.margin_ci[1]:
-        reason = f"{_interval_text(vote_)} includes 0: the lead could be chance"
+        reason = f"{_interval_text(case)} includes 0: the lead could be chance"
     else:
         return None
     return _decision(case, "too_close", None, [reason, *case.agreement_notes])
 
 
-def _winner(case: Case) -> Decision:
+def _winner(case: Case) -> Ruling:
     vote_, agreement = case.vote, case.agreement
     assert vote_.margin is not None and vote_.margin_points is not None
     side: Side = "PRO" if vote_.margin > 0 else "CON"
     reasons = [
         f"{side} scored {effect_word(vote_.margin_points)} higher: "
         f"{abs(vote_.margin_points):.2f} points ahead on the judges' 1-10 scale (calibrated "
-        f"margin {abs(vote_.margin):.3f}); {_interval_text(vote_)} excludes 0; alpha "
+        f"margin {abs(vote_.margin):.3f}); {_interval_text(case)} excludes 0; alpha "
         f"{_alpha_text(agreement.alpha)}, kappa {fmt(agreement.kappa)}",
         *case.agreement_notes,
         *_contested(case),
@@ -179,36 +251,22 @@ def _decision(
     winner: Side | None,
     reasons: list[str],
     high: list[str] | None = None,
-    recommendation: str | None = None,
-) -> Decision:
-    flagged = flagged_arguments(case.agreement.argument_variance, case.thresholds.variance)
-    return built(  # every value is of its field's type: literals, fresh lists, the records
-        Decision,
-        outcome=outcome,
-        winner=winner,
-        reasons=[*reasons, *case.notes],
-        high_variance_arguments=high or [],
-        thresholds=case.thresholds,
-        recommendation=advise(
-            outcome,
-            case.agreement.alpha,
-            flagged,
-            no_difference=recommendation == "no_difference",
-        ),
-        diagnostics=case.diagnostics,
-        **case.extra,
-    )
+    *,
+    no_difference: bool = False,
+) -> Ruling:
+    return Ruling(outcome, winner, [*reasons, *case.notes], high or [], no_difference)
 
 
 def _points(points: float | None) -> str:
     return UNDEFINED + " in points" if points is None else f"{points:+.2f} points of 10"
 
 
-def _interval_text(vote_: Vote) -> str:
+def _interval_text(case: Case) -> str:
     """``the 95% interval of the margin [-0.111, +0.778] (in points [-0.33, +2.33])``."""
+    vote_ = case.vote
     assert vote_.margin_ci is not None
     low, high = vote_.margin_ci
-    text = f"the {vote_.confidence:.0%} interval of the margin [{low:+.3f}, {high:+.3f}]"
+    text = f"the {case.confidence:.0%} interval of the margin [{low:+.3f}, {high:+.3f}]"
     if vote_.margin_points_ci is not None:
         p_low, p_high = vote_.margin_points_ci
         text += f" (in points [{p_low:+.2f}, {p_high:+.2f}])"
@@ -246,13 +304,14 @@ def _split_causes(case: Case, high: list[str]) -> list[str]:
 def _outlier_judges(case: Case) -> list[str]:
     """The judge(s) whose removal raises alpha most, when removing one raises it at all."""
     alpha = case.agreement.alpha
-    without = {j: a for j, a in case.diagnostics.alpha_without_judge.items() if a is not None}
-    if alpha is None or not without:
+    without = case.diagnostics.alpha_without_judge
+    defined = [a for a in without.values() if a is not None]
+    if alpha is None or not defined:
         return []
-    best = max(without.values())
-    if best <= alpha + 1e-9:
+    best = max(defined)
+    if best <= alpha + 1e-9:  # the usual case: no judge's removal raises alpha; no names
         return []
-    names = [j for j, a in without.items() if a >= best - 1e-9]
+    names = [j for j, a in without.items() if a is not None and a >= best - 1e-9]
     who = " or ".join(f"judge {n}" for n in names)
     return [
         f"{who} disagrees with the rest of the panel: without {who}, alpha rises from "
@@ -357,7 +416,7 @@ def few_votes(votes: float | None, scored: int, clusters: list[list[str]] | None
     )
 
 
-def _judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
+def judge_notes(evaluations: Sequence[JudgeEvaluation]) -> list[str]:
     notes = []
     for e in evaluations:
         if e.standby_for is not None:
