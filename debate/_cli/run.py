@@ -23,7 +23,6 @@ from debate._cli.progress import announce, progress, progress_flag
 from debate._cli.summaries import budget_lines, cascade_lines
 from debate.api import run_debate, write_result
 from debate.records import DebateResult
-from debate.report import deliberation_lines, write_report
 from debate.runtime import ModelPool, Run, closing_pool, planned_calls
 from debate.stats import fmt
 from debate.storage import recording_run, resolve_seed
@@ -80,6 +79,8 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
         shared = {"config": config, "seed": seed, "run": run, **escalation}
         result = asyncio.run(closing_pool(pool, work(shared)))
         path = write_result(result, out)
+        from debate.report import write_report  # after the calls: it imports the panel's numpy
+
         _, report_html = write_report(result, out)
         if store is not None:
             store.record(result)
@@ -93,6 +94,8 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
 
 def summary(result: DebateResult, path: str) -> str:
     """A short human summary of a result."""
+    from debate.report import deliberation_lines
+
     d, a, v = result.decision, result.agreement, result.vote
     if d.outcome == "winner":
         head = f"Decision: {d.winner} wins"
