@@ -19,6 +19,7 @@ from debate._cli.exits import fail_on_flag, outcome_exit
 from debate._cli.flags import model_flags
 from debate._cli.outputs import history, open_cache, open_store, out_folder
 from debate._cli.parsing import Commands, subcommand
+from debate._cli.preload import Preloading
 from debate._cli.progress import announce, progress, progress_flag
 from debate._cli.summaries import budget_lines, cascade_lines
 from debate.api import run_debate, write_result
@@ -66,7 +67,7 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     seed, source = resolve_seed(args.seed, out)
     cache = open_cache(args, out)
     store = open_store(args)
-    on_event = progress(args)
+    on_event = Preloading(progress(args))  # what the judging needs, imported during the calls
     track_records = history(args)
     escalation = escalation_of(args)
     # Every model is built now: a missing key is bad input, one line before the plan line.
@@ -77,7 +78,10 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     announce(on_event, args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         shared = {"config": config, "seed": seed, "run": run, **escalation}
-        result = asyncio.run(closing_pool(pool, work(shared)))
+        try:
+            result = asyncio.run(closing_pool(pool, work(shared)))
+        finally:
+            on_event.join()
         path = write_result(result, out)
         from debate.report import write_report  # after the calls: it imports the panel's numpy
 
