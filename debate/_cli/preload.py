@@ -25,12 +25,16 @@ AFTER_CALLS: tuple[tuple[str, str | None], ...] = (
     ("numpy", None),
     ("debate.panel", "conclude_batch"),
     ("debate.panel", "doubt_features"),
+    ("debate.panel", "PolicyRule"),
+    ("numpy.random", None),
+    ("numpy.ma", None),
     ("debate.report", "charts"),
     ("debate.report", "md_table"),
     ("debate.report", "deliberation_lines"),
 )
-"""Faces (and a name each, whose module the face imports on first use) that the decision and
-the reports import, numpy first: the judging's decision, the report's HTML and Markdown."""
+"""Modules, or faces and a name whose module the face imports on first use, that the decision
+and the reports import, numpy first: the judging's decision (its bootstrap draws numpy.random,
+a quantile numpy.ma), the report's HTML and Markdown."""
 
 
 def _import_after_calls() -> None:
