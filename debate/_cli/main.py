@@ -233,7 +233,7 @@ def _main(arguments: list[str]) -> int:
         return _fail(EXIT_USAGE, "error", refused, argparse.Namespace(json="--json" in arguments))
     try:
         # argv rides along for the commands that record it in run.json
-        parser = build_parser(arguments[0] if arguments else None)
+        parser = build_parser(arguments[0] if arguments else None)  # see commands()
         args = parser.parse_args(arguments, argparse.Namespace(argv=arguments))
     except UsageExit as exc:  # argparse refused a flag (the line is on stderr already)
         if "--json" in arguments:
