@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import platform
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -60,7 +62,10 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     """Check the flags, then run ``work`` with run.json, result.json, reports and the store.
 
     Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
+    run.json names the platform, whose first lookup waits for a ``uname -p`` child process:
+    a thread starts it now, while the flags are checked, rather than just before the calls.
     """
+    threading.Thread(target=platform.platform, name="debate-platform", daemon=True).start()
     config = run_config(args)
     money = cost_and_limits(args)
     out = out_folder(args)
