@@ -9,9 +9,9 @@ live panel and the report, whose rules and renderers it reuses, and below the CL
 and the service that call it.
 
 The validity report's renderers are registered with :func:`debate.report.render_html` and
-:func:`debate.report.render_markdown` when this package is imported. Every other name is
-imported on first use (PEP 562): ``debate run`` reads track records from here and must not
-load scipy or the table reader, which only ``decide`` and ``validity`` need.
+:func:`debate.report.render_markdown` when this package is imported, and imported at their
+first use, as every name here is (PEP 562): ``debate run`` reads track records from here
+before its first model call and must not load scipy, the table reader or numpy then.
 """
 
 from __future__ import annotations
