@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 
 def lazy_names(
@@ -35,3 +35,19 @@ def lazy_names(
         return sorted({*namespace, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__
+
+
+def deferred(module: str, name: str) -> Callable[[Any], str]:
+    """A renderer registered now and imported on its first call (``module``'s ``name``).
+
+    Registering a result type's renderer with :func:`debate.report.render_html` must not
+    import it: the renderers import the panel's decision and numpy, which a command that
+    renders only after its model calls imports then, not before its first call.
+    """
+
+    def render(result: Any) -> str:
+        return cast(Callable[[Any], str], getattr(importlib.import_module(module), name))(result)
+
+    render.__name__ = render.__qualname__ = name
+    render.__doc__ = f"``{module}.{name}``, imported on first use."
+    return render

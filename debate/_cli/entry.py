@@ -13,13 +13,21 @@ imports :mod:`debate._cli.main` itself keeps its collector as it was.
 
 from __future__ import annotations
 
+import sys
+
 from debate._gc import collector_held, freeze_survivors
 
 
 def main() -> int:
-    """Run the ``debate`` command in this process (``sys.argv``); its exit code."""
+    """Run the ``debate`` command in this process (``sys.argv``); its exit code.
+
+    The command's own module (every command's, for ``debate --help``) is imported here too,
+    as :func:`debate._cli.main.build_parser` will ask for it.
+    """
     with collector_held():
+        from debate._cli.main import commands
         from debate._cli.main import main as command
 
+        commands(sys.argv[1] if len(sys.argv) > 1 else None)
         freeze_survivors()
     return command()

@@ -13,33 +13,15 @@ names one), so a program reads the same stream for a result and for a failure.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
+from types import ModuleType
 
-from debate._cli import (
-    agreement,
-    audit,
-    batch,
-    calibrate,
-    council,
-    decide,
-    example,
-    judge,
-    leaderboard,
-    mcp,
-    merge,
-    panels,
-    report,
-    run,
-    schema,
-    serve,
-    stability,
-    validity,
-)
 from debate._cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 from debate._cli.outputs import close_caches
 from debate._cli.parsing import Parser, UsageExit
@@ -54,27 +36,39 @@ from debate.records import error_field as shared_error_field
 from debate.records import error_kind as shared_error_kind
 from debate.records import lone_surrogate
 
-COMMANDS = (
-    run,
-    judge,
-    council,
-    leaderboard,
-    batch,
-    merge,
-    calibrate,
-    decide,
-    validity,
-    example,
-    panels,
-    audit,
-    report,
-    stability,
-    agreement,
-    schema,
-    serve,
-    mcp,
+NAMES = (
+    "run",
+    "judge",
+    "council",
+    "leaderboard",
+    "batch",
+    "merge",
+    "calibrate",
+    "decide",
+    "validity",
+    "example",
+    "panels",
+    "audit",
+    "report",
+    "stability",
+    "agreement",
+    "schema",
+    "serve",
+    "mcp",
 )
-"""One module per subcommand, in the order ``debate --help`` lists them."""
+"""One module per subcommand (``debate._cli.NAME``), in the order ``debate --help`` lists them."""
+
+
+def commands(only: str | None = None) -> list[ModuleType]:
+    """The subcommands' modules: every one, or only ``only`` when it names one.
+
+    A command line that starts with a command's name is parsed by that command's parser
+    alone (its flags, checks and messages are its own), so ``debate run`` imports ``run``'s
+    module, not every command's and what those import (the batch, the judgments' tables).
+    """
+    chosen = (only,) if only in NAMES else NAMES
+    return [importlib.import_module(f"debate._cli.{name}") for name in chosen]
+
 
 ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     *SHARED_KINDS,
@@ -88,15 +82,18 @@ RESUME = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``debate`` command; each module registers its subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``debate`` command; each module registers its subcommand.
+
+    ``only``: the command a command line starts with, registered alone (:func:`commands`).
+    """
     parser = Parser(
         prog="debate", description="Structured LLM debates, judged by a calibrated panel."
     )
     parser.add_argument("--version", action="version", version=f"debate {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in COMMANDS:
-        module.add_parser(commands)
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for module in commands(only):
+        module.add_parser(subparsers)
     return parser
 
 
@@ -236,7 +233,8 @@ def _main(arguments: list[str]) -> int:
         return _fail(EXIT_USAGE, "error", refused, argparse.Namespace(json="--json" in arguments))
     try:
         # argv rides along for the commands that record it in run.json
-        args = build_parser().parse_args(arguments, argparse.Namespace(argv=arguments))
+        parser = build_parser(arguments[0] if arguments else None)  # see commands()
+        args = parser.parse_args(arguments, argparse.Namespace(argv=arguments))
     except UsageExit as exc:  # argparse refused a flag (the line is on stderr already)
         if "--json" in arguments:
             _json_error("usage", exc.message, error_field(exc, exc.message))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import platform
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -19,11 +21,11 @@ from debate._cli.exits import fail_on_flag, outcome_exit
 from debate._cli.flags import model_flags
 from debate._cli.outputs import history, open_cache, open_store, out_folder
 from debate._cli.parsing import Commands, subcommand
+from debate._cli.preload import Preloading
 from debate._cli.progress import announce, progress, progress_flag
 from debate._cli.summaries import budget_lines, cascade_lines
 from debate.api import run_debate, write_result
 from debate.records import DebateResult
-from debate.report import deliberation_lines, write_report
 from debate.runtime import ModelPool, Run, closing_pool, planned_calls
 from debate.stats import fmt
 from debate.storage import recording_run, resolve_seed
@@ -60,14 +62,17 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     """Check the flags, then run ``work`` with run.json, result.json, reports and the store.
 
     Exit code 0, or 3 when ``--fail-on`` lists the outcome (once everything is written).
+    run.json names the platform, whose first lookup waits for a ``uname -p`` child process:
+    a thread starts it now, while the flags are checked, rather than just before the calls.
     """
+    threading.Thread(target=platform.platform, name="debate-platform", daemon=True).start()
     config = run_config(args)
     money = cost_and_limits(args)
     out = out_folder(args)
     seed, source = resolve_seed(args.seed, out)
     cache = open_cache(args, out)
     store = open_store(args)
-    on_event = progress(args)
+    on_event = Preloading(progress(args))  # what the judging needs, imported during the calls
     track_records = history(args)
     escalation = escalation_of(args)
     # Every model is built now: a missing key is bad input, one line before the plan line.
@@ -78,8 +83,13 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
     announce(on_event, args.command, total)
     with recording_run(seed, source, args.argv, out, cache=cache) as end:
         shared = {"config": config, "seed": seed, "run": run, **escalation}
-        result = asyncio.run(closing_pool(pool, work(shared)))
+        try:
+            result = asyncio.run(closing_pool(pool, work(shared)))
+        finally:
+            on_event.join()
         path = write_result(result, out)
+        from debate.report import write_report  # after the calls: it imports the panel's numpy
+
         _, report_html = write_report(result, out)
         if store is not None:
             store.record(result)
@@ -93,6 +103,8 @@ def debate_command(args: argparse.Namespace, work: Work) -> int:
 
 def summary(result: DebateResult, path: str) -> str:
     """A short human summary of a result."""
+    from debate.report import deliberation_lines
+
     d, a, v = result.decision, result.agreement, result.vote
     if d.outcome == "winner":
         head = f"Decision: {d.winner} wins"

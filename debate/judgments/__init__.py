@@ -9,21 +9,16 @@ live panel and the report, whose rules and renderers it reuses, and below the CL
 and the service that call it.
 
 The validity report's renderers are registered with :func:`debate.report.render_html` and
-:func:`debate.report.render_markdown` when this package is imported. Every other name is
-imported on first use (PEP 562): ``debate run`` reads track records from here and must not
-load scipy or the table reader, which only ``decide`` and ``validity`` need.
+:func:`debate.report.render_markdown` when this package is imported, and imported at their
+first use, as every name here is (PEP 562): ``debate run`` reads track records from here
+before its first model call and must not load scipy, the table reader or numpy then.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from debate._faces import lazy_names
-from debate.judgments._report import (
-    render_validity_html,
-    render_validity_markdown,
-    render_validity_summary,
-)
+from debate._faces import deferred, lazy_names
 from debate.records import ValidityReport
 from debate.report import render_html, render_markdown
 
@@ -39,6 +34,11 @@ if TYPE_CHECKING:
     )
     from debate.judgments._frame_table import write_frame_csv
     from debate.judgments._policy import choose_policy
+    from debate.judgments._report import (
+        render_validity_html,
+        render_validity_markdown,
+        render_validity_summary,
+    )
     from debate.judgments._simulate import planted_pairs, planted_scores, planted_verdicts
     from debate.judgments._tables import parse_scale, read_judgment_rows, read_judgments
     from debate.judgments._track import (
@@ -50,8 +50,11 @@ if TYPE_CHECKING:
     from debate.judgments._writing import table_rows, write_judgments
 
 # A validity report renders through the report's entry points (and ``write_report``).
-render_html.register(ValidityReport, render_validity_html)
-render_markdown.register(ValidityReport, render_validity_markdown)
+# (imported on first use, as every name here: reading track records imports no renderer)
+render_html.register(ValidityReport, deferred("debate.judgments._report", "render_validity_html"))
+render_markdown.register(
+    ValidityReport, deferred("debate.judgments._report", "render_validity_markdown")
+)
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "debate.judgments._correlation": ("call_error_correlation",),
@@ -65,6 +68,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "debate.judgments._frame_table": ("write_frame_csv",),
     "debate.judgments._policy": ("choose_policy",),
+    "debate.judgments._report": (
+        "render_validity_html",
+        "render_validity_markdown",
+        "render_validity_summary",
+    ),
     "debate.judgments._simulate": ("planted_pairs", "planted_scores", "planted_verdicts"),
     "debate.judgments._tables": ("parse_scale", "read_judgment_rows", "read_judgments"),
     "debate.judgments._track": (

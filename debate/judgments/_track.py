@@ -31,7 +31,6 @@ from contextlib import closing
 from pathlib import Path
 
 from debate.records import Frozen
-from debate.stats import krippendorff_alpha
 
 PRIOR_ITEMS = 10.0
 PRIOR_ACCURACY = 1.0
@@ -152,6 +151,8 @@ def dimension_agreement(
     scored: Iterable[tuple[str, float, float]],
 ) -> dict[str, DimensionAgreement]:
     """Interval alpha per dimension from ``(dimension, judge, people)`` triples."""
+    from debate.stats import krippendorff_alpha  # numpy: not for a run reading track records
+
     by_dimension: dict[str, list[tuple[float, float]]] = {}
     for dimension, judge, people in scored:
         by_dimension.setdefault(dimension, []).append((float(judge), float(people)))

@@ -12,7 +12,7 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate.exceptions import ConfigurationError
 from debate.models import Message, Model, ModelSettings
@@ -23,14 +23,8 @@ from debate.panel._cascade import (
     run_cascade,
     tiers_of,
 )
-from debate.panel._conclude import conclude_batch
-from debate.panel._decision import Context, Setting, batch_of, score_matrices
-from debate.panel._deliberation import deliberate
 from debate.panel._identity import identity
-from debate.panel._judge import Sitting, evaluate_judge
 from debate.panel._positions import Presentation, presentations
-from debate.panel._samples import consistent_weights, further_presentations
-from debate.panel._selective import PolicyRule
 from debate.panel._topic_classifier import classify_topic
 from debate.panel._topics import TopicProfiles
 from debate.records import (
@@ -52,8 +46,14 @@ from debate.runtime import (
     UsageMeter,
     run_settings,
 )
-from debate.stats import Method as CalibrationMethod
-from debate.stats import choose_calibration
+
+if TYPE_CHECKING:
+    from debate.panel._judge import Sitting
+    from debate.stats import Method as CalibrationMethod
+
+# The judging, the decision and the statistics (numpy) are imported where a panel first
+# evaluates, not here: a run builds its panel, checking the judges, before its first model
+# call, and the imports then wait for the debaters' replies instead of delaying the first.
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +203,8 @@ class MultiJudgePanel:
         counts = {j.name: samples_of(j, self.config.samples) for j in self.judges}
         if max(counts.values()) == 1:
             return {name: [] for name in first}
+        from debate.panel._samples import further_presentations
+
         return further_presentations(
             self._tiers(), first, counts, transcript, seed, self.config.presentation
         )
@@ -246,6 +248,8 @@ class MultiJudgePanel:
         )
         result = result.model_copy(update={"cascade": cascade})
         if self.config.deliberation.rounds:
+            from debate.panel._deliberation import deliberate
+
             tier = result.decision.tier
             result = await deliberate(
                 sitting,
@@ -263,6 +267,8 @@ class MultiJudgePanel:
         self, transcript: Transcript, seed: int, meter: UsageMeter | None, deadline: Deadline | None
     ) -> Sitting:
         """What every judge of this evaluation shares; the seed keys its prompts' rendering."""
+        from debate.panel._judge import Sitting
+
         renderer = self.renderer.keyed(seed)  # the same seed renders the same prompts
         return Sitting(
             transcript=transcript,
@@ -293,6 +299,8 @@ class MultiJudgePanel:
         recorded; each standby's evaluation says whom it replaced and why. With repeated
         readings a standby reads in the failed judge's orders (``more``) too.
         """
+        from debate.panel._judge import evaluate_judge
+
         asked: list[JudgeEvaluation] = []
         why: str = failed.reason or "unscored"
         if failed.detail:
@@ -314,6 +322,8 @@ class MultiJudgePanel:
         """The configured calibration, or the one ``auto`` picks for this many arguments."""
         if self.config.calibration != "auto":
             return self.config.calibration
+        from debate.stats import choose_calibration
+
         return choose_calibration(max(len(transcript.side_arguments(s)) for s in SIDES))
 
     def _conclude(
@@ -331,6 +341,10 @@ class MultiJudgePanel:
         ``judges`` includes any standbys asked in place of a failed judge; ``panel_size``
         is the regular judges asked (default: every judge given).
         """
+        from debate.panel._conclude import conclude_batch
+        from debate.panel._decision import Context, Setting, batch_of, score_matrices
+        from debate.panel._samples import consistent_weights
+
         transcript = sitting.transcript
         scored = [e for e in evaluations if e.status == "scored"]
         matrices = score_matrices(transcript, scored, {j.name: j.weights for j in judges})
@@ -396,6 +410,8 @@ class _Hearing:
 
     async def ask(self, tier: Tier) -> None:
         """Ask a tier's judges together, then standbys in place of those left unscored."""
+        from debate.panel._judge import evaluate_judge
+
         panel, specs = self.panel, {j.name: j for j in self.panel.judges}
         evaluations = await asyncio.gather(
             *(
@@ -437,6 +453,8 @@ class _Hearing:
         decided = panel._conclude(
             self.sitting, evaluations, counted, self.topic, self.seed, tier, len(asked)
         )
+        from debate.panel._selective import PolicyRule
+
         # Under a policy, each tier's decision is its ruling: winner or escalate.
         if isinstance(panel.escalation, PolicyRule):
             decided = panel.escalation.settle(decided, tier)

@@ -20,14 +20,16 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import Field, model_validator
 
 from debate.records._result import Agreement, Diagnostics
 from debate.records._transcript import Frozen, Outcome
+
+if TYPE_CHECKING:  # the arrays' types only: a record is defined without importing numpy
+    import numpy as np
+    from numpy.typing import NDArray
 
 RUBRIC_LOW, RUBRIC_HIGH = 1.0, 10.0
 MAX_SCALE_SPAN = sys.float_info.max / (RUBRIC_HIGH - RUBRIC_LOW)

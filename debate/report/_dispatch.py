@@ -5,10 +5,8 @@ from __future__ import annotations
 from functools import singledispatch
 from pathlib import Path
 
+from debate._faces import deferred
 from debate.records import CouncilResult, DebateResult
-from debate.report._council import render_council_html, render_council_markdown
-from debate.report._html import render_debate_html
-from debate.report._markdown import render_debate_markdown
 from debate.storage import write_json_atomic
 
 
@@ -44,10 +42,16 @@ def render_markdown(result: object) -> str:
     raise TypeError(f"no Markdown report for a {type(result).__name__}; give a DebateResult")
 
 
-render_html.register(DebateResult, render_debate_html)
-render_markdown.register(DebateResult, render_debate_markdown)
-render_html.register(CouncilResult, render_council_html)
-render_markdown.register(CouncilResult, render_council_markdown)
+# Each renderer is imported when first used: registering them must not import the panel's
+# decision and numpy before a command's first model call.
+render_html.register(DebateResult, deferred("debate.report._html", "render_debate_html"))
+render_markdown.register(
+    DebateResult, deferred("debate.report._markdown", "render_debate_markdown")
+)
+render_html.register(CouncilResult, deferred("debate.report._council", "render_council_html"))
+render_markdown.register(
+    CouncilResult, deferred("debate.report._council", "render_council_markdown")
+)
 
 
 def write_report(result: object, out_dir: str | Path) -> tuple[Path, Path]:

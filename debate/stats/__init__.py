@@ -5,97 +5,235 @@ Every statistic the panel and the council report is computed here, and only here
 
 from __future__ import annotations
 
-from debate.stats._aggregate import Aggregate, aggregate_vote_batch, bootstrap_aggregate_batch
-from debate.stats._aggregation import (
-    RUBRIC_SCALE,
-    RUBRIC_WEIGHTS,
-    BordaEntry,
-    NormalizedEntry,
-    Ranking,
-    SideVote,
-    accuracy_ceiling,
-    argument_variance,
-    bootstrap_margin,
-    borda,
-    ceiling_order,
-    check_weights,
-    intervals_tie,
-    normalized_scores,
-    rubric_overall,
-    side_vote,
-)
-from debate.stats._agreement import (
-    LEVELS,
-    BootstrapResult,
-    bootstrap_alpha,
-    fleiss_kappa,
-    fleiss_kappa_from_labels,
-    fleiss_kappa_se,
-    krippendorff_alpha,
-    label_counts,
-)
-from debate.stats._batched import (
-    EXACT_ITEMS,
-    argument_variance_batch,
-    bootstrap_margin_batch,
-    bootstrap_margin_pair_batch,
-    calibrate_batch,
-    fleiss_kappa_batch,
-    interval_alpha_batch,
-    leave_one_out_alpha_batch,
-    offset_corrected_batch,
-    percentile_interval,
-    side_means,
-    side_vote_batch,
-)
-from debate.stats._calibration import Method, calibrate, choose_calibration, minmax, zscore
-from debate.stats._concordance import kendall_w, midranks
-from debate.stats._effective import (
-    ESTIMATOR,
-    EXACT_INTERVAL_ITEMS,
-    cluster_batch,
-    clusters,
-    correlation_batch,
-    design_effect,
-    design_scale,
-    effective_votes,
-    effective_votes_interval,
-    split_weights,
-)
-from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
-from debate.stats._latent import (
-    FactorFit,
-    LatentClassFit,
-    dawid_skene,
-    one_factor,
-    reliability_weights,
-)
-from debate.stats._onecoin import DEFAULT_MAX_ITER, OneCoinFit, one_coin
-from debate.stats._platt import Platt, platt_fit
-from debate.stats._reading import (
-    ALPHA_BANDS,
-    BAND_BOUNDS,
-    BAND_TEXT,
-    HIGH_AGREEMENT,
-    KAPPA_BAND_TEXT,
-    KAPPA_BANDS,
-    UNDEFINED,
-    band,
-    fmt,
-    fmt_interval,
-    kappa_band,
-)
-from debate.stats._reliability import Bin, expected_calibration_error, reliability_bins
-from debate.stats._selective import (
-    Selection,
-    Step,
-    cascade_thresholds,
-    check_risk,
-    check_target,
-    fixed_sequence_threshold,
-    min_labelled,
-)
-from debate.stats._units import draw_counts
+from typing import TYPE_CHECKING
+
+from debate._faces import lazy_names
+
+if TYPE_CHECKING:
+    from debate.stats._aggregate import aggregate_vote_batch, bootstrap_aggregate_batch
+    from debate.stats._aggregation import (
+        BordaEntry,
+        NormalizedEntry,
+        Ranking,
+        SideVote,
+        accuracy_ceiling,
+        argument_variance,
+        bootstrap_margin,
+        borda,
+        ceiling_order,
+        intervals_tie,
+        normalized_scores,
+        rubric_overall,
+        side_vote,
+    )
+    from debate.stats._agreement import (
+        BootstrapResult,
+        bootstrap_alpha,
+        fleiss_kappa,
+        fleiss_kappa_from_labels,
+        fleiss_kappa_se,
+        krippendorff_alpha,
+        label_counts,
+    )
+    from debate.stats._batched import (
+        EXACT_ITEMS,
+        argument_variance_batch,
+        bootstrap_margin_batch,
+        bootstrap_margin_pair_batch,
+        calibrate_batch,
+        fleiss_kappa_batch,
+        interval_alpha_batch,
+        leave_one_out_alpha_batch,
+        offset_corrected_batch,
+        percentile_interval,
+        side_means,
+        side_vote_batch,
+    )
+    from debate.stats._calibration import calibrate, choose_calibration, minmax, zscore
+    from debate.stats._concordance import kendall_w, midranks
+    from debate.stats._effective import (
+        ESTIMATOR,
+        EXACT_INTERVAL_ITEMS,
+        cluster_batch,
+        clusters,
+        correlation_batch,
+        design_effect,
+        design_scale,
+        effective_votes,
+        effective_votes_interval,
+        split_weights,
+    )
+    from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
+    from debate.stats._latent import (
+        FactorFit,
+        LatentClassFit,
+        dawid_skene,
+        one_factor,
+        reliability_weights,
+    )
+    from debate.stats._onecoin import DEFAULT_MAX_ITER, OneCoinFit, one_coin
+    from debate.stats._plain import (
+        LEVELS,
+        RUBRIC_SCALE,
+        RUBRIC_WEIGHTS,
+        Aggregate,
+        Bin,
+        Method,
+        Platt,
+        check_weights,
+    )
+    from debate.stats._platt import platt_fit
+    from debate.stats._reading import (
+        ALPHA_BANDS,
+        BAND_BOUNDS,
+        BAND_TEXT,
+        HIGH_AGREEMENT,
+        KAPPA_BAND_TEXT,
+        KAPPA_BANDS,
+        UNDEFINED,
+        band,
+        fmt,
+        fmt_interval,
+        kappa_band,
+    )
+    from debate.stats._reliability import expected_calibration_error, reliability_bins
+    from debate.stats._selective import (
+        Selection,
+        Step,
+        cascade_thresholds,
+        check_risk,
+        check_target,
+        fixed_sequence_threshold,
+        min_labelled,
+    )
+    from debate.stats._units import draw_counts
+
+_MODULES: dict[str, tuple[str, ...]] = {
+    "debate.stats._plain": (
+        "Aggregate",
+        "RUBRIC_SCALE",
+        "RUBRIC_WEIGHTS",
+        "check_weights",
+        "LEVELS",
+        "Method",
+        "Platt",
+        "Bin",
+    ),
+    "debate.stats._aggregate": (
+        "aggregate_vote_batch",
+        "bootstrap_aggregate_batch",
+    ),
+    "debate.stats._aggregation": (
+        "BordaEntry",
+        "NormalizedEntry",
+        "Ranking",
+        "SideVote",
+        "accuracy_ceiling",
+        "argument_variance",
+        "bootstrap_margin",
+        "borda",
+        "ceiling_order",
+        "intervals_tie",
+        "normalized_scores",
+        "rubric_overall",
+        "side_vote",
+    ),
+    "debate.stats._agreement": (
+        "BootstrapResult",
+        "bootstrap_alpha",
+        "fleiss_kappa",
+        "fleiss_kappa_from_labels",
+        "fleiss_kappa_se",
+        "krippendorff_alpha",
+        "label_counts",
+    ),
+    "debate.stats._batched": (
+        "EXACT_ITEMS",
+        "argument_variance_batch",
+        "bootstrap_margin_batch",
+        "bootstrap_margin_pair_batch",
+        "calibrate_batch",
+        "fleiss_kappa_batch",
+        "interval_alpha_batch",
+        "leave_one_out_alpha_batch",
+        "offset_corrected_batch",
+        "percentile_interval",
+        "side_means",
+        "side_vote_batch",
+    ),
+    "debate.stats._calibration": (
+        "calibrate",
+        "choose_calibration",
+        "minmax",
+        "zscore",
+    ),
+    "debate.stats._concordance": (
+        "kendall_w",
+        "midranks",
+    ),
+    "debate.stats._effective": (
+        "ESTIMATOR",
+        "EXACT_INTERVAL_ITEMS",
+        "cluster_batch",
+        "clusters",
+        "correlation_batch",
+        "design_effect",
+        "design_scale",
+        "effective_votes",
+        "effective_votes_interval",
+        "split_weights",
+    ),
+    "debate.stats._intervals": (
+        "Interval",
+        "correlation_interval",
+        "mean_interval",
+        "t95",
+    ),
+    "debate.stats._latent": (
+        "FactorFit",
+        "LatentClassFit",
+        "dawid_skene",
+        "one_factor",
+        "reliability_weights",
+    ),
+    "debate.stats._onecoin": (
+        "DEFAULT_MAX_ITER",
+        "OneCoinFit",
+        "one_coin",
+    ),
+    "debate.stats._platt": ("platt_fit",),
+    "debate.stats._reading": (
+        "ALPHA_BANDS",
+        "BAND_BOUNDS",
+        "BAND_TEXT",
+        "HIGH_AGREEMENT",
+        "KAPPA_BAND_TEXT",
+        "KAPPA_BANDS",
+        "UNDEFINED",
+        "band",
+        "fmt",
+        "fmt_interval",
+        "kappa_band",
+    ),
+    "debate.stats._reliability": (
+        "expected_calibration_error",
+        "reliability_bins",
+    ),
+    "debate.stats._selective": (
+        "Selection",
+        "Step",
+        "cascade_thresholds",
+        "check_risk",
+        "check_target",
+        "fixed_sequence_threshold",
+        "min_labelled",
+    ),
+    "debate.stats._units": ("draw_counts",),
+}
+"""Where each name lives: imported on first use (PEP 562), so a config or a record that names
+an aggregate or a Platt calibration (:mod:`debate.stats._plain`) does not import numpy."""
+
+__getattr__, __dir__ = lazy_names(globals(), _MODULES)
 
 __all__ = [
     "ALPHA_BANDS",

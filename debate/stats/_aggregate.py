@@ -20,7 +20,7 @@ and a weight per judge; the bootstrap resamples judges and units exactly as
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,10 +35,10 @@ from debate.stats._batched import (
     side_means,
 )
 from debate.stats._exact import SWAPPED_SIGN
+from debate.stats._plain import Aggregate
 from debate.stats._quantiles import percentile_interval
 
 FloatArray = NDArray[np.float64]
-Aggregate = Literal["weighted_mean", "median", "trimmed_mean", "majority"]
 AGGREGATES: tuple[str, ...] = get_args(Aggregate)
 TRIM = 0.2
 """Share of the judges dropped at each end by ``trimmed_mean`` (at least one from three)."""

@@ -18,10 +18,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from debate._checks import repeated
 from debate.stats._batched import bootstrap_margin_batch
+from debate.stats._plain import RUBRIC_SCALE, RUBRIC_WEIGHTS, check_weights
 
 FloatArray = NDArray[np.float64]
 Confidence = Literal["high", "medium", "low"]
-WEIGHT_TOLERANCE = 1e-6
 
 
 def argument_variance(scores: ArrayLike) -> FloatArray:
@@ -123,16 +123,6 @@ def bootstrap_margin(
 
 # --- council -------------------------------------------------------------------------
 
-RUBRIC_WEIGHTS: dict[str, float] = {
-    "accuracy": 0.35,
-    "relevance": 0.10,
-    "completeness": 0.20,
-    "conciseness": 0.15,
-    "clarity": 0.20,
-}
-"""The council's default rubric weights (``CouncilSettings.weights`` starts from these)."""
-RUBRIC_SCALE: tuple[float, float] = (1.0, 10.0)
-"""The lowest and highest score a rubric dimension can take."""
 TIE_TOLERANCE = 1e-9
 """Interval ends this close count as touching: means that are equal but for the rounding
 of different sums must be tied, never ordered by a last-bit difference."""
@@ -158,39 +148,6 @@ def _names(values: object, where: str) -> list[str]:
     if bad:
         raise ValueError(f"{where} holds {bad[0]!r}; candidate names are strings")
     return list(values)
-
-
-def check_weights(
-    weights: Mapping[str, float], names: Sequence[str] | None = None
-) -> dict[str, float]:
-    """Rubric weights checked once for every rubric (the panel's and the council's).
-
-    Weights are finite, non-negative and sum to 1 within :data:`WEIGHT_TOLERANCE`; with
-    ``names``, exactly those keys, returned in that order.
-
-    Raises:
-        ValueError: one line naming the offending keys or the sum, and the fix.
-    """
-    if names is not None:
-        missing = [d for d in names if d not in weights]
-        extra = [k for k in weights if k not in names]
-        if missing or extra:
-            raise ValueError(
-                f"weights need exactly {', '.join(names)}"
-                + (f"; missing {', '.join(missing)}" if missing else "")
-                + (f"; unknown {', '.join(extra)}" if extra else "")
-            )
-    negative = [
-        k
-        for k, v in weights.items()
-        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or math.isinf(v)
-    ]
-    if negative:
-        raise ValueError(f"weights must be non-negative numbers; fix {', '.join(negative)}")
-    total = sum(weights.values())
-    if abs(total - 1.0) > WEIGHT_TOLERANCE:
-        raise ValueError(f"weights sum to {total:.6g}; make them sum to 1")
-    return {d: float(weights[d]) for d in (weights if names is None else names)}
 
 
 def _rubric_scores(scores: Mapping[str, float], dimensions: Sequence[str]) -> dict[str, float]:

@@ -50,10 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from debate.stats._alpha import (
-    LEVELS,
-    SMALL_DOMAIN,
     FloatArray,
-    Level,
     alpha_of,
     is_missing,
     is_number,
@@ -61,20 +58,7 @@ from debate.stats._alpha import (
     replicator,
 )
 from debate.stats._calibration import kind_of
-
-__all__ = [
-    "LEVELS",
-    "SMALL_DOMAIN",
-    "BootstrapResult",
-    "Level",
-    "UnequalRatersError",
-    "bootstrap_alpha",
-    "fleiss_kappa",
-    "fleiss_kappa_from_labels",
-    "fleiss_kappa_se",
-    "krippendorff_alpha",
-    "label_counts",
-]
+from debate.stats._plain import Level
 
 
 class UnequalRatersError(ValueError):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-Level = Literal["nominal", "ordinal", "interval", "ratio"]
-LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
+from debate.stats._plain import LEVELS
+
 SMALL_DOMAIN = 32
 """Up to this many distinct values, nominal/ordinal/ratio use the V x V coincidence matrix."""
 _BLOCK = 65536

@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.stats._blas import one_blas_thread
-from debate.stats._calibration import Method
 from debate.stats._exact import SWAPPED_SIGN, exact_intervals
+from debate.stats._plain import Method
 from debate.stats._quantiles import percentile_interval as percentile_interval
 from debate.stats._quantiles import sorted_percentiles
 

@@ -14,12 +14,13 @@ by its spread. Without a floor (the default here) the functions are the referenc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-Method = Literal["minmax", "zscore"]
+from debate.stats._plain import Method
+
 FloatArray = NDArray[np.float64]
 
 

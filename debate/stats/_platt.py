@@ -14,17 +14,14 @@ and PandaLM-7B says tie agree with people 0.47 of the time, below the pairs the 
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from numpy.typing import ArrayLike
-from pydantic import Field
 
+from debate.stats._plain import Platt
 from debate.stats._units import (
     BoolArray,
     FloatArray,
     IntArray,
-    StatsRecord,
     group_codes,
     numbers,
     outcomes,
@@ -40,48 +37,6 @@ DOUBT_RIDGE = 2.0
 coefficients: a normal prior of standard deviation 0.7 on each, so a judge's ties move
 ``p_agree`` only as far as tens of labelled units show, and twenty judges' features do not
 fit the noise of a few hundred units."""
-
-
-class Platt(StatsRecord):
-    """A monotone logistic calibration ``p = sigmoid(slope * score + intercept)``."""
-
-    slope: float = Field(ge=0)
-    """0 when the score carries no evidence (every unit then gets the same probability)."""
-    intercept: float
-    method: Literal["platt"] = "platt"
-    """The calibration family, so a policy file names how its probabilities were made."""
-    n: int = Field(ge=0)
-    """Labelled units the fit used (units without a score are left out)."""
-    doubt: list[float] = Field(default_factory=list)
-    """Coefficients of the features given to :func:`platt_fit`, in their order (for a
-    policy: :func:`debate.panel._evidence.doubt_features` of the tier's judges); empty: the
-    score alone."""
-
-    def predict(self, score: ArrayLike, features: ArrayLike | None = None) -> FloatArray:
-        """The calibrated probability of each score (NaN stays NaN: no score, no probability).
-
-        Args:
-            score: One score or an array of them.
-            features: Per score, the features the calibration was fitted with (a row for
-                a scalar score, else one row per score); needed when ``doubt`` is not empty.
-
-        Returns:
-            An array of the score's shape (0-d for a scalar).
-
-        Raises:
-            ValueError: a score that is not a number, or features missing or of the wrong
-                width.
-        """
-        x = numbers(score, "score")
-        f = self.slope * x + self.intercept
-        if not self.doubt:
-            return _sigmoid(f)
-        if features is None:
-            raise ValueError(f"this calibration needs {len(self.doubt)} features per score")
-        z = numbers(features, "features")
-        if z.shape[-1:] != (len(self.doubt),):
-            raise ValueError(f"features must have {len(self.doubt)} columns; got shape {z.shape}")
-        return _sigmoid(f + z @ np.asarray(self.doubt))
 
 
 def platt_fit(

@@ -25,11 +25,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from debate.stats._agreement import BootstrapResult
+from debate.stats._plain import Bin
 from debate.stats._units import (
     BoolArray,
     FloatArray,
     IntArray,
-    StatsRecord,
     confidences,
     draw_counts,
     group_codes,
@@ -40,19 +40,6 @@ from debate.stats._units import (
 DEFAULT_BINS = 10
 BLOCK_CELLS = 4_000_000
 """Replicates x items of bootstrap counts held at once (32 MB of float64), to bound memory."""
-
-
-class Bin(StatsRecord):
-    """One bin of a reliability diagram."""
-
-    low: float
-    high: float
-    n: int
-    """Units whose confidence falls in the bin."""
-    confidence: float | None
-    """Mean confidence of those units; None for an empty bin."""
-    accuracy: float | None
-    """Share of them that were correct; None for an empty bin."""
 
 
 def reliability_bins(p: ArrayLike, correct: ArrayLike, bins: int = DEFAULT_BINS) -> list[Bin]:

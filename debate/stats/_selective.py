@@ -42,11 +42,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from debate.exceptions import ConfigurationError
+from debate.stats._plain import StatsRecord
 from debate.stats._units import (
     BoolArray,
     FloatArray,
     IntArray,
-    StatsRecord,
     confidences,
     group_codes,
     is_real,

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import BaseModel, ConfigDict
 
 from debate.stats._calibration import kind_of
 
@@ -19,15 +18,6 @@ BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.intp]
 CHUNK_CELLS = 4_000_000
 """Replicates x draws per block of bootstrap counts (32 MB of int64), to bound memory."""
-
-
-class StatsRecord(BaseModel):
-    """A statistic's result: immutable, no unknown keys, no NaN or infinity.
-
-    The records layer's ``Frozen`` sits above statistics, so statistics keep their own base.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 def is_real(value: object) -> bool:

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-
 from debate.exceptions import ConfigurationError
 from debate.records import (
     CouncilResult,
@@ -29,7 +27,6 @@ from debate.records import (
     RubricScore,
     side_of,
 )
-from debate.stats import calibrate
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +294,10 @@ def observation_rows(
     result: DebateResult, authors: Mapping[str, str]
 ) -> Iterator[tuple[object, ...]]:
     """One row per scored judge x reading x argument, with the calibrated score."""
+    import numpy as np  # here: a store opened before a run does not import numpy
+
+    from debate.stats import calibrate
+
     transcript = result.transcript
     ids = transcript.argument_ids
     lengths = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 
 import pytest
 from grimp import ImportGraph
@@ -91,3 +93,16 @@ def test_only_imports_past_another_package_s_face_are_breaches() -> None:
         ("p.top", "p.a._one._deep"),
         ("p.a._one", "p.b._x"),
     ]
+
+
+def test_the_records_and_a_config_s_statistics_names_import_no_numpy() -> None:
+    # a config, a policy and a validity report name an aggregate, Platt and Bin: the lazy
+    # stats face serves them from stats/_plain.py, so reading a config does not load numpy
+    probe = (
+        "import sys\nfrom debate.records import Policy, RunConfig, ValidityReport\n"
+        "from debate.stats import LEVELS, RUBRIC_WEIGHTS, Bin, Platt, check_weights\n"
+        "RunConfig()\nassert Platt(slope=1.0, intercept=0.0, n=3).slope == 1.0\n"
+        "print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from debate._cli.main import COMMANDS, build_parser, dispatch, main
+from debate._cli.main import build_parser, commands, dispatch, main
 from debate.exceptions import (
     ConfigurationError,
     DeadlineExceeded,
@@ -36,7 +36,7 @@ from tests.support.openai_server import FakeOpenAIServer, Reply
 
 TOPIC = "Should we adopt the plan?"
 EXAMPLE = ROOT / "examples" / "meeting_transcript.json"
-NAMES = [name for module in COMMANDS for name in [module.__name__.rsplit(".", 1)[-1]]]
+NAMES = [name for module in commands() for name in [module.__name__.rsplit(".", 1)[-1]]]
 
 
 def one_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -82,7 +82,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "serve": ["serve"],
         "mcp": ["mcp"],
     }
-    for module in COMMANDS:
+    for module in commands():
         name = module.__name__.rsplit(".", 1)[-1]
         args = parser.parse_args(argv.get(name, [name]))
         assert args.func.__module__ == module.__name__, name

@@ -22,6 +22,7 @@ from debate._cli.main import main
 from debate.models import TokenUsage
 from debate.storage import ResponseCache
 from tests.support import ROOT
+from tests.support.openai_server import FakeOpenAIServer
 
 TOPIC = "Should we adopt four-day weeks?"
 
@@ -66,6 +67,43 @@ def test_the_cli_imports_nothing_a_debate_does_not_use() -> None:
 def test_run_help_imports_nothing_a_debate_does_not_use() -> None:
     code = "from debate._cli.main import main\nmain(['run', '--help'])"
     assert loaded(code, *UNUSED_BY_RUN, "openai") == []
+
+
+def test_a_run_imports_numpy_only_after_its_first_model_call(tmp_path: Path) -> None:
+    # the judges' decision and the report need numpy; the first request must not wait for it
+    code = (
+        "import sys\nfrom debate.models.test import TestModel\n"
+        "first = []\ncomplete = TestModel.complete\n"
+        "async def probe(self, *args, **kwargs):\n"
+        "    first.append(first or 'numpy' in sys.modules)\n"
+        "    return await complete(self, *args, **kwargs)\n"
+        "TestModel.complete = probe\n"
+        "from debate._cli.main import main\n"
+        f"assert main(['run', {TOPIC!r}, '--model', 'scripted', '--seed', '3', "
+        f"'--out', {str(tmp_path)!r}, '--quiet', '--no-store']) == 0\n"
+    )
+    # numpy is loaded at the end (by the judging), not yet at the first call
+    assert loaded(code + "assert first[0] is False, first", "numpy") == ["numpy"]
+    assert (tmp_path / "report.html").is_file()
+
+
+def test_a_panel_s_configuration_error_is_reported_before_any_model_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the panel is built (and its judges' roles checked) before the debaters' first call
+    config = tmp_path / "panel.toml"
+    config.write_text(
+        '[[judges]]\nrole = "technical"\n[[judges]]\nrole = "wizard"\n'
+        "weights = { logic = 0.25, evidence = 0.25, responsiveness = 0.25, honesty = 0.25 }\n"
+    )
+    with FakeOpenAIServer() as server:
+        argv = ["run", TOPIC, "--base-url", server.base_url, "--model", "m"]
+        argv += ["--api-key-env", "", "--config", str(config), "--out", str(tmp_path / "o")]
+        code = main([*argv, "--no-store", "--progress", "jsonl"])
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert code == 2 and server.records == []
+    assert [e["type"] for e in events] == ["plan", "error"]
+    assert "unknown judge role 'wizard'" in events[-1]["message"]
 
 
 def test_a_batch_in_one_process_never_imports_ray(tmp_path: Path) -> None:

@@ -1,0 +1,73 @@
+"""What a debate needs after its model calls, imported while it waits for their replies.
+
+``debate run`` imports before its first call only what that call needs (a config, the
+prompts, the model client): the judges' decision (numpy, the panel's rules) and the report's
+pages come into use after the last reply. Imported then, they would add about 0.2 s of CPU
+between the judges' replies and the result; a thread imports them from the first reply on,
+while the main thread mostly waits on the network for the next ones.
+
+Nothing else changes: the main thread's own import of a module the thread is importing
+waits for it (the import lock) and never sees it half-made, and an import that fails here
+is left to fail again, with the same error, where the command needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+
+from debate.runtime import Event, EventHandler, StepFinished
+
+log = logging.getLogger(__name__)
+
+AFTER_CALLS: tuple[tuple[str, str | None], ...] = (
+    ("numpy", None),
+    ("debate.panel", "conclude_batch"),
+    ("debate.panel", "doubt_features"),
+    ("debate.panel", "PolicyRule"),
+    ("numpy.random", None),
+    ("numpy.ma", None),
+    ("debate.report", "charts"),
+    ("debate.report", "md_table"),
+    ("debate.report", "deliberation_lines"),
+)
+"""Modules, or faces and a name whose module the face imports on first use, that the decision
+and the reports import, numpy first: the judging's decision (its bootstrap draws numpy.random,
+a quantile numpy.ma), the report's HTML and Markdown."""
+
+
+def _import_after_calls() -> None:
+    for module, name in AFTER_CALLS:
+        try:
+            face = importlib.import_module(module)
+            if name is not None:
+                getattr(face, name)
+        except Exception:  # noqa: BLE001 - the command's own import reports it where needed
+            log.debug("importing %s ahead of use failed", module, exc_info=True)
+            return
+
+
+class Preloading:
+    """An event handler that also starts the imports at the first reply (``handler``'s too).
+
+    :meth:`join` waits for them, so the command never ends with the thread mid-import.
+    """
+
+    def __init__(self, handler: EventHandler | None) -> None:
+        self.handler = handler
+        self.thread: threading.Thread | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self.thread is None and isinstance(event, StepFinished):
+            self.thread = threading.Thread(
+                target=_import_after_calls, name="debate-imports", daemon=True
+            )
+            self.thread.start()
+        if self.handler is not None:
+            self.handler(event)
+
+    def join(self) -> None:
+        """Wait for the imports, if they started."""
+        if self.thread is not None:
+            self.thread.join()
