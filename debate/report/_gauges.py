@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from html import escape
 
 from debate.report._bands import ALPHA, Bands
+from debate.report._markup import escape
 from debate.report._svg import BAND_INK, INK, MUTED
 from debate.stats import UNDEFINED, band, fmt, fmt_interval
 

@@ -7,8 +7,8 @@ carry no ``xmlns`` (inline SVG in HTML5 does not need one), so the report holds 
 from __future__ import annotations
 
 import math
-from html import escape
 
+from debate.report._markup import escape
 from debate.report._view import Heatmap, HeatRow
 from debate.stats import UNDEFINED, fmt
 
