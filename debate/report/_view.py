@@ -175,6 +175,9 @@ class HeatRow:
     """Calibrated score per argument (NaN where undefined); ``None`` for a missing row."""
     missing: str | None = None
     """Why the row is missing, e.g. ``unscored: parse_failure``."""
+    raw: list[float] | None = None
+    """The judge's weighted 1-10 score per argument (the vote's raw matrix row), so that
+    the arguments' pulls (:mod:`debate.report._why`) need not assemble the matrices again."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,8 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
     # with the same spread floor the vote used.
     floor = result.decision.thresholds.min_spread
     row = calibrate(matrices.raw, result.vote.calibration, floor)[0]
-    return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
+    raw = [float(v) for v in matrices.raw[0]]
+    return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row], raw=raw)
 
 
 @per_result
