@@ -199,10 +199,11 @@ def unscored_label(evaluation: JudgeEvaluation) -> str:
     return label + (f" ({evaluation.detail})" if evaluation.detail else "")
 
 
-def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
+def _heat_row(
+    result: DebateResult, evaluation: JudgeEvaluation, weights: dict[str, dict[str, float]]
+) -> HeatRow:
     if evaluation.status != "scored":
         return HeatRow(evaluation.judge, evaluation.role, None, unscored_label(evaluation))
-    weights = {j.name: j.weights for j in result.config.judges}
     if evaluation.judge not in weights:
         return HeatRow(
             evaluation.judge, evaluation.role, None, "missing: no rubric weights in config"
@@ -224,7 +225,8 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
 @per_result
 def heatmap(result: DebateResult) -> Heatmap:
     """The calibrated judges x arguments matrix the vote was computed from."""
-    rows = [_heat_row(result, e) for e in result.evaluations]
+    weights = {j.name: j.weights for j in result.config.judges}  # each judge's rubric
+    rows = [_heat_row(result, e, weights) for e in result.evaluations]
     values = [v for r in rows if r.values is not None for v in r.values if math.isfinite(v)]
     if result.vote.calibration == "minmax":
         low, high = 0.0, 1.0
