@@ -9,11 +9,12 @@ anchored to that end so it never runs off the chart.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
-from html import escape
 
 from debate.report._bands import ALPHA, Bands
+from debate.report._markup import escape
 from debate.report._svg import BAND_INK, INK, MUTED
 from debate.stats import UNDEFINED, band, fmt, fmt_interval
 
@@ -93,6 +94,16 @@ def axis(
     return parts
 
 
+@functools.lru_cache(maxsize=256)
+def axis_markup(low: float, high: float, ticks: tuple[float, ...], y: float, spec: str) -> str:
+    """:func:`axis` on ``scale(low, high)`` with labels ``format(t, spec)``, as markup.
+
+    Reports draw the same few axes (1 to 10 points; alpha's and kappa's from 0 or a tenth
+    below it): each is worked out once per process instead of once per report.
+    """
+    return "".join(axis(scale(low, high), ticks, y, lambda t: format(t, spec)))
+
+
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round tick values from at or below ``low`` to at or above ``high`` (about ``count``)."""
     span = high - low if high > low else 1.0
@@ -127,13 +138,25 @@ def _edges(bands: Bands, low: float) -> list[float]:
     return sorted(ticks)
 
 
-def _band_strip(bands: Bands, x: Callable[[float], float], low: float, top: float) -> list[str]:
+def _band_strip(bands: Bands, low: float, top: float) -> tuple[str, ...]:
+    """The named bands from ``low`` to 1 (the same for every report on that scale)."""
+    return _named_bands(bands.table, tuple(bands.fill.items()), low, top)
+
+
+@functools.lru_cache(maxsize=64)
+def _named_bands(
+    table: tuple[tuple[str, float, float], ...],
+    fills: tuple[tuple[str, str], ...],
+    low: float,
+    top: float,
+) -> tuple[str, ...]:
+    x, fill = scale(low, 1.0), dict(fills)
     parts = []
-    for name, lo, hi in bands.table:
+    for name, lo, hi in table:
         a, b = x(max(lo, low)), x(min(hi, 1.0))
         if b <= a:
             continue
-        parts.append(prect(a, b, top, 26, bands.fill[name], f"band band-{name.replace(' ', '-')}"))
+        parts.append(prect(a, b, top, 26, fill[name], f"band band-{name.replace(' ', '-')}"))
         parts.append(
             ptext(
                 (a + b) / 2,
@@ -145,7 +168,7 @@ def _band_strip(bands: Bands, x: Callable[[float], float], low: float, top: floa
                 class_="band-name",
             )
         )
-    return parts
+    return tuple(parts)
 
 
 def _marker(name: str, value: float, threshold: float, bands: Bands, vx: float) -> list[str]:
@@ -178,11 +201,10 @@ def agreement_scale(name: str, value: float | None, threshold: float, bands: Ban
     low = _floor([value])
     x = scale(low, 1.0)
     top = 32.0
-    parts = _band_strip(bands, x, low, top)
+    parts = list(_band_strip(bands, low, top))
     if not defined:
         parts = [p.replace("<rect ", '<rect fill-opacity="0.35" ', 1) for p in parts]
-    edges = _edges(bands, low)
-    parts += axis(x, edges, top + 26, lambda t: f"{t:.2f}")
+    parts.append(axis_markup(low, 1.0, tuple(_edges(bands, low)), top + 26, ".2f"))
     tx = x(threshold)
     parts.append(
         vline(
@@ -263,7 +285,9 @@ def margin_scale(
         ptext(RIGHT, 16, "PRO stronger ▶", anchor="end", font_weight="600", fill=PRO_INK),
         prect(x(-gap), x(gap), axis_y - 16, 32, "#fbe0b5", "gap-zone"),
         vline(x(0), axis_y - 22, axis_y + 22, stroke=MUTED, stroke_dasharray="3 3"),
-        *axis(x, [-reach, -reach / 2, 0.0, reach / 2, reach], axis_y + 22, lambda t: f"{t:+.2f}"),
+        axis_markup(
+            -reach, reach, (-reach, -reach / 2, 0.0, reach / 2, reach), axis_y + 22, "+.2f"
+        ),
     ]
     level = f"{confidence:.0%}"
     if interval is not None:
@@ -289,7 +313,7 @@ def points_scale(pro: float | None, con: float | None) -> str:
     """Each side's mean on the judges' own 1-10 scale, and the gap between them in points."""
     x = scale(1.0, 10.0)
     axis_y = 58.0
-    parts = axis(x, [float(t) for t in range(1, 11)], axis_y, lambda t: f"{t:.0f}")
+    parts = [axis_markup(1.0, 10.0, tuple(float(t) for t in range(1, 11)), axis_y, ".0f")]
     if pro is None or con is None or not (math.isfinite(pro) and math.isfinite(con)):
         parts.append(
             ptext(
@@ -345,10 +369,7 @@ def _dimension_row(
             class_="" if defined else "undefined",
         )
     ]
-    for band_name, lo, hi in ALPHA.table:
-        a, b = x(max(lo, low)), x(min(hi, 1.0))
-        if b > a:
-            parts.append(prect(a, b, y + 20, 16, ALPHA.fill[band_name], "band"))
+    parts.append(_alpha_bands(low, y + 20))
     if defined:
         assert value is not None
         a, b = sorted((x(0), x(value)))
@@ -363,17 +384,27 @@ def _dimension_row(
     return parts
 
 
+@functools.lru_cache(maxsize=256)
+def _alpha_bands(low: float, top: float) -> str:
+    """Alpha's bands from ``low`` to 1 under a dimension's bar (the same in every report)."""
+    x = scale(low, 1.0)
+    parts = []
+    for band_name, lo, hi in ALPHA.table:
+        a, b = x(max(lo, low)), x(min(hi, 1.0))
+        if b > a:
+            parts.append(prect(a, b, top, 16, ALPHA.fill[band_name], "band"))
+    return "".join(parts)
+
+
 def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float) -> str:
     """One bar per rubric dimension on alpha's bands, its name and value above it."""
     row_h = 44.0
     low = _floor([v for _, v in alphas])
-    x = scale(low, 1.0)
     bottom = row_h * len(alphas)
     parts = []
     for i, (name, value) in enumerate(alphas):
         parts += _dimension_row(name, value, i * row_h, threshold, low)
-    edges = _edges(ALPHA, low)
-    parts += axis(x, edges, bottom, lambda t: f"{t:.2f}")
+    parts.append(axis_markup(low, 1.0, tuple(_edges(ALPHA, low)), bottom, ".2f"))
     parts.append(
         ptext(
             LEFT,

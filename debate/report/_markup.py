@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
-from html import escape
 
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters that reorder the text around them (an RLO can make "gpj.exe" read "exe.jpg")."""
+BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""Characters that reorder the text around them (an RLO can make "gpj.exe" read "exe.jpg"),
+as the body of a regular expression's character class."""
+BIDI_CONTROLS = re.compile(f"[{BIDI}]")
+MARKUP = re.compile("[&<>\"']")
+"""What :func:`html.escape` replaces (``quote=True``)."""
+MARKUP_OR_CONTROL = re.compile(f"[&<>\"'{BIDI}]")
+"""What :func:`esc` replaces: markup characters and bidi controls."""
 
 
 def visible_controls(text: str) -> str:
@@ -15,9 +21,21 @@ def visible_controls(text: str) -> str:
     return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
 
 
+def escape(text: str) -> str:
+    """``html.escape(text)``, skipped for text with nothing to replace.
+
+    Most of a report's strings (numbers, colours, labels) have none; one search costs a
+    third of the five replacements, so a page renders faster with the same bytes.
+    """
+    return text if MARKUP.search(text) is None else html.escape(text)
+
+
 def esc(value: object) -> str:
     """Escape any text for HTML (debater and judge text included), bidi controls shown."""
-    return escape(visible_controls(str(value)), quote=True)
+    text = str(value)
+    if MARKUP_OR_CONTROL.search(text) is None:  # nothing to replace (as in escape())
+        return text
+    return html.escape(visible_controls(text), quote=True)
 
 
 def section(sid: str, title: str, body: str, lead: str = "") -> str:

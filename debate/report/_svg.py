@@ -6,9 +6,10 @@ carry no ``xmlns`` (inline SVG in HTML5 does not need one), so the report holds 
 
 from __future__ import annotations
 
+import functools
 import math
-from html import escape
 
+from debate.report._markup import escape
 from debate.report._view import Heatmap, HeatRow
 from debate.stats import UNDEFINED, fmt
 
@@ -25,6 +26,7 @@ MUTED = "#66707a"
 # a hatched grey row can only mean "missing".
 VIRIDIS = ((0x44, 0x01, 0x54), (0x3B, 0x52, 0x8B), (0x21, 0x91, 0x8C), (0x5E, 0xC9, 0x62))
 VIRIDIS_END = (0xFD, 0xE7, 0x25)
+STOPS = (*VIRIDIS, VIRIDIS_END)
 HATCH_ID = "hatch-missing"
 
 
@@ -49,12 +51,12 @@ def svg(width: float, height: float, body: str, label: str, cls: str = "chart") 
 
 def colour(fraction: float) -> str:
     """Viridis colour of a value in [0, 1] (clamped)."""
-    stops = [*VIRIDIS, VIRIDIS_END]
-    f = min(1.0, max(0.0, fraction)) * (len(stops) - 1)
-    i = min(int(f), len(stops) - 2)
+    f = min(1.0, max(0.0, fraction)) * (len(STOPS) - 1)
+    i = min(int(f), len(STOPS) - 2)
     t = f - i
-    rgb = [round(a + (b - a) * t) for a, b in zip(stops[i], stops[i + 1], strict=True)]
-    return "#" + "".join(f"{c:02x}" for c in rgb)
+    (r0, g0, b0), (r1, g1, b1) = STOPS[i], STOPS[i + 1]
+    r, g, b = round(r0 + (r1 - r0) * t), round(g0 + (g1 - g0) * t), round(b0 + (b1 - b0) * t)
+    return f"#{r:02x}{g:02x}{b:02x}"
 
 
 def _ink_on(fraction: float) -> str:
@@ -93,10 +95,16 @@ def _short(label: str, limit: int) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def _colour_bar(y: float, x0: float, heat: Heatmap) -> list[str]:
-    stops = "".join(
+@functools.cache
+def _gradient() -> str:
+    """The colour bar's stops: the same in every heatmap, so worked out once."""
+    return "".join(
         f'<stop offset="{i / 10:.1f}" stop-color="{colour(i / 10)}"/>' for i in range(11)
     )
+
+
+def _colour_bar(y: float, x0: float, heat: Heatmap) -> list[str]:
+    stops = _gradient()
     if heat.calibration == "minmax":
         low_text, high_text = "0 = the judge's weakest argument", "1 = its strongest"
     else:

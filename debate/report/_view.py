@@ -175,6 +175,9 @@ class HeatRow:
     """Calibrated score per argument (NaN where undefined); ``None`` for a missing row."""
     missing: str | None = None
     """Why the row is missing, e.g. ``unscored: parse_failure``."""
+    raw: list[float] | None = None
+    """The judge's weighted 1-10 score per argument (the vote's raw matrix row), so that
+    the arguments' pulls (:mod:`debate.report._why`) need not assemble the matrices again."""
 
 
 @dataclass(frozen=True)
@@ -196,10 +199,11 @@ def unscored_label(evaluation: JudgeEvaluation) -> str:
     return label + (f" ({evaluation.detail})" if evaluation.detail else "")
 
 
-def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
+def _heat_row(
+    result: DebateResult, evaluation: JudgeEvaluation, weights: dict[str, dict[str, float]]
+) -> HeatRow:
     if evaluation.status != "scored":
         return HeatRow(evaluation.judge, evaluation.role, None, unscored_label(evaluation))
-    weights = {j.name: j.weights for j in result.config.judges}
     if evaluation.judge not in weights:
         return HeatRow(
             evaluation.judge, evaluation.role, None, "missing: no rubric weights in config"
@@ -214,13 +218,15 @@ def _heat_row(result: DebateResult, evaluation: JudgeEvaluation) -> HeatRow:
     # with the same spread floor the vote used.
     floor = result.decision.thresholds.min_spread
     row = calibrate(matrices.raw, result.vote.calibration, floor)[0]
-    return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row])
+    raw = [float(v) for v in matrices.raw[0]]
+    return HeatRow(evaluation.judge, evaluation.role, [float(v) for v in row], raw=raw)
 
 
 @per_result
 def heatmap(result: DebateResult) -> Heatmap:
     """The calibrated judges x arguments matrix the vote was computed from."""
-    rows = [_heat_row(result, e) for e in result.evaluations]
+    weights = {j.name: j.weights for j in result.config.judges}  # each judge's rubric
+    rows = [_heat_row(result, e, weights) for e in result.evaluations]
     values = [v for r in rows if r.values is not None for v in r.values if math.isfinite(v)]
     if result.vote.calibration == "minmax":
         low, high = 0.0, 1.0

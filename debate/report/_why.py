@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from debate.panel import score_matrices
 from debate.records import DebateResult
 from debate.report._view import heatmap, per_result
 from debate.stats import fmt
@@ -70,14 +69,12 @@ def _panel(result: DebateResult) -> _Panel | None:
     ]
     if not rows:
         return None
-    by_judge = {e.judge: e for e in result.evaluations}
-    weights = {j.name: j.weights for j in result.config.judges}
-    matrices = score_matrices(result.transcript, [by_judge[r.judge] for r in rows], weights)
+    # a scored row's raw scores are its judge's row of the matrices (each row is one judge's)
     w = np.array([used[r.judge] for r in rows], dtype=np.float64)
     return _Panel(
-        ids=list(matrices.ids),
-        sides=list(matrices.sides),
-        raw=matrices.raw,
+        ids=list(result.transcript.argument_ids),
+        sides=list(result.transcript.sides),
+        raw=np.array([r.raw for r in rows], dtype=np.float64),
         calibrated=np.array([r.values for r in rows], dtype=np.float64),
         weights=w / w.sum(),
     )

@@ -44,11 +44,12 @@ def current_umask() -> int:
     Linux states it in /proc; elsewhere reading it means setting it, so it is set straight
     back (a thread creating a file in between would get 0o077, the safe side).
     """
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+    try:  # read as bytes, not decoded and split: every file a run writes asks
+        with open("/proc/self/status", "rb") as status:
+            found = status.read()
+        start = found.index(b"\nUmask:") + 7
+        return int(found[start : found.index(b"\n", start)], 8)
+    except (OSError, ValueError):
         pass
     mask = os.umask(0o077)
     os.umask(mask)

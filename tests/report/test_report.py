@@ -552,7 +552,9 @@ def test_both_reports_read_one_worked_out_view(
     rows: list[str] = []
     panels: list[str] = []
     heat_row, panel = _view._heat_row, _why._panel
-    monkeypatch.setattr(_view, "_heat_row", lambda r, e: rows.append(e.judge) or heat_row(r, e))
+    monkeypatch.setattr(
+        _view, "_heat_row", lambda r, e, w: rows.append(e.judge) or heat_row(r, e, w)
+    )
     monkeypatch.setattr(_why, "_panel", lambda r: panels.append(r.topic) or panel(r))
     result = winner.model_copy()  # a new object: nothing worked out for it yet
     write_report(result, tmp_path)
