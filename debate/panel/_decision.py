@@ -185,6 +185,13 @@ class ScoreBatch:
         """Per judge, the other judges in order: the keys of its correlations, every item's."""
         return [self.judges[:a] + self.judges[a + 1 :] for a in range(len(self.judges))]
 
+    @cached_property
+    def no_correlation(self) -> dict[str, dict[str, None]]:
+        """Every judge's correlations, each undefined: copied for an item with too few units."""
+        return {
+            j: dict.fromkeys(others) for j, others in zip(self.judges, self.others, strict=True)
+        }
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -249,6 +256,8 @@ class _Numbers:
     correlation: list[Any]
     """Per item and judge: its correlation with each other judge, in order (None where
     undefined); None for an item of fewer than two judges."""
+    correlation_undefined: bool
+    """Every correlation of the batch is undefined (too few units): no per-item matrix read."""
     effective: list[float | None]
     effective_ci: list[tuple[float, float] | None]
     clusters: list[list[list[str]]]
@@ -348,6 +357,7 @@ def _correlation_numbers(
         none: list[Any] = [None] * items
         return {
             "correlation": none,
+            "correlation_undefined": True,
             "effective": none,
             "effective_ci": none,
             "clusters": [[] for _ in range(items)],
@@ -360,8 +370,11 @@ def _correlation_numbers(
         ci = [effective_votes_interval(x, batch.is_pro, ci=level, seed=seed) for x in batch.raw]
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
+    off = _off_diagonal(corr)
+    undefined = bool(np.isnan(off).all())  # too few units: no per-item matrix to read
     return {
-        "correlation": _nums(_off_diagonal(corr)),
+        "correlation": [()] * items if undefined else _nums(off),
+        "correlation_undefined": undefined,
         "effective": _nums(found),
         "effective_ci": ci,
         "clusters": [[[batch.judges[j] for j in g] for g in found] for found in groups],
@@ -467,7 +480,9 @@ def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[st
         return {}
     ci = numbers.effective_ci[b]
     return {
-        "correlation": {
+        "correlation": {j: row.copy() for j, row in batch.no_correlation.items()}
+        if numbers.correlation_undefined
+        else {
             j: dict(zip(others, row, strict=True))
             for j, others, row in zip(batch.judges, batch.others, matrix, strict=True)
         },

@@ -21,7 +21,6 @@ without such arguments, no "standings diverge" when every standing was the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from debate.panel._advice import flagged_arguments
@@ -83,9 +82,8 @@ class Ruling(NamedTuple):
     no_difference: bool
 
 
-@dataclass(frozen=True)
-class Case:
-    """Everything the rules read."""
+class Case(NamedTuple):
+    """Everything the rules read (a tuple: made once per item, 100,000 times in a decide)."""
 
     agreement: Agreement
     vote: Margins
