@@ -321,6 +321,9 @@ def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
     defined = {d: a for d, a in diagnostics.alpha_by_dimension.items() if a is not None}
     if not defined:
         return []
+    if len(defined) == 1:  # one dimension (the usual recorded table): it is the weakest
+        [(weakest, alpha)] = defined.items()
+        return [f"the weakest rubric dimension is {weakest} (alpha {fmt(alpha)})"]
     weakest = min(defined, key=lambda d: defined[d])
     if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
         return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]
