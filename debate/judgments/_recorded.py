@@ -242,7 +242,7 @@ def _decide_group(
     items = found.item[group.pairs].tolist()
     pair_options = found.options[group.pairs]
     contexts = _contexts(table, cells, group, weights, items, pair_options)
-    conclusions = rule_batch(batch, weights, setting, contexts)
+    conclusions = rule_batch(batch, weights, setting, contexts, judge_evidence=False)
     margins = _judge_margins(table, batch, len(items))
     return [
         _item_decision(

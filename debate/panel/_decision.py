@@ -510,12 +510,14 @@ def rule_batch(
     judge_weights: Mapping[str, float],
     setting: Setting,
     contexts: Sequence[Context],
+    *,
+    judge_evidence: bool = True,
 ) -> list[Ruled]:
     """Every item of ``batch`` decided, as the parts a record of it is made from.
 
     What :func:`debate.panel._conclude.conclude_batch` makes a live panel's records from;
     recorded tables keep only an item decision per item, so they take these parts rather
-    than a Vote and a Decision each.
+    than a Vote and a Decision each, and no per-judge evidence (``judge_evidence`` False).
     """
     if len(contexts) != batch.size:
         raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
@@ -527,7 +529,7 @@ def rule_batch(
             "no judge that scored carries a positive weight, so there is no weighted vote; "
             "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
         )
-    leads = _leads(batch, weights)
+    leads = _leads(batch, weights, judge_evidence)
     thresholds, level = setting.thresholds, setting.thresholds.confidence
     out = []
     for b, context in enumerate(contexts):
@@ -540,7 +542,7 @@ def rule_batch(
     return out
 
 
-def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
+def _leads(batch: ScoreBatch, weights: FloatArray, per_judge: bool) -> list[dict[str, object]]:
     """Each item's lead, the panel's weighted log-odds and its uncalibrated ``p_agree``.
 
     A judge's evidence is its PRO - CON margin of mean raw scores (see
@@ -555,19 +557,17 @@ def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
         x = batch.spread[0]
     found = confidence(x, weights)
     sides: tuple[Side, Side] = ("PRO", "CON")
-    rows = zip(
-        found.lead.tolist(),
-        found.log_odds.tolist(),
-        found.p_uncalibrated.tolist(),
-        np.round(x, 6).tolist(),
-        strict=True,
-    )
-    return [
+    leads: list[dict[str, object]] = [
         {
             "lead": None if c == NO_CALL else sides[c],
             "evidence": L,
             "p_agree": None if c == NO_CALL else p,
-            "judge_evidence": dict(zip(batch.judges, own, strict=True)),
         }
-        for c, L, p, own in rows
+        for c, L, p in zip(
+            found.lead.tolist(), found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
+        )
     ]
+    if per_judge:  # each judge's own evidence, for a live panel's decision
+        for lead, own in zip(leads, np.round(x, 6).tolist(), strict=True):
+            lead["judge_evidence"] = dict(zip(batch.judges, own, strict=True))
+    return leads
