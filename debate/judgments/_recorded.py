@@ -87,8 +87,7 @@ def _groups(cells: Cells, found: Pairs, counted: NDArray[np.bool_]) -> list[_Gro
         standing = cells.standing[index]
         full = ((standing != NO_CALL) | ~scored[:, None, :]).all(axis=(1, 2))
         key = np.concatenate([pattern, scored, full[:, None]], axis=1)
-        shapes, which = np.unique(key, axis=0, return_inverse=True)
-        which = which.ravel()
+        shapes, which = _distinct_rows(key)
         width = pattern.shape[1]
         for g, shape in enumerate(shapes):
             chosen = np.flatnonzero(which == g)
@@ -102,6 +101,20 @@ def _groups(cells: Cells, found: Pairs, counted: NDArray[np.bool_]) -> list[_Gro
                 )
             )
     return out
+
+
+def _distinct_rows(key: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], IntArray]:
+    """``np.unique(key, axis=0, return_inverse=True)``: the distinct rows, in the same order.
+
+    A row of at most 62 flags is read as a number (its first flag the highest bit), whose
+    order is the rows' lexicographic order: one sort of integers, not of boolean records.
+    """
+    if key.shape[1] > 62:
+        shapes, which = np.unique(key, axis=0, return_inverse=True)
+        return shapes, which.ravel()
+    bits = np.left_shift(1, np.arange(key.shape[1] - 1, -1, -1, dtype=np.int64))
+    codes, first, which = np.unique(key @ bits, return_index=True, return_inverse=True)
+    return key[first], which.ravel()
 
 
 def _batch(table: ScoreTable, cells: Cells, group: _Group) -> ScoreBatch:
@@ -229,7 +242,7 @@ def _decide_group(
     items = found.item[group.pairs].tolist()
     pair_options = found.options[group.pairs]
     contexts = _contexts(table, cells, group, weights, items, pair_options)
-    conclusions = rule_batch(batch, weights, setting, contexts)
+    conclusions = rule_batch(batch, weights, setting, contexts, judge_evidence=False)
     margins = _judge_margins(table, batch, len(items))
     return [
         _item_decision(
@@ -278,9 +291,10 @@ def _judge_margins(table: ScoreTable, batch: ScoreBatch, n: int) -> list[dict[st
     if not batch.judges:
         return [dict(unscored) for _ in range(n)]
     pro, con = side_means(batch.raw, batch.is_pro)
-    return [
-        {**unscored, **dict(zip(batch.judges, row, strict=True))} for row in (pro - con).tolist()
-    ]
+    rows = (pro - con).tolist()
+    if batch.judges == list(table.judges):  # every judge scored: no None to fill in
+        return [dict(zip(batch.judges, row, strict=True)) for row in rows]
+    return [{**unscored, **dict(zip(batch.judges, row, strict=True))} for row in rows]
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,13 @@ class ScoreBatch:
         """Per judge, the other judges in order: the keys of its correlations, every item's."""
         return [self.judges[:a] + self.judges[a + 1 :] for a in range(len(self.judges))]
 
+    @cached_property
+    def no_correlation(self) -> dict[str, dict[str, None]]:
+        """Every judge's correlations, each undefined: copied for an item with too few units."""
+        return {
+            j: dict.fromkeys(others) for j, others in zip(self.judges, self.others, strict=True)
+        }
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -249,6 +256,8 @@ class _Numbers:
     correlation: list[Any]
     """Per item and judge: its correlation with each other judge, in order (None where
     undefined); None for an item of fewer than two judges."""
+    correlation_undefined: bool
+    """Every correlation of the batch is undefined (too few units): no per-item matrix read."""
     effective: list[float | None]
     effective_ci: list[tuple[float, float] | None]
     clusters: list[list[list[str]]]
@@ -348,6 +357,7 @@ def _correlation_numbers(
         none: list[Any] = [None] * items
         return {
             "correlation": none,
+            "correlation_undefined": True,
             "effective": none,
             "effective_ci": none,
             "clusters": [[] for _ in range(items)],
@@ -360,8 +370,11 @@ def _correlation_numbers(
         ci = [effective_votes_interval(x, batch.is_pro, ci=level, seed=seed) for x in batch.raw]
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
+    off = _off_diagonal(corr)
+    undefined = bool(np.isnan(off).all())  # too few units: no per-item matrix to read
     return {
-        "correlation": _nums(_off_diagonal(corr)),
+        "correlation": [()] * items if undefined else _nums(off),
+        "correlation_undefined": undefined,
         "effective": _nums(found),
         "effective_ci": ci,
         "clusters": [[[batch.judges[j] for j in g] for g in found] for found in groups],
@@ -467,7 +480,9 @@ def _correlation_fields(numbers: _Numbers, b: int, batch: ScoreBatch) -> dict[st
         return {}
     ci = numbers.effective_ci[b]
     return {
-        "correlation": {
+        "correlation": {j: row.copy() for j, row in batch.no_correlation.items()}
+        if numbers.correlation_undefined
+        else {
             j: dict(zip(others, row, strict=True))
             for j, others, row in zip(batch.judges, batch.others, matrix, strict=True)
         },
@@ -495,12 +510,14 @@ def rule_batch(
     judge_weights: Mapping[str, float],
     setting: Setting,
     contexts: Sequence[Context],
+    *,
+    judge_evidence: bool = True,
 ) -> list[Ruled]:
     """Every item of ``batch`` decided, as the parts a record of it is made from.
 
     What :func:`debate.panel._conclude.conclude_batch` makes a live panel's records from;
     recorded tables keep only an item decision per item, so they take these parts rather
-    than a Vote and a Decision each.
+    than a Vote and a Decision each, and no per-judge evidence (``judge_evidence`` False).
     """
     if len(contexts) != batch.size:
         raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
@@ -512,7 +529,7 @@ def rule_batch(
             "no judge that scored carries a positive weight, so there is no weighted vote; "
             "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
         )
-    leads = _leads(batch, weights)
+    leads = _leads(batch, weights, judge_evidence)
     thresholds, level = setting.thresholds, setting.thresholds.confidence
     out = []
     for b, context in enumerate(contexts):
@@ -525,7 +542,7 @@ def rule_batch(
     return out
 
 
-def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
+def _leads(batch: ScoreBatch, weights: FloatArray, per_judge: bool) -> list[dict[str, object]]:
     """Each item's lead, the panel's weighted log-odds and its uncalibrated ``p_agree``.
 
     A judge's evidence is its PRO - CON margin of mean raw scores (see
@@ -540,19 +557,17 @@ def _leads(batch: ScoreBatch, weights: FloatArray) -> list[dict[str, object]]:
         x = batch.spread[0]
     found = confidence(x, weights)
     sides: tuple[Side, Side] = ("PRO", "CON")
-    rows = zip(
-        found.lead.tolist(),
-        found.log_odds.tolist(),
-        found.p_uncalibrated.tolist(),
-        np.round(x, 6).tolist(),
-        strict=True,
-    )
-    return [
+    leads: list[dict[str, object]] = [
         {
             "lead": None if c == NO_CALL else sides[c],
             "evidence": L,
             "p_agree": None if c == NO_CALL else p,
-            "judge_evidence": dict(zip(batch.judges, own, strict=True)),
         }
-        for c, L, p, own in rows
+        for c, L, p in zip(
+            found.lead.tolist(), found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
+        )
     ]
+    if per_judge:  # each judge's own evidence, for a live panel's decision
+        for lead, own in zip(leads, np.round(x, 6).tolist(), strict=True):
+            lead["judge_evidence"] = dict(zip(batch.judges, own, strict=True))
+    return leads

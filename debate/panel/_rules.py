@@ -21,7 +21,6 @@ without such arguments, no "standings diverge" when every standing was the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from debate.panel._advice import flagged_arguments
@@ -83,9 +82,8 @@ class Ruling(NamedTuple):
     no_difference: bool
 
 
-@dataclass(frozen=True)
-class Case:
-    """Everything the rules read."""
+class Case(NamedTuple):
+    """Everything the rules read (a tuple: made once per item, 100,000 times in a decide)."""
 
     agreement: Agreement
     vote: Margins
@@ -323,6 +321,9 @@ def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
     defined = {d: a for d, a in diagnostics.alpha_by_dimension.items() if a is not None}
     if not defined:
         return []
+    if len(defined) == 1:  # one dimension (the usual recorded table): it is the weakest
+        [(weakest, alpha)] = defined.items()
+        return [f"the weakest rubric dimension is {weakest} (alpha {fmt(alpha)})"]
     weakest = min(defined, key=lambda d: defined[d])
     if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
         return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]

@@ -7,6 +7,7 @@ for the same coefficient and write a missing statistic the same way.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 ALPHA_BANDS: tuple[tuple[str, float, float], ...] = (
     ("unacceptable", -math.inf, 0.50),
@@ -61,13 +62,28 @@ def band(value: float | None) -> str:
     """The interpretation band of an agreement coefficient, or ``undefined``."""
     if value is None or not math.isfinite(value):
         return UNDEFINED
-    return next(name for name, lo, hi in ALPHA_BANDS if lo <= value < hi)
+    for name, lo, hi in ALPHA_BANDS:  # a loop, not next() of a generator: once per reason
+        if lo <= value < hi:
+            return name
+    raise AssertionError("the bands cover every finite value")
 
 
 def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
     """A statistic as text: fixed digits (a sign with ``signed``), or ``undefined``."""
     if value is None or not math.isfinite(value):
         return UNDEFINED
+    if type(value) is float:  # the usual case: each distinct value formatted once
+        return _fixed(value, digits, signed)
+    return _fixed.__wrapped__(value, digits, signed)
+
+
+@lru_cache(maxsize=16_384, typed=True)
+def _fixed(value: float, digits: int, signed: bool) -> str:
+    """:func:`fmt` of a finite value; cached, as decisions' reasons repeat the same values.
+
+    Two rounds cost more than the rest of a reason text, and a table's statistics take few
+    distinct values (equal floats, 0.0 and -0.0 among them, give the same text).
+    """
     # Rounded to 9 decimals first: a statistic and its mirror image computed in another order
     # (0.13749999999999998 and 0.13750000000000004) read the same. Then -0.0001 reads
     # 0.000, as its mirror image +0.0001 does.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from debate import FunctionModel, MultiJudgePanel, RunConfig
-from debate.judgments._recorded import decide_scores
+from debate.judgments._recorded import _distinct_rows, decide_scores
 from debate.judgments._score_cells import evaluation_table, option_points
 from debate.records import NO_CALL, ItemDecision, Scale, ScoreTable, Thresholds
 from tests.support.helpers import graded, planted_judges, transcript
@@ -305,3 +305,16 @@ def test_two_thousand_items_of_eight_judges_decide_in_one_call() -> None:
         for d in winners
     )
     assert right / len(winners) > 0.9
+
+
+def test_pair_shapes_are_numpy_s_distinct_rows_in_its_order() -> None:
+    """The groups' shapes read as numbers are np.unique's rows, order and inverse alike."""
+    rng = np.random.default_rng(3)
+    for width in (1, 5, 62, 63, 80):
+        for rows in (0, 1, 7, 300):
+            key = rng.random((rows, width)) < 0.8
+            if rows:
+                key = key[rng.integers(0, min(rows, 4), rows)]  # repeated shapes
+            shapes, which = np.unique(key, axis=0, return_inverse=True)
+            found, inverse = _distinct_rows(key)
+            assert np.array_equal(found, shapes) and np.array_equal(inverse, which.ravel())

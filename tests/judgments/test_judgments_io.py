@@ -203,6 +203,24 @@ def test_write_then_read_round_trips_a_table_exactly(tmp_path: Path, suffix: str
     assert list(table_rows(vt)) == [{"item": "1", "judge": "p", "verdict": "tie", "order": "BA"}]
 
 
+def test_a_plain_file_reads_as_the_csv_module_reads_it(tmp_path: Path) -> None:
+    """Split at commas (no quote, no carriage return) or read by csv: the same table."""
+    plain = tmp_path / "plain.csv"
+    write_judgments(plain, three_option_rows(), scale="1-10.75")
+    text = plain.read_text()
+    assert '"' not in text and "\r" not in text
+    lines = text.splitlines()
+    lines.insert(5, "")  # a blank line, dropped by both readers
+    quoted = tmp_path / "quoted.csv"  # one quoted cell: the csv module reads the file
+    quoted.write_text("\r\n".join(lines).replace(",x,", ',"x",', 1) + "\r\n")
+    plain.write_text("\n".join(lines))  # no newline after the last row
+    left, right = read_judgments(plain), read_judgments(quoted)
+    for name in ScoreTable.__dataclass_fields__:
+        if name != "source":
+            a, b = getattr(left, name), getattr(right, name)
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
+
+
 def run_example(*argv: str) -> str:
     done = subprocess.run(
         [sys.executable, *argv],
