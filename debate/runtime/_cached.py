@@ -5,7 +5,8 @@ reply is validated: only a valid reply is stored, and a replayed reply is valida
 like a fresh one. A call has one slot, keyed by its original request: the re-asks and
 retries it took are its attempts, stored beside the reply (:class:`CallCost`) so that a
 replay counts them as the run that made them did. Writes run in a worker thread so the
-event loop keeps going; so do lookups, unless they are local reads (SQLite's).
+event loop keeps going (those waiting together share one transaction); so do lookups,
+unless they are local reads (SQLite's).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class CacheSlot:
         ``replace`` overwrites a stored reply (one that no longer validated when replayed).
         """
         answered = reply.model or self.model
-        await asyncio.to_thread(
-            self.cache.put, self.key, answered, reply.text, reply.usage, cost, replace=replace
+        await self.cache.put_async(
+            self.key, answered, reply.text, reply.usage, cost, replace=replace
         )
 
 

@@ -11,9 +11,11 @@ touches storage (its row's reading and writing).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Any
 
-from debate.storage._cache import ResponseCache
+from debate.storage._cache import ResponseCache, Row
+from debate.storage._group import GroupCommit
 from debate.storage._pg import migrate, open_pool
 
 MIGRATIONS = (
@@ -51,6 +53,7 @@ class PgResponseCache(ResponseCache):
         self.url = url
         self.hits = 0
         self.misses = 0
+        self._group = GroupCommit(self._write_many)
         self._pool: Any = open_pool(url, max_size=max_size, name="debate-cache")
         migrate(self._pool, "responses", MIGRATIONS)
 
@@ -64,27 +67,15 @@ class PgResponseCache(ResponseCache):
             ).fetchone()
         return row
 
-    def _write(self, reply: tuple[Any, ...], costs: tuple[int, ...] | None, replace: bool) -> None:
-        """One row: the reply and its call's costs (NULL without them)."""
-        values = (*reply, *(costs or (None,) * 5))
-        conflict = (
-            "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
-            "prompt_tokens = EXCLUDED.prompt_tokens, "
-            "completion_tokens = EXCLUDED.completion_tokens, "
-            "cached_tokens = EXCLUDED.cached_tokens, created = EXCLUDED.created, "
-            "attempts = EXCLUDED.attempts, answered = EXCLUDED.answered, "
-            "total_prompt_tokens = EXCLUDED.total_prompt_tokens, "
-            "total_completion_tokens = EXCLUDED.total_completion_tokens, "
-            "total_cached_tokens = EXCLUDED.total_cached_tokens"
-            if replace
-            else "DO NOTHING"
-        )
-        with self._pool.connection() as db:
-            db.execute(
-                "INSERT INTO responses VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                f"ON CONFLICT (key) {conflict}",
-                values,
-            )
+    def _write_many(self, rows: Sequence[Row]) -> None:
+        """Rows in order in one transaction: each reply and its call's costs (NULL without).
+
+        One ``executemany`` per run of rows alike (psycopg pipelines it: one round trip).
+        """
+        with self._pool.connection() as db, db.transaction(), db.cursor() as cursor:
+            for replace, alike in groupby(rows, key=lambda row: row[2]):
+                values = [(*reply, *(costs or (None,) * 5)) for reply, costs, _ in alike]
+                cursor.executemany(_insert(replace), values)
 
     def __len__(self) -> int:
         with self._pool.connection() as db:
@@ -94,3 +85,23 @@ class PgResponseCache(ResponseCache):
     def close(self) -> None:
         """Close the pool (a later call fails: the runner closes its cache when it stops)."""
         self._pool.close()
+
+
+def _insert(replace: bool) -> str:
+    """A reply row's insert: the first writer wins unless ``replace``."""
+    conflict = (
+        "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
+        "prompt_tokens = EXCLUDED.prompt_tokens, "
+        "completion_tokens = EXCLUDED.completion_tokens, "
+        "cached_tokens = EXCLUDED.cached_tokens, created = EXCLUDED.created, "
+        "attempts = EXCLUDED.attempts, answered = EXCLUDED.answered, "
+        "total_prompt_tokens = EXCLUDED.total_prompt_tokens, "
+        "total_completion_tokens = EXCLUDED.total_completion_tokens, "
+        "total_cached_tokens = EXCLUDED.total_cached_tokens"
+        if replace
+        else "DO NOTHING"
+    )
+    return (
+        "INSERT INTO responses VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"ON CONFLICT (key) {conflict}"
+    )
