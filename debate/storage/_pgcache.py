@@ -68,14 +68,18 @@ class PgResponseCache(ResponseCache):
         return row
 
     def _write_many(self, rows: Sequence[Row]) -> None:
-        """Rows in order in one transaction: each reply and its call's costs (NULL without).
+        """Rows in order: each reply and its call's costs (NULL without).
 
-        One ``executemany`` per run of rows alike (psycopg pipelines it: one round trip).
+        Each row commits on its own, as before; several go in one ``executemany`` per run of
+        rows alike, which psycopg pipelines (one round trip for them all).
         """
-        with self._pool.connection() as db, db.transaction(), db.cursor() as cursor:
+        with self._pool.connection() as db, db.cursor() as cursor:
             for replace, alike in groupby(rows, key=lambda row: row[2]):
                 values = [(*reply, *(costs or (None,) * 5)) for reply, costs, _ in alike]
-                cursor.executemany(_insert(replace), values)
+                if len(values) == 1:
+                    cursor.execute(_insert(replace), values[0])
+                else:
+                    cursor.executemany(_insert(replace), values)
 
     def __len__(self) -> int:
         with self._pool.connection() as db:

@@ -254,6 +254,33 @@ def test_the_response_cache_is_shared_first_writer_wins(pg_url: str) -> None:
         two.close()
 
 
+def test_puts_written_together_keep_the_first_writer_and_replace_rules(pg_url: str) -> None:
+    cache = PgResponseCache(pg_url)
+    try:
+        usage = TokenUsage(prompt_tokens=10, completion_tokens=5, cached_tokens=0)
+        cost = CallCost(attempts=3, answered=2, usage=usage)
+        cache.put("g0", "m", "old", usage)
+
+        async def together() -> None:
+            await asyncio.gather(
+                cache.put_async("g1", "m", "first", usage, cost),
+                cache.put_async("g1", "m", "second", usage),
+                cache.put_async("g0", "m", "new", usage, replace=True),
+                cache.put_async("g2", "m", "other", usage),
+            )
+
+        asyncio.run(together())
+        texts = {key: cache.get(key) for key in ("g0", "g1", "g2")}
+        assert {k: v.text if v else None for k, v in texts.items()} == {
+            "g0": "new",
+            "g1": "first",
+            "g2": "other",
+        }
+        assert texts["g1"] is not None and texts["g1"].call_cost.attempts == 3
+    finally:
+        cache.close()
+
+
 def test_a_runner_that_lost_its_lease_stops_its_copy_and_records_nothing(
     pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
