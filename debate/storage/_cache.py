@@ -21,6 +21,7 @@ as one attempt that cost its reply's tokens.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -143,7 +144,7 @@ class ResponseCache:
         """Lookups answered from the cache in this process."""
         self.misses = 0
         """Lookups that found nothing (the call went to the model)."""
-        self._group = GroupCommit(self._write_many)
+        self._group: GroupCommit[Row, None] = GroupCommit(self._write_many)
         with self._connect() as db:
             db.execute(SCHEMA_SQL)
             db.execute(COSTS_SQL)
@@ -175,6 +176,10 @@ class ResponseCache:
             return None
         self.hits += 1
         return reply_of(row)
+
+    async def get_async(self, key: str) -> CachedReply | None:
+        """:meth:`get` off the event loop (a cache whose lookups cross a network)."""
+        return await asyncio.to_thread(self.get, key)
 
     def put(
         self,
@@ -225,7 +230,7 @@ class ResponseCache:
         )
         return row
 
-    def _write_many(self, rows: Sequence[Row]) -> None:
+    def _write_many(self, rows: Sequence[Row]) -> list[None]:
         """Write rows in order, in one transaction: each reply and its call's costs."""
         with write_transaction(self._connect(), self._write_lock) as db:
             for reply, costs, replace in rows:
@@ -241,6 +246,7 @@ class ResponseCache:
                         "INSERT OR REPLACE INTO call_costs VALUES (?, ?, ?, ?, ?, ?)",
                         (key, *costs),
                     )
+        return [None] * len(rows)
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])

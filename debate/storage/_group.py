@@ -1,4 +1,4 @@
-"""Group commit: writes awaited on an event loop, made together in one transaction.
+"""Group commit: writes (and reads) awaited on an event loop, made together in a worker.
 
 The service's runner stores a reply for each of its calls (some 400 a second at 64 jobs):
 one worker-thread hop and one write transaction per reply was about a seventh of the runner
@@ -6,7 +6,8 @@ process's CPU (``benchmarks/bench_service.py``; the hops, seven statements a wri
 interpreter lock handed back and forth for each). Here a write waits in a list while
 another is being written, and the next transaction takes every write waiting: under load
 one hop and one transaction store many replies, and a lone write goes at once, as before.
-Each caller still resumes only once its own write is committed.
+Each caller still resumes only once its own write is committed. Lookups that cross a
+network (PostgreSQL's) are grouped the same way: one query for every key waiting.
 """
 
 from __future__ import annotations
@@ -14,37 +15,39 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
+Out = TypeVar("Out")
 
-Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
-class GroupCommit(Generic[Item]):
+class GroupCommit(Generic[Item, Out]):
     """Calls ``write(items)`` in a worker thread for every item waiting, one batch at a time.
 
     Args:
-        write: Writes items in order in one transaction; raises if none was written.
+        write: Writes (or reads) items in order in one go; returns each item's result in
+            their order, or raises if none was done.
     """
 
-    def __init__(self, write: Callable[[Sequence[Item]], None]) -> None:
+    def __init__(self, write: Callable[[Sequence[Item]], Sequence[Out]]) -> None:
         self._write = write
         self._waiting: list[tuple[Item, Waiter]] = []
         self._busy = False
         """Whether a worker is writing (it takes whatever waits when it is done)."""
         self._guard = threading.Lock()
 
-    async def put(self, item: Item) -> None:
-        """Write ``item``; return once it is committed (raise what its write raised)."""
+    async def put(self, item: Item) -> Out:
+        """Write ``item``; return its result once it is committed (raise what it raised)."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
+        done: asyncio.Future[Out] = loop.create_future()
         with self._guard:
             self._waiting.append((item, (loop, done)))
             start, self._busy = not self._busy, True
         if start:
             loop.run_in_executor(None, self._drain)
-        await done
+        return await done
 
     def _drain(self) -> None:
         """Write batches until none waits (in a worker thread)."""
@@ -55,38 +58,42 @@ class GroupCommit(Generic[Item]):
                     self._busy = False
                     return
             try:
-                self._write([item for item, _ in batch])
+                outcomes: list[object] = list(self._write([item for item, _ in batch]))
             except Exception:  # each item alone, so that one's failure is its own
-                for item, waiter in batch:
-                    _settle([waiter], self._one(item))
-            else:
-                _settle([waiter for _, waiter in batch], None)
+                outcomes = [self._one(item) for item, _ in batch]
+            _settle([(waiter, out) for (_, waiter), out in zip(batch, outcomes, strict=True)])
 
-    def _one(self, item: Item) -> BaseException | None:
+    def _one(self, item: Item) -> object:
         try:
-            self._write([item])
+            return self._write([item])[0]
         except Exception as exc:
-            return exc
-        return None
+            return _Failed(exc)
 
 
-def _settle(waiters: Sequence[Waiter], error: BaseException | None) -> None:
+class _Failed:
+    """An item's exception, as its outcome."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _settle(outcomes: Sequence[tuple[Waiter, object]]) -> None:
     """Resume each waiter on its own loop (one hand-over per loop, not per item)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
-    for loop, done in waiters:
-        by_loop.setdefault(loop, []).append(done)
-    for loop, futures in by_loop.items():
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], object]]] = {}
+    for (loop, done), out in outcomes:
+        by_loop.setdefault(loop, []).append((done, out))
+    for loop, resumed in by_loop.items():
         try:
-            loop.call_soon_threadsafe(_resume, futures, error)
+            loop.call_soon_threadsafe(_resume, resumed)
         except RuntimeError:  # the loop closed: nobody waits there any more
             pass
 
 
-def _resume(futures: Sequence[asyncio.Future[None]], error: BaseException | None) -> None:
-    for done in futures:
+def _resume(resumed: Sequence[tuple[asyncio.Future[Any], object]]) -> None:
+    for done, out in resumed:
         if done.done():  # its caller was cancelled
             continue
-        if error is None:
-            done.set_result(None)
+        if isinstance(out, _Failed):
+            done.set_exception(out.error)
         else:
-            done.set_exception(error)
+            done.set_result(out)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from debate.storage._cache import ResponseCache, Row
+from debate.storage._cache import CachedReply, ResponseCache, Row, reply_of
 from debate.storage._group import GroupCommit
 from debate.storage._pg import migrate, open_pool
 
@@ -53,21 +53,36 @@ class PgResponseCache(ResponseCache):
         self.url = url
         self.hits = 0
         self.misses = 0
-        self._group = GroupCommit(self._write_many)
+        self._group: GroupCommit[Row, None] = GroupCommit(self._write_many)
+        self._lookups: GroupCommit[str, Sequence[Any] | None] = GroupCommit(self._rows)
         self._pool: Any = open_pool(url, max_size=max_size, name="debate-cache")
         migrate(self._pool, "responses", MIGRATIONS)
 
-    def _row(self, key: str) -> Sequence[Any] | None:
-        with self._pool.connection() as db:
-            row: Sequence[Any] | None = db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
-                "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens "
-                "FROM responses WHERE key = %s",
-                (key,),
-            ).fetchone()
-        return row
+    async def get_async(self, key: str) -> CachedReply | None:
+        """The stored reply, or None: lookups waiting together are one query."""
+        row = await self._lookups.put(key)
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return reply_of(row)
 
-    def _write_many(self, rows: Sequence[Row]) -> None:
+    def _row(self, key: str) -> Sequence[Any] | None:
+        return self._rows([key])[0]
+
+    def _rows(self, keys: Sequence[str]) -> list[Sequence[Any] | None]:
+        """Each key's stored row (None where there is none), in one query."""
+        with self._pool.connection() as db:
+            rows = db.execute(
+                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
+                "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens, key "
+                "FROM responses WHERE key = ANY(%s)",
+                (list(keys),),
+            ).fetchall()
+        found = {row[-1]: row[:-1] for row in rows}
+        return [found.get(key) for key in keys]
+
+    def _write_many(self, rows: Sequence[Row]) -> list[None]:
         """Rows in order: each reply and its call's costs (NULL without).
 
         Each row commits on its own, as before; several go in one ``executemany`` per run of
@@ -80,6 +95,7 @@ class PgResponseCache(ResponseCache):
                     cursor.execute(_insert(replace), values[0])
                 else:
                     cursor.executemany(_insert(replace), values)
+        return [None] * len(rows)
 
     def __len__(self) -> int:
         with self._pool.connection() as db:

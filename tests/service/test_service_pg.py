@@ -25,6 +25,7 @@ pytest.importorskip("psycopg")
 
 from debate.service._pgstore import PgJobStore  # noqa: E402
 from debate.storage import PgResponseCache  # noqa: E402
+from debate.storage._cache import CachedReply  # noqa: E402
 from debate.storage._pg import redact  # noqa: E402
 
 
@@ -270,6 +271,12 @@ def test_puts_written_together_keep_the_first_writer_and_replace_rules(pg_url: s
             )
 
         asyncio.run(together())
+
+        async def lookups() -> list[CachedReply | None]:
+            keys = ("g0", "g1", "g2", "absent")
+            return await asyncio.gather(*(cache.get_async(key) for key in keys))
+
+        assert asyncio.run(lookups()) == [cache.get(key) for key in ("g0", "g1", "g2", "absent")]
         texts = {key: cache.get(key) for key in ("g0", "g1", "g2")}
         assert {k: v.text if v else None for k, v in texts.items()} == {
             "g0": "new",

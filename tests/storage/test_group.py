@@ -19,35 +19,37 @@ def test_puts_made_while_one_is_written_share_the_next_write() -> None:
     first = threading.Event()
     release = threading.Event()
 
-    def write(items: Sequence[int]) -> None:
+    def write(items: Sequence[int]) -> list[int]:
         if not batches:
             first.set()
             release.wait(5)
         batches.append(list(items))
+        return [10 * item for item in items]
 
-    group: GroupCommit[int] = GroupCommit(write)
+    group: GroupCommit[int, int] = GroupCommit(write)
 
-    async def main() -> None:
+    async def main() -> list[int]:
         lead = asyncio.create_task(group.put(0))
         await asyncio.to_thread(first.wait, 5)  # the first write is under way
         rest = [asyncio.create_task(group.put(k)) for k in range(1, 6)]
         await asyncio.sleep(0.01)
         release.set()
-        await asyncio.gather(lead, *rest)
+        return await asyncio.gather(lead, *rest)
 
-    asyncio.run(main())
+    assert asyncio.run(main()) == [0, 10, 20, 30, 40, 50]  # each its own result
     assert batches == [[0], [1, 2, 3, 4, 5]]
 
 
 def test_a_failing_item_fails_its_own_put_only() -> None:
     written: list[int] = []
 
-    def write(items: Sequence[int]) -> None:
+    def write(items: Sequence[int]) -> list[None]:
         if 3 in items:
             raise ValueError("no 3")
         written.extend(items)
+        return [None] * len(items)
 
-    group: GroupCommit[int] = GroupCommit(write)
+    group: GroupCommit[int, None] = GroupCommit(write)
 
     async def main() -> list[BaseException | None]:
         return await asyncio.gather(*(group.put(k) for k in range(6)), return_exceptions=True)
