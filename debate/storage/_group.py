@@ -46,7 +46,10 @@ class GroupCommit(Generic[Item, Out]):
             self._waiting.append((item, (loop, done)))
             start, self._busy = not self._busy, True
         if start:
-            loop.run_in_executor(None, self._drain)
+            try:
+                loop.run_in_executor(None, self._drain)
+            except RuntimeError:  # the loop's executor is shut down: write here, now
+                self._drain()
         return await done
 
     def _drain(self) -> None:

@@ -84,3 +84,20 @@ def test_put_async_stores_what_put_stores(tmp_path: Path, replace: bool) -> None
     assert [grouped.get(f"k{k}") for k in range(4)] == [sync.get(f"k{k}") for k in range(4)]
     sync.close()
     grouped.close()
+
+
+def test_a_put_after_the_loops_executor_shut_down_is_written_all_the_same() -> None:
+    written: list[int] = []
+
+    def write(items: Sequence[int]) -> list[None]:
+        written.extend(items)
+        return [None] * len(items)
+
+    group: GroupCommit[int, None] = GroupCommit(write)
+
+    async def main() -> None:
+        await asyncio.get_running_loop().shutdown_default_executor()
+        await group.put(7)
+
+    asyncio.run(main())
+    assert written == [7]
