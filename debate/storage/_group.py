@@ -29,10 +29,16 @@ class GroupCommit(Generic[Item, Out]):
     Args:
         write: Writes (or reads) items in order in one go; returns each item's result in
             their order, or raises if none was done.
+        most: Items a write takes at most (the rest wait for the next), so that a
+            transaction holds the file's write lock briefly: another process's writer
+            (the app's submits) gets in between.
     """
 
-    def __init__(self, write: Callable[[Sequence[Item]], Sequence[Out]]) -> None:
+    def __init__(
+        self, write: Callable[[Sequence[Item]], Sequence[Out]], most: int = 1_000_000
+    ) -> None:
         self._write = write
+        self._most = most
         self._waiting: list[tuple[Item, Waiter]] = []
         self._busy = False
         """Whether a worker is writing (it takes whatever waits when it is done)."""
@@ -56,7 +62,7 @@ class GroupCommit(Generic[Item, Out]):
         """Write batches until none waits (in a worker thread)."""
         while True:
             with self._guard:
-                batch, self._waiting = self._waiting, []
+                batch, self._waiting = self._waiting[: self._most], self._waiting[self._most :]
                 if not batch:
                     self._busy = False
                     return

@@ -101,3 +101,20 @@ def test_a_put_after_the_loops_executor_shut_down_is_written_all_the_same() -> N
 
     asyncio.run(main())
     assert written == [7]
+
+
+def test_a_write_takes_at_most_most_items_the_rest_wait_for_the_next() -> None:
+    batches: list[list[int]] = []
+
+    def write(items: Sequence[int]) -> list[None]:
+        batches.append(list(items))
+        return [None] * len(items)
+
+    group: GroupCommit[int, None] = GroupCommit(write, most=2)
+
+    async def main() -> None:
+        await asyncio.gather(*(group.put(k) for k in range(5)))
+
+    asyncio.run(main())
+    assert [k for batch in batches for k in batch] == list(range(5))
+    assert max(len(batch) for batch in batches) <= 2
