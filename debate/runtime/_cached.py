@@ -5,16 +5,16 @@ reply is validated: only a valid reply is stored, and a replayed reply is valida
 like a fresh one. A call has one slot, keyed by its original request: the re-asks and
 retries it took are its attempts, stored beside the reply (:class:`CallCost`) so that a
 replay counts them as the run that made them did. Writes run in a worker thread so the
-event loop keeps going; so do lookups, unless they are local reads (SQLite's).
+event loop keeps going (those waiting together share one transaction); so do lookups,
+unless they are local reads (SQLite's); a network's are grouped likewise.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from debate.models import Message, Model, ModelSettings, Reply, ReplySchema, json_schema_of
-from debate.storage import CallCost, ResponseCache, request_key
+from debate.storage import CallCost, ResponseCache, request_key, stored_row
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class CacheSlot:
         if self.cache.local_reads:
             stored = self.cache.get(self.key)
         else:
-            stored = await asyncio.to_thread(self.cache.get, self.key)
+            stored = await self.cache.get_async(self.key)
         if stored is None:
             return None
         answered = stored.model or self.model  # who answered when the reply was made
@@ -51,8 +51,8 @@ class CacheSlot:
         ``replace`` overwrites a stored reply (one that no longer validated when replayed).
         """
         answered = reply.model or self.model
-        await asyncio.to_thread(
-            self.cache.put, self.key, answered, reply.text, reply.usage, cost, replace=replace
+        await self.cache.put_async(
+            stored_row(self.key, answered, reply.text, reply.usage, cost, replace)
         )
 
 

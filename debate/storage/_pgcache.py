@@ -11,9 +11,11 @@ touches storage (its row's reading and writing).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Any
 
-from debate.storage._cache import ResponseCache
+from debate.storage._cache import CachedReply, ResponseCache, Row, reply_of
+from debate.storage._group import GroupCommit
 from debate.storage._pg import migrate, open_pool
 
 MIGRATIONS = (
@@ -51,40 +53,49 @@ class PgResponseCache(ResponseCache):
         self.url = url
         self.hits = 0
         self.misses = 0
+        self._group: GroupCommit[Row, None] = GroupCommit(self._write_many)
+        self._lookups: GroupCommit[str, Sequence[Any] | None] = GroupCommit(self._rows)
         self._pool: Any = open_pool(url, max_size=max_size, name="debate-cache")
         migrate(self._pool, "responses", MIGRATIONS)
 
-    def _row(self, key: str) -> Sequence[Any] | None:
-        with self._pool.connection() as db:
-            row: Sequence[Any] | None = db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
-                "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens "
-                "FROM responses WHERE key = %s",
-                (key,),
-            ).fetchone()
-        return row
+    async def get_async(self, key: str) -> CachedReply | None:
+        """The stored reply, or None: lookups waiting together are one query."""
+        row = await self._lookups.put(key)
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return reply_of(row)
 
-    def _write(self, reply: tuple[Any, ...], costs: tuple[int, ...] | None, replace: bool) -> None:
-        """One row: the reply and its call's costs (NULL without them)."""
-        values = (*reply, *(costs or (None,) * 5))
-        conflict = (
-            "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
-            "prompt_tokens = EXCLUDED.prompt_tokens, "
-            "completion_tokens = EXCLUDED.completion_tokens, "
-            "cached_tokens = EXCLUDED.cached_tokens, created = EXCLUDED.created, "
-            "attempts = EXCLUDED.attempts, answered = EXCLUDED.answered, "
-            "total_prompt_tokens = EXCLUDED.total_prompt_tokens, "
-            "total_completion_tokens = EXCLUDED.total_completion_tokens, "
-            "total_cached_tokens = EXCLUDED.total_cached_tokens"
-            if replace
-            else "DO NOTHING"
-        )
+    def _row(self, key: str) -> Sequence[Any] | None:
+        return self._rows([key])[0]
+
+    def _rows(self, keys: Sequence[str]) -> list[Sequence[Any] | None]:
+        """Each key's stored row (None where there is none), in one query."""
         with self._pool.connection() as db:
-            db.execute(
-                "INSERT INTO responses VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                f"ON CONFLICT (key) {conflict}",
-                values,
-            )
+            rows = db.execute(
+                "SELECT text, prompt_tokens, completion_tokens, cached_tokens, model, attempts, "
+                "answered, total_prompt_tokens, total_completion_tokens, total_cached_tokens, key "
+                "FROM responses WHERE key = ANY(%s)",
+                (list(keys),),
+            ).fetchall()
+        found = {row[-1]: row[:-1] for row in rows}
+        return [found.get(key) for key in keys]
+
+    def _write_many(self, rows: Sequence[Row]) -> list[None]:
+        """Rows in order: each reply and its call's costs (NULL without).
+
+        Each row commits on its own, as before; several go in one ``executemany`` per run of
+        rows alike, which psycopg pipelines (one round trip for them all).
+        """
+        with self._pool.connection() as db, db.cursor() as cursor:
+            for replace, alike in groupby(rows, key=lambda row: row[2]):
+                values = [(*reply, *(costs or (None,) * 5)) for reply, costs, _ in alike]
+                if len(values) == 1:
+                    cursor.execute(_insert(replace), values[0])
+                else:
+                    cursor.executemany(_insert(replace), values)
+        return [None] * len(rows)
 
     def __len__(self) -> int:
         with self._pool.connection() as db:
@@ -94,3 +105,23 @@ class PgResponseCache(ResponseCache):
     def close(self) -> None:
         """Close the pool (a later call fails: the runner closes its cache when it stops)."""
         self._pool.close()
+
+
+def _insert(replace: bool) -> str:
+    """A reply row's insert: the first writer wins unless ``replace``."""
+    conflict = (
+        "DO UPDATE SET model = EXCLUDED.model, text = EXCLUDED.text, "
+        "prompt_tokens = EXCLUDED.prompt_tokens, "
+        "completion_tokens = EXCLUDED.completion_tokens, "
+        "cached_tokens = EXCLUDED.cached_tokens, created = EXCLUDED.created, "
+        "attempts = EXCLUDED.attempts, answered = EXCLUDED.answered, "
+        "total_prompt_tokens = EXCLUDED.total_prompt_tokens, "
+        "total_completion_tokens = EXCLUDED.total_completion_tokens, "
+        "total_cached_tokens = EXCLUDED.total_cached_tokens"
+        if replace
+        else "DO NOTHING"
+    )
+    return (
+        "INSERT INTO responses VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"ON CONFLICT (key) {conflict}"
+    )

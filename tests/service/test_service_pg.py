@@ -19,12 +19,13 @@ from debate.models import TokenUsage
 from debate.service import database_target
 from debate.service._jobs import IdempotencyConflict, QueueFull
 from debate.service._models import DebateRequest, JobError, PanelOverrides
-from debate.storage import CallCost
+from debate.storage import CallCost, stored_row
 
 pytest.importorskip("psycopg")
 
 from debate.service._pgstore import PgJobStore  # noqa: E402
 from debate.storage import PgResponseCache  # noqa: E402
+from debate.storage._cache import CachedReply  # noqa: E402
 from debate.storage._pg import redact  # noqa: E402
 
 
@@ -252,6 +253,39 @@ def test_the_response_cache_is_shared_first_writer_wins(pg_url: str) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_puts_written_together_keep_the_first_writer_and_replace_rules(pg_url: str) -> None:
+    cache = PgResponseCache(pg_url)
+    try:
+        usage = TokenUsage(prompt_tokens=10, completion_tokens=5, cached_tokens=0)
+        cost = CallCost(attempts=3, answered=2, usage=usage)
+        cache.put("g0", "m", "old", usage)
+
+        async def together() -> None:
+            await asyncio.gather(
+                cache.put_async(stored_row("g1", "m", "first", usage, cost, False)),
+                cache.put_async(stored_row("g1", "m", "second", usage, None, False)),
+                cache.put_async(stored_row("g0", "m", "new", usage, None, True)),
+                cache.put_async(stored_row("g2", "m", "other", usage, None, False)),
+            )
+
+        asyncio.run(together())
+
+        async def lookups() -> list[CachedReply | None]:
+            keys = ("g0", "g1", "g2", "absent")
+            return await asyncio.gather(*(cache.get_async(key) for key in keys))
+
+        assert asyncio.run(lookups()) == [cache.get(key) for key in ("g0", "g1", "g2", "absent")]
+        texts = {key: cache.get(key) for key in ("g0", "g1", "g2")}
+        assert {k: v.text if v else None for k, v in texts.items()} == {
+            "g0": "new",
+            "g1": "first",
+            "g2": "other",
+        }
+        assert texts["g1"] is not None and texts["g1"].call_cost.attempts == 3
+    finally:
+        cache.close()
 
 
 def test_a_runner_that_lost_its_lease_stops_its_copy_and_records_nothing(
