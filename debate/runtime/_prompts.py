@@ -47,6 +47,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig
+from debate.runtime import _transcript_events
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 NONCE_VARIABLE = "_delimiter_key"
@@ -255,6 +256,8 @@ class _Sandbox(SandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._safe: dict[tuple[type, str], bool] = {}
+        self._shipped: dict[str, bool] = {}
+        """Per transcript file, whether its source as last compiled is the shipped one."""
         self.globals["range"] = _range
         self.filters[STEP_FILTER] = _render_step
 
@@ -265,6 +268,8 @@ class _Sandbox(SandboxedEnvironment):
         wrapping its iterable in a filter is the one hook every iteration passes through.
         """
         tree = super()._parse(source, name, filename)
+        if name == _transcript_events.NAME and filename is not None:
+            self._shipped[filename] = _transcript_events.is_shipped(source)
         for loop in tree.find_all(nodes.For):
             loop.iter = nodes.Filter(loop.iter, STEP_FILTER, [], [], None, None, lineno=loop.lineno)
         return tree
@@ -326,10 +331,20 @@ class _Sandbox(SandboxedEnvironment):
         """
         loaded = _LOADED.get()
         if loaded is None or globals:
-            return super()._load_template(name, globals)
+            return self._specialised(super()._load_template(name, globals))
         template = loaded.get(name)
         if template is None:
-            template = loaded[name] = super()._load_template(name, globals)
+            template = loaded[name] = self._specialised(super()._load_template(name, globals))
+        return template
+
+    def _specialised(self, template: Template) -> Template:
+        """The template, rendered by plain Python when it is the shipped transcript.
+
+        See :mod:`debate.runtime._transcript_events`: same bytes, a third of a judge's
+        prompt's rendering saved.
+        """
+        if template.name == _transcript_events.NAME and self._shipped.get(template.filename or ""):
+            _transcript_events.specialise(template)
         return template
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
