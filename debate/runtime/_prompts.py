@@ -213,12 +213,14 @@ def _data_filter(context: Context, text: object, label: str = "content") -> str:
     seen them all: the filter collects each text and leaves a placeholder, which the render
     replaces afterwards (on a fallback first pass, with no placeholder key, it only collects).
     """
-    collected = context.get(COLLECT_VARIABLE)
+    # resolve_or_missing is what Context.get asks, without its KeyError round trip (a
+    # debate delimits a hundred texts); ``missing`` passes none of the type tests below.
+    collected = context.resolve_or_missing(COLLECT_VARIABLE)
     if isinstance(collected, list):
         collected.append((label, str(text)))
-        key = context.get(PLACEHOLDER_VARIABLE)
+        key = context.resolve_or_missing(PLACEHOLDER_VARIABLE)
         return f"\x00{key}:{len(collected) - 1}\x00" if isinstance(key, str) else ""
-    key = context.get(NONCE_VARIABLE)
+    key = context.resolve_or_missing(NONCE_VARIABLE)
     return data_block(text, label, key if isinstance(key, bytes) else None)
 
 
