@@ -102,11 +102,14 @@ def score_matrices(
         assert evaluation.scores is not None  # scored evaluations carry scores
         readings = scored_readings(evaluation)  # every reading counts, averaged
         weights = weights_by_judge[evaluation.judge]
-        for a, arg_id in enumerate(ids):
-            for d in DIMENSIONS:
-                dims[d][j, a] = _mean([r[arg_id].dimension(d) for r in readings])
-            raw[j, a] = _mean([r[arg_id].weighted(weights) for r in readings])
-            shown = {r[arg_id].standing for r in readings}
+        # Per argument, every reading's score; a judge's row is filled at once (setting
+        # cells one by one was most of this function's time).
+        cells = [[r[arg_id] for r in readings] for arg_id in ids]
+        for d in DIMENSIONS:
+            dims[d][j] = [_mean([s.dimension(d) for s in cell]) for cell in cells]
+        raw[j] = [_mean([s.weighted(weights) for s in cell]) for cell in cells]
+        for a, cell in enumerate(cells):
+            shown = {s.standing for s in cell}
             # A standing that moved with the presentation order is not a call the judge
             # made; it counts as UNCERTAIN in kappa.
             standings[a].append(shown.pop() if len(shown) == 1 else "UNCERTAIN")

@@ -144,7 +144,9 @@ async def read_transcript(
     # Each draft was validated as the reply was (a RubricDraft is a RubricScore with its
     # note's limit): its fields are taken as they stand, not validated again, into the
     # record's template (records.built: model_construct's per-call field walk was most of it).
-    scores = {key: built(RubricScore, **dict(draft)) for key, draft in drafts.items()}
+    # vars(), not dict(): dict() first asks the draft for ``keys``, and a pydantic model's
+    # missing-attribute path cost more than building the record.
+    scores = {key: built(RubricScore, **vars(draft)) for key, draft in drafts.items()}
     return Reading(
         scores=scores,
         key_finding=reply.key_finding,  # type: ignore[attr-defined]

@@ -67,6 +67,7 @@ class DebateProtocol:
         self.rounds = rounds
         self.settings = settings
         self.call = call
+        self._systems: dict[tuple[str, Side], Message] = {}
 
     async def run(self, topic: str, *, deadline: Deadline | None = None) -> Transcript:
         """Openings, then ``rounds`` cross-examination rounds, then closings.
@@ -98,10 +99,12 @@ class DebateProtocol:
         )
 
     def _system(self, topic: str, side: Side) -> Message:
-        return Message(
-            role="system",
-            content=self.renderer.render("debater_system.md.jinja", side=side, topic=topic),
-        )
+        """A side's system prompt, rendered once per topic: the same text for all its calls."""
+        message = self._systems.get((topic, side))
+        if message is None:
+            content = self.renderer.render("debater_system.md.jinja", side=side, topic=topic)
+            message = self._systems[topic, side] = Message(role="system", content=content)
+        return message
 
     async def _call(
         self, side: Side, phase: Phase, round_no: int | None, messages: list[Message], schema: Any

@@ -47,6 +47,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig
+from debate.runtime import _transcript_events
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 NONCE_VARIABLE = "_delimiter_key"
@@ -212,12 +213,14 @@ def _data_filter(context: Context, text: object, label: str = "content") -> str:
     seen them all: the filter collects each text and leaves a placeholder, which the render
     replaces afterwards (on a fallback first pass, with no placeholder key, it only collects).
     """
-    collected = context.get(COLLECT_VARIABLE)
+    # resolve_or_missing is what Context.get asks, without its KeyError round trip (a
+    # debate delimits a hundred texts); ``missing`` passes none of the type tests below.
+    collected = context.resolve_or_missing(COLLECT_VARIABLE)
     if isinstance(collected, list):
         collected.append((label, str(text)))
-        key = context.get(PLACEHOLDER_VARIABLE)
+        key = context.resolve_or_missing(PLACEHOLDER_VARIABLE)
         return f"\x00{key}:{len(collected) - 1}\x00" if isinstance(key, str) else ""
-    key = context.get(NONCE_VARIABLE)
+    key = context.resolve_or_missing(NONCE_VARIABLE)
     return data_block(text, label, key if isinstance(key, bytes) else None)
 
 
@@ -255,6 +258,8 @@ class _Sandbox(SandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._safe: dict[tuple[type, str], bool] = {}
+        self.sources: dict[str, str] = {}
+        """Per template file, the SHA-256 of its source as last compiled (see ``_parse``)."""
         self.globals["range"] = _range
         self.filters[STEP_FILTER] = _render_step
 
@@ -265,6 +270,8 @@ class _Sandbox(SandboxedEnvironment):
         wrapping its iterable in a filter is the one hook every iteration passes through.
         """
         tree = super()._parse(source, name, filename)
+        if name is not None and filename is not None:
+            self.sources[filename] = hashlib.sha256(source.encode("utf-8")).hexdigest()
         for loop in tree.find_all(nodes.For):
             loop.iter = nodes.Filter(loop.iter, STEP_FILTER, [], [], None, None, lineno=loop.lineno)
         return tree
@@ -326,10 +333,21 @@ class _Sandbox(SandboxedEnvironment):
         """
         loaded = _LOADED.get()
         if loaded is None or globals:
-            return super()._load_template(name, globals)
+            return self._specialised(super()._load_template(name, globals))
         template = loaded.get(name)
         if template is None:
-            template = loaded[name] = super()._load_template(name, globals)
+            template = loaded[name] = self._specialised(super()._load_template(name, globals))
+        return template
+
+    def _specialised(self, template: Template) -> Template:
+        """The template, rendered by plain Python when it is the shipped transcript.
+
+        See :mod:`debate.runtime._transcript_events`: the same bytes, about a fifth of a
+        judge's prompt's rendering saved.
+        """
+        shipped = self.sources.get(template.filename or "") == _transcript_events.SHIPPED_DIGEST
+        if template.name == _transcript_events.NAME and shipped:
+            _transcript_events.specialise(template)
         return template
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
@@ -342,7 +360,7 @@ class _Sandbox(SandboxedEnvironment):
 
 
 @lru_cache(maxsize=32)
-def _environment(folders: tuple[str, ...]) -> SandboxedEnvironment:
+def _environment(folders: tuple[str, ...]) -> _Sandbox:
     """One environment per template search path, so compiled templates are reused by runs.
 
     Jinja reloads a template whose file changed (auto_reload), so edits are still seen.
@@ -476,13 +494,27 @@ class PromptRenderer:
         Identifies which version of a template shaped a judge (see ``debate.judgments._track``): a
         template overridden with ``--templates`` or edited in place gets a new digest.
         """
-        if name not in self._digests:  # read the file once per renderer, not per judge call
-            try:
-                source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
-            except TemplateNotFound as exc:
-                raise ConfigurationError(f"template {name} not found; add it") from exc
-            self._digests[name] = hashlib.sha256(source.encode("utf-8")).hexdigest()[:8]
+        if name not in self._digests:  # once per renderer, not per judge call
+            self._digests[name] = self._source_digest(name)[:8]
         return self._digests[name]
+
+    def _source_digest(self, name: str) -> str:
+        """SHA-256 of a template's source as Jinja last compiled it, else as its file reads.
+
+        Jinja recompiles a file edited since, and the digest of what it compiled was kept
+        then (``_Sandbox._parse``): no file read per judge and run (four a debate).
+        """
+        try:
+            filename = self._env.get_template(name).filename
+        except TemplateNotFound as exc:
+            raise ConfigurationError(f"template {name} not found; add it") from exc
+        except TemplateError:  # a template that does not compile still has a version
+            filename = None
+        found = self._env.sources.get(filename or "")
+        if found is None:
+            source, _, _ = self._env.loader.get_source(self._env, name)  # type: ignore[union-attr]
+            found = hashlib.sha256(source.encode("utf-8")).hexdigest()
+        return found
 
     def render(self, name: str, **variables: Any) -> str:
         """Render one template.

@@ -89,6 +89,28 @@ def test_combined_scores_are_the_mean_of_the_readings() -> None:
     assert matrices.spread is not None
 
 
+def test_score_matrices_fill_each_judges_row_as_the_cell_by_cell_means() -> None:
+    # Rows are filled at once: every cell must be the mean of the readings, bit for bit.
+    import numpy as np
+
+    from debate.panel import score_matrices
+    from debate.panel._samples import scored_readings
+    from debate.records import DIMENSIONS
+
+    p, _ = panel(judge({"technical"}), samples=3, swap=True)
+    scored = [e for e in p.evaluate_sync(T, seed=2).evaluations if e.status == "scored"]
+    weights = {j.name: j.weights for j in RunConfig().judges}
+    found = score_matrices(T, scored, weights)
+    for j, e in enumerate(scored):
+        readings = scored_readings(e)
+        for a, arg in enumerate(found.ids):
+            cells = [r[arg] for r in readings]
+            raw = np.round(np.mean([c.weighted(weights[e.judge]) for c in cells]), 6)
+            assert found.raw[j, a] == raw
+            for d in DIMENSIONS:
+                assert found.dimensions[d][j, a] == np.mean([c.dimension(d) for c in cells])
+
+
 def test_a_judge_whose_readings_flip_is_less_consistent_weighs_less_and_widens_the_interval() -> (
     None
 ):
