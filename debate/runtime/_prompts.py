@@ -342,8 +342,8 @@ class _Sandbox(SandboxedEnvironment):
     def _specialised(self, template: Template) -> Template:
         """The template, rendered by plain Python when it is the shipped transcript.
 
-        See :mod:`debate.runtime._transcript_events`: the same bytes, about a fifth of a
-        judge's prompt's rendering saved.
+        See :mod:`debate.runtime._transcript_events`: same bytes, a third of a judge's
+        prompt's rendering saved.
         """
         shipped = self.sources.get(template.filename or "") == _transcript_events.SHIPPED_DIGEST
         if template.name == _transcript_events.NAME and shipped:
