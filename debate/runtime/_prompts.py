@@ -47,7 +47,6 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from debate.exceptions import ConfigurationError
 from debate.records import RunConfig
-from debate.runtime import _transcript_events
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 NONCE_VARIABLE = "_delimiter_key"
@@ -333,21 +332,10 @@ class _Sandbox(SandboxedEnvironment):
         """
         loaded = _LOADED.get()
         if loaded is None or globals:
-            return self._specialised(super()._load_template(name, globals))
+            return super()._load_template(name, globals)
         template = loaded.get(name)
         if template is None:
-            template = loaded[name] = self._specialised(super()._load_template(name, globals))
-        return template
-
-    def _specialised(self, template: Template) -> Template:
-        """The template, rendered by plain Python when it is the shipped transcript.
-
-        See :mod:`debate.runtime._transcript_events`: same bytes, a third of a judge's
-        prompt's rendering saved.
-        """
-        shipped = self.sources.get(template.filename or "") == _transcript_events.SHIPPED_DIGEST
-        if template.name == _transcript_events.NAME and shipped:
-            _transcript_events.specialise(template)
+            template = loaded[name] = super()._load_template(name, globals)
         return template
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
