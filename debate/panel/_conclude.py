@@ -43,8 +43,8 @@ def conclude_batch(
 ) -> list[Conclusion]:
     """Agreement, vote, diagnostics and decision of every item of ``batch``.
 
-    The one decision path of the package (:func:`rule_batch`): a live panel calls it with a
-    batch of one item, ``decide_scores`` takes the same parts for every item of one shape.
+    A live panel's view of the one decision path (:func:`rule_batch`), with a batch of one
+    item; ``decide_scores`` calls :func:`rule_batch` itself and keeps only item decisions.
     Both intervals use the same seed, hence the same resampled judges and units: the
     interval in points is the calibrated one's counterpart, not another draw. The fields
     every vote shares are validated once (:func:`_vote_template`).
