@@ -174,7 +174,10 @@ class ResponseCache:
 
     def get(self, key: str) -> CachedReply | None:
         """The stored reply, or None."""
-        row = self._row(key)
+        return self._counted(self._row(key))
+
+    def _counted(self, row: Sequence[Any] | None) -> CachedReply | None:
+        """The reply of a looked-up row, or None, counted as a hit or a miss."""
         if row is None:
             self.misses += 1
             return None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from debate.storage._cache import CachedReply, ResponseCache, Row, reply_of
+from debate.storage._cache import CachedReply, ResponseCache, Row
 from debate.storage._group import GroupCommit
 from debate.storage._pg import migrate, open_pool
 
@@ -60,12 +60,7 @@ class PgResponseCache(ResponseCache):
 
     async def get_async(self, key: str) -> CachedReply | None:
         """The stored reply, or None: lookups waiting together are one query."""
-        row = await self._lookups.put(key)
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return reply_of(row)
+        return self._counted(await self._lookups.put(key))
 
     def _row(self, key: str) -> Sequence[Any] | None:
         return self._rows([key])[0]

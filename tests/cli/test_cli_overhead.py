@@ -22,6 +22,7 @@ from debate._cli.main import main
 from debate.models import TokenUsage
 from debate.storage import ResponseCache
 from tests.support import ROOT
+from tests.support.imports import loaded
 from tests.support.openai_server import FakeOpenAIServer
 
 TOPIC = "Should we adopt four-day weeks?"
@@ -42,22 +43,6 @@ UNUSED_BY_RUN = (
 )
 """Modules ``debate run`` never needs: the statistics of the quality commands (scipy), the
 service, the embedded model (on a server), the council's machinery, the judgments tables."""
-
-
-def loaded(code: str, *names: str) -> list[str]:
-    """Which of ``names`` (or their submodules) a fresh interpreter has loaded after ``code``."""
-    probe = (
-        f"{code}\nimport sys, json\n"
-        f"names = {list(names)!r}\n"
-        "hits = sorted({n for n in names for m in sys.modules if m == n or "
-        "m.startswith(n + '.')})\n"
-        "sys.stderr.write('LOADED ' + json.dumps(hits) + '\\n')\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-    line = next(x for x in out.stderr.splitlines() if x.startswith("LOADED "))
-    return list(json.loads(line.removeprefix("LOADED ")))
 
 
 def test_the_cli_imports_nothing_a_debate_does_not_use() -> None:
