@@ -321,18 +321,15 @@ def _weakest_dimension(diagnostics: Diagnostics) -> list[str]:
     defined = {d: a for d, a in diagnostics.alpha_by_dimension.items() if a is not None}
     if not defined:
         return []
-    if len(defined) == 1:  # one dimension (the usual recorded table): it is the weakest
-        [(weakest, alpha)] = defined.items()
-        return [f"the weakest rubric dimension is {weakest} (alpha {fmt(alpha)})"]
-    weakest = min(defined, key=lambda d: defined[d])
-    if len(defined) > 1 and max(defined.values()) - defined[weakest] < 1e-9:
-        return [f"the judges split alike on every rubric dimension (alpha {fmt(defined[weakest])})"]
-    tied = _within(defined, defined[weakest])
-    if len(tied) > 1:
-        return [
-            f"the weakest rubric dimensions are {', '.join(tied)} (alpha {fmt(defined[weakest])})"
-        ]
-    return [f"the weakest rubric dimension is {weakest} (alpha {fmt(defined[weakest])})"]
+    weakest = min(defined, key=defined.__getitem__)
+    alpha = fmt(defined[weakest])
+    if len(defined) > 1:  # one dimension (the usual recorded table) is the weakest alone
+        if max(defined.values()) - defined[weakest] < 1e-9:
+            return [f"the judges split alike on every rubric dimension (alpha {alpha})"]
+        tied = _within(defined, defined[weakest])
+        if len(tied) > 1:
+            return [f"the weakest rubric dimensions are {', '.join(tied)} (alpha {alpha})"]
+    return [f"the weakest rubric dimension is {weakest} (alpha {alpha})"]
 
 
 def _within(values: dict[str, float], target: float) -> list[str]:
