@@ -20,7 +20,7 @@ async def _first_call(model: OpenAIModel) -> None:
 
 
 def max_overlap(records: list[Record]) -> int:
-    events = sorted([(r.start, 1) for r in records] + [(r.end, -1) for r in records])
+    events = sorted([(r.start, 1) for r in records] + [(r.replied, -1) for r in records])
     best = current = 0
     for _, step in events:
         current += step
@@ -48,8 +48,8 @@ def test_judges_and_sides_are_in_flight_together() -> None:
         assert max_overlap(stage) == 2
     assert server.max_in_flight == 4
     # stages follow one another: the critical path is four round trips
-    assert max(r.end for r in openings) <= min(r.start for r in cross)
-    assert max(r.end for r in closings) <= min(r.start for r in judges)
+    assert max(r.replied for r in openings) <= min(r.start for r in cross)
+    assert max(r.replied for r in closings) <= min(r.start for r in judges)
     print(
         f"in flight: judges {max_overlap(judges)}, per debater stage 2; max {server.max_in_flight}"
     )

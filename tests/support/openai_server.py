@@ -66,6 +66,10 @@ class Record:
     server read only after the kill (still in a socket buffer) from a restarted client's."""
     peer: int = 0
     """The client's port: tells which process sent it (tests/service/test_service_replicas.py)."""
+    replied: float = 0.0
+    """When the reply's first byte was about to leave: the client cannot have read the reply
+    before it, so a request the reply caused always starts after it (``end`` is taken after
+    the write, and the client may already have sent its next request by then)."""
 
     @property
     def system(self) -> str:
@@ -116,21 +120,34 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake.in_flight += 1
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        replied = 0.0
         try:
             reply = fake._reply(body)
             if fake.latency:
                 time.sleep(fake.latency)
             if reply.hang:
                 time.sleep(reply.hang)
-            self._send(reply, fake._payload(reply, body).encode())
+            data = fake._payload(reply, body).encode()
+            # The request leaves flight before its first byte does: once the client can read
+            # the reply it may send its next request, and that one must not count as
+            # overlapping this one (a stage would look concurrent with the next).
+            replied = self._leave_flight()
+            self._send(reply, data)
         finally:
+            if not replied:
+                replied = self._leave_flight()
             with fake._lock:
-                fake.in_flight -= 1
                 record = Record(
                     start, time.monotonic(), body, reply.status, self.connected,
-                    self.client_address[1],
+                    self.client_address[1], replied,
                 )  # fmt: skip
                 fake.records.append(record)
+
+    def _leave_flight(self) -> float:
+        fake = self.server.fake
+        with fake._lock:
+            fake.in_flight -= 1
+        return time.monotonic()
 
     def _send(self, reply: Reply, data: bytes) -> None:
         try:
