@@ -67,6 +67,10 @@ sys.path.insert(0, str(ROOT))
 FINAL = ("done", "failed", "cancelled")
 ROUNDS = 1
 """The debates' cross-examination rounds (the default): 3 + ROUNDS steps on the critical path."""
+THROUGHPUT_BOUND = 0.80
+"""Issue 30: model calls per second at least this share of the ideal, for every store."""
+P99_BOUND_MS = 50
+"""Submission latency's 99th percentile below this (the service's own bound), for every store."""
 
 MODEL_SERVER = """
 import hashlib, json, sys, threading
@@ -386,9 +390,9 @@ def throughput(
         f"throughput: {stats['calls']} calls ({per_job:.1f} per job) in {window:.2f} s = "
         f"{rate:.1f} calls/s = {ratio:.3f} x the ideal {ideal:.0f} calls/s at concurrency "
         f"C = {concurrency:.0f} (W {workers} x {per_job:.1f} calls / {3 + ROUNDS} "
-        f"steps) (bound >= 0.80); server mean in flight {mean_in_flight:.1f}, "
+        f"steps) (bound >= {THROUGHPUT_BOUND}); server mean in flight {mean_in_flight:.1f}, "
         f"max {stats['max_in_flight']}",
-        ratio >= 0.80,
+        ratio >= THROUGHPUT_BOUND,
     )
 
 
@@ -398,10 +402,11 @@ def report_load(
     lines = check_jobs(load, url, args.jobs)
     p50, p99 = percentile(load.latencies, 0.5) * 1000, percentile(load.latencies, 0.99) * 1000
     lines.append(
-        f"submission: p50 {p50:.1f} ms, p99 {p99:.1f} ms = {p99 / 50:.3f} x the 50 ms bound "
+        f"submission: p50 {p50:.1f} ms, p99 {p99:.1f} ms = {p99 / P99_BOUND_MS:.3f} x the "
+        f"{P99_BOUND_MS} ms bound "
         f"({len(load.latencies)} first attempts, {load.retried} retried)"
     )
-    ok = p99 < 50 and not any(line.startswith("FAILED") for line in lines)
+    ok = p99 < P99_BOUND_MS and not any(line.startswith("FAILED") for line in lines)
     if load.jobs and len(load.jobs) == args.jobs:
         line, fast = throughput(load, stats, args, workers)
         lines.append(line)
@@ -556,22 +561,44 @@ def replicas_report(args: argparse.Namespace) -> bool:
     finally:
         pg.stop()
     anchor = rows[0][1]
-    print("  | store | calls/s | x ideal | x sqlite | CPU ms/call: service + database | POST p99 |")
+    print(
+        "  | store | calls/s | x ideal | x sqlite | CPU ms/call: service + database | POST p99 "
+        "| re-sent | bounds |"
+    )
     ok = True
     for label, row in rows:
         if row is None:
-            print(f"  | {label} | FAILED: lost or failed jobs | | | | |")
+            print(f"  | {label} | FAILED: lost or failed jobs | | | | | | |")
             ok = False
             continue
         vs = row["rate"] / anchor["rate"] if anchor else float("nan")
+        ratio = row["rate"] / row["ideal"]
+        failed = replica_failures(ratio, row["p99"], row["resent"])
         print(
-            f"  | {label} | {row['rate']:.1f} | {row['rate'] / row['ideal']:.3f} "
+            f"  | {label} | {row['rate']:.1f} | {ratio:.3f} "
             f"(ideal {row['ideal']:.0f}) | {vs:.2f} | {row['service_ms']:.2f} + "
             f"{row['db_ms']:.2f} = {row['service_ms'] + row['db_ms']:.2f} | "
-            f"{row['p99']:.1f} ms |"
+            f"{row['p99']:.1f} ms | {row['resent']} | {'; '.join(failed) or 'met'} |"
         )
-        ok = ok and row["resent"] == 0
+        ok = ok and not failed
     return ok
+
+
+def replica_failures(ratio: float, p99: float, resent: int) -> list[str]:
+    """The bounds one replicas row misses: the load run's throughput and p99, no re-sent call.
+
+    A row on one 2-core machine shares the cores with the model server, the database and the
+    other replicas, so it can miss the throughput bound for want of cores; it is reported as
+    missed all the same (the bound is issue 30's), with the figure beside it.
+    """
+    failed = []
+    if ratio < THROUGHPUT_BOUND:
+        failed.append(f"calls/s {ratio:.3f} x ideal < {THROUGHPUT_BOUND}")
+    if p99 >= P99_BOUND_MS:
+        failed.append(f"p99 {p99:.0f} ms >= {P99_BOUND_MS} ms")
+    if resent:
+        failed.append(f"{resent} calls re-sent")
+    return failed
 
 
 def main() -> int:
