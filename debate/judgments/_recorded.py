@@ -113,7 +113,7 @@ def _distinct_rows(key: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], IntArray]
         shapes, which = np.unique(key, axis=0, return_inverse=True)
         return shapes, which.ravel()
     bits = np.left_shift(1, np.arange(key.shape[1] - 1, -1, -1, dtype=np.int64))
-    codes, first, which = np.unique(key @ bits, return_index=True, return_inverse=True)
+    _, first, which = np.unique(key @ bits, return_index=True, return_inverse=True)
     return key[first], which.ravel()
 
 

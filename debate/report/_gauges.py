@@ -150,12 +150,9 @@ def _named_bands(
     low: float,
     top: float,
 ) -> tuple[str, ...]:
-    x, fill = scale(low, 1.0), dict(fills)
+    fill = dict(fills)
     parts = []
-    for name, lo, hi in table:
-        a, b = x(max(lo, low)), x(min(hi, 1.0))
-        if b <= a:
-            continue
+    for name, a, b in _spans(table, low):
         parts.append(prect(a, b, top, 26, fill[name], f"band band-{name.replace(' ', '-')}"))
         parts.append(
             ptext(
@@ -387,13 +384,15 @@ def _dimension_row(
 @functools.lru_cache(maxsize=256)
 def _alpha_bands(low: float, top: float) -> str:
     """Alpha's bands from ``low`` to 1 under a dimension's bar (the same in every report)."""
+    spans = _spans(ALPHA.table, low)
+    return "".join(prect(a, b, top, 16, ALPHA.fill[name], "band") for name, a, b in spans)
+
+
+def _spans(table: Sequence[tuple[str, float, float]], low: float) -> list[tuple[str, float, float]]:
+    """Each band's name and its ends on ``scale(low, 1)``, for the bands seen from ``low`` to 1."""
     x = scale(low, 1.0)
-    parts = []
-    for band_name, lo, hi in ALPHA.table:
-        a, b = x(max(lo, low)), x(min(hi, 1.0))
-        if b > a:
-            parts.append(prect(a, b, top, 16, ALPHA.fill[band_name], "band"))
-    return "".join(parts)
+    ends = [(name, x(max(lo, low)), x(min(hi, 1.0))) for name, lo, hi in table]
+    return [(name, a, b) for name, a, b in ends if b > a]
 
 
 def dimension_bars(alphas: Sequence[tuple[str, float | None]], threshold: float) -> str:

@@ -6,14 +6,12 @@ table cells have their pipes escaped and line breaks folded.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from html import escape
 
 from debate.records import DIMENSIONS, DebateResult
 from debate.report import _why
 from debate.report._deliberation import deliberation_lines
-from debate.report._markup import BIDI, visible_controls
+from debate.report._markup import inert
 from debate.report._view import (
     divergence,
     explanation,
@@ -26,16 +24,10 @@ from debate.report._view import (
 )
 from debate.stats import BAND_TEXT, KAPPA_BAND_TEXT, band, fmt, fmt_interval, kappa_band
 
-INERT = re.compile(f"[&<>{BIDI}]")
-"""What :func:`text` replaces: what ``html.escape(quote=False)`` does, and bidi controls."""
-
 
 def text(value: object) -> str:
     """Model text made inert for Markdown: no raw HTML, one line."""
-    found = str(value)
-    if INERT.search(found) is not None:  # most text has nothing to replace
-        found = escape(visible_controls(found), quote=False)
-    return " ".join(found.split())
+    return " ".join(inert(str(value), quote=False).split())
 
 
 def cell(value: object) -> str:

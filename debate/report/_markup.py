@@ -12,8 +12,11 @@ as the body of a regular expression's character class."""
 BIDI_CONTROLS = re.compile(f"[{BIDI}]")
 MARKUP = re.compile("[&<>\"']")
 """What :func:`html.escape` replaces (``quote=True``)."""
-MARKUP_OR_CONTROL = re.compile(f"[&<>\"'{BIDI}]")
-"""What :func:`esc` replaces: markup characters and bidi controls."""
+INERT = {
+    True: re.compile(f"[&<>\"'{BIDI}]"),
+    False: re.compile(f"[&<>{BIDI}]"),
+}
+"""What :func:`inert` replaces, by ``quote``: markup characters and bidi controls."""
 
 
 def visible_controls(text: str) -> str:
@@ -30,12 +33,20 @@ def escape(text: str) -> str:
     return text if MARKUP.search(text) is None else html.escape(text)
 
 
+def inert(text: str, *, quote: bool) -> str:
+    """``html.escape(visible_controls(text), quote=quote)``, skipped when nothing needs it.
+
+    HTML's and Markdown's one way to make model text inert; the search first, as in
+    :func:`escape`, because most of a report's strings have nothing to replace.
+    """
+    if INERT[quote].search(text) is None:
+        return text
+    return html.escape(visible_controls(text), quote=quote)
+
+
 def esc(value: object) -> str:
     """Escape any text for HTML (debater and judge text included), bidi controls shown."""
-    text = str(value)
-    if MARKUP_OR_CONTROL.search(text) is None:  # nothing to replace (as in escape())
-        return text
-    return html.escape(visible_controls(text), quote=True)
+    return inert(str(value), quote=True)
 
 
 def section(sid: str, title: str, body: str, lead: str = "") -> str:

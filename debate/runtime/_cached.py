@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from debate.models import Message, Model, ModelSettings, Reply, ReplySchema, json_schema_of
-from debate.storage import CallCost, ResponseCache, request_key, stored_row
+from debate.storage import CallCost, ResponseCache, request_key
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class CacheSlot:
         """
         answered = reply.model or self.model
         await self.cache.put_async(
-            stored_row(self.key, answered, reply.text, reply.usage, cost, replace)
+            self.key, answered, reply.text, reply.usage, cost, replace=replace
         )
 
 

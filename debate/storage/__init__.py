@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from debate._faces import lazy_names
-from debate.storage._cache import CallCost, ResponseCache, request_key, stored_row
+from debate.storage._cache import CallCost, ResponseCache, request_key
 from debate.storage._files import (
     current_umask,
     load_result,
@@ -51,7 +51,6 @@ __all__ = [
     "recording_run",
     "request_key",
     "resolve_seed",
-    "stored_row",
     "validated",
     "write_json_atomic",
     "write_lock",

@@ -206,13 +206,22 @@ class ResponseCache:
         """
         self._write_many([stored_row(key, model, text, usage, cost, replace)])
 
-    async def put_async(self, row: Row) -> None:
-        """:meth:`put` of a :func:`stored_row`, off the event loop; returns once committed.
+    async def put_async(
+        self,
+        key: str,
+        model: str,
+        text: str,
+        usage: TokenUsage,
+        cost: CallCost | None = None,
+        *,
+        replace: bool = False,
+    ) -> None:
+        """:meth:`put` off the event loop; returns once the reply is committed.
 
         Puts that arrive while another is written share the next transaction
         (:class:`~debate.storage._group.GroupCommit`).
         """
-        await self._group.put(row)
+        await self._group.put(stored_row(key, model, text, usage, cost, replace))
 
     def _row(self, key: str) -> Sequence[Any] | None:
         """The stored row of ``key`` in :func:`reply_of`'s column order, or None."""

@@ -19,7 +19,7 @@ from debate.models import TokenUsage
 from debate.service import database_target
 from debate.service._jobs import IdempotencyConflict, QueueFull
 from debate.service._models import DebateRequest, JobError, PanelOverrides
-from debate.storage import CallCost, stored_row
+from debate.storage import CallCost
 
 pytest.importorskip("psycopg")
 
@@ -264,10 +264,10 @@ def test_puts_written_together_keep_the_first_writer_and_replace_rules(pg_url: s
 
         async def together() -> None:
             await asyncio.gather(
-                cache.put_async(stored_row("g1", "m", "first", usage, cost, False)),
-                cache.put_async(stored_row("g1", "m", "second", usage, None, False)),
-                cache.put_async(stored_row("g0", "m", "new", usage, None, True)),
-                cache.put_async(stored_row("g2", "m", "other", usage, None, False)),
+                cache.put_async("g1", "m", "first", usage, cost),
+                cache.put_async("g1", "m", "second", usage),
+                cache.put_async("g0", "m", "new", usage, replace=True),
+                cache.put_async("g2", "m", "other", usage),
             )
 
         asyncio.run(together())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from debate.models import TokenUsage
-from debate.storage import CallCost, ResponseCache, stored_row
+from debate.storage import CallCost, ResponseCache
 from debate.storage._group import GroupCommit
 
 
@@ -68,14 +68,11 @@ def test_put_async_stores_what_put_stores(tmp_path: Path, replace: bool) -> None
     sync, grouped = ResponseCache(tmp_path / "a.sqlite"), ResponseCache(tmp_path / "b.sqlite")
     for key in ("k1", "k2"):
         sync.put(key, "m", f"old {key}", usage, cost)
-        asyncio.run(grouped.put_async(stored_row(key, "m", f"old {key}", usage, cost, False)))
+        asyncio.run(grouped.put_async(key, "m", f"old {key}", usage, cost))
 
     async def many() -> None:
         await asyncio.gather(
-            *(
-                grouped.put_async(stored_row(f"k{k}", "m", f"new {k}", usage, None, replace))
-                for k in range(4)
-            )
+            *(grouped.put_async(f"k{k}", "m", f"new {k}", usage, replace=replace) for k in range(4))
         )
 
     for k in range(4):
