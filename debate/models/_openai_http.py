@@ -13,7 +13,7 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -93,20 +93,28 @@ class _Direct:
     """
 
     def __init__(self, url: str, headers: dict[str, str], proxy: _Proxy) -> None:
-        import aiohttp
-
         self.url = url
         self.headers = headers
         self.proxy, self.proxy_auth = proxy
-        self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=POOL_LIMIT),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole call
-        )
+        self.session = _session()
 
-    async def post(self, body: bytes) -> tuple[int, Mapping[str, str], str]:
-        """Status, headers and body text of one POST; a connection failure is an OSError."""
-        async with self.session.post(
+    async def post(
+        self, body: bytes, connected: Callable[[float], None] | None = None
+    ) -> tuple[int, Mapping[str, str], str]:
+        """Status, headers and body text of one POST; a connection failure is an OSError.
+
+        With ``connected``, the POST goes out on a connection of its own, and ``connected``
+        is told the seconds it took to make (name lookup, TCP, TLS, a proxy's tunnel). Only
+        a probe of the structured-output form asks: a trace on the shared session would cost
+        every request its trace objects.
+        """
+        if connected is None:
+            return await self._send(self.session, body)
+        async with _session([_connect_timer(connected)], limit=1) as own:
+            return await self._send(own, body)
+
+    async def _send(self, session: Any, body: bytes) -> tuple[int, Mapping[str, str], str]:
+        async with session.post(
             self.url,
             data=body,
             headers=self.headers,
@@ -118,6 +126,37 @@ class _Direct:
 
     async def close(self) -> None:
         await self.session.close()
+
+
+def _session(traces: Sequence[Any] = (), limit: int = POOL_LIMIT) -> Any:
+    """An ``aiohttp`` session as :class:`_Direct` sends on.
+
+    No cookies, and no timeout of its own: the caller bounds the whole call.
+    """
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=limit),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=None),
+        trace_configs=list(traces) or None,
+    )
+
+
+def _connect_timer(connected: Callable[[float], None]) -> Any:
+    """An ``aiohttp`` trace that tells ``connected`` how long each new connection took."""
+    import aiohttp
+
+    async def started(session: Any, context: Any, params: Any) -> None:
+        context.started = time.perf_counter()
+
+    async def made(session: Any, context: Any, params: Any) -> None:
+        connected(time.perf_counter() - context.started)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_start.append(started)
+    trace.on_connection_create_end.append(made)
+    return trace
 
 
 _Proxy = tuple[Any, Any]

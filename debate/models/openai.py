@@ -265,7 +265,7 @@ class OpenAIModel:
         while True:
             mode, probe = await FORMS.claim(self._form_key)
             try:
-                reply = await self._request(messages, schema, settings, mode)
+                reply = await self._request(messages, schema, settings, mode, probe is not None)
             except _FormatRejected as exc:
                 self._step_down(mode, exc)
                 continue
@@ -285,27 +285,39 @@ class OpenAIModel:
         logger.info("%s refused %s (%s); now using %s", self._model, mode, exc.reason, now)
 
     async def _request(
-        self, messages: list[Message], schema: ReplySchema, settings: ModelSettings, mode: Mode
+        self,
+        messages: list[Message],
+        schema: ReplySchema,
+        settings: ModelSettings,
+        mode: Mode,
+        probing: bool = False,
     ) -> Reply:
         body = request_body(self._model, messages, schema, settings, mode)
         start = time.perf_counter()
-        text = await self._post(body, settings.timeout)
+        text = await self._post(body, settings.timeout, probing)
         return self._reply(text, time.perf_counter() - start)
 
-    async def _post(self, body: bytes, timeout: float) -> str:
+    def _probe_connected(self, seconds: float) -> None:
+        FORMS.connected(self._form_key, seconds)
+
+    async def _post(self, body: bytes, timeout: float, probing: bool = False) -> str:
         """The raw response body of one POST, bounded by ``timeout`` as a whole.
 
         Both clients fail the same way: a status error, a refused connection or a timeout
         becomes the same one-line :class:`ProviderError` (or :class:`_FormatRejected`)
         whichever sent the request. The body is read as text and parsed by the caller, so
-        that a body that is not a completion is reported, not raised.
+        that a body that is not a completion is reported, not raised. A ``probing`` request
+        (the first in a form not yet known) has its connection timed for the calls waiting
+        on it (:meth:`_Forms.connected`); a caller's SDK client is not timed, and they wait
+        for its answer or :data:`DEFAULT_FORM_WAIT`.
         """
         client = await self._client()
         where = self.base_url or "OpenAI"
         try:
             async with asyncio.timeout(timeout):
                 if isinstance(client, _Direct):
-                    status, headers, text = await client.post(body)
+                    timed = self._probe_connected if probing else None
+                    status, headers, text = await client.post(body, timed)
                 else:
                     return await sdk_post(client, body, timeout)
         except TimeoutError as exc:

@@ -28,6 +28,7 @@ from tests.support.helpers import served
 from tests.support.openai_server import (
     LLAMA_JSON_SCHEMA_500,
     FakeOpenAIServer,
+    Record,
     refuse_json_schema,
     request_schema,
 )
@@ -260,6 +261,49 @@ def test_calls_wait_for_a_probe_no_longer_than_the_form_wait(
         took = time.perf_counter() - start
     assert server.max_in_flight == 2 and took < 1.9
     assert modes(server) == ["strict", "strict"] and model.mode() == "strict"
+
+
+def two_first_calls(server: FakeOpenAIServer, sdk: bool = False) -> list[Record]:
+    """Two concurrent first calls to ``server``: its records, in the order they were sent."""
+
+    async def two() -> list[Reply]:
+        import openai
+
+        client = openai.AsyncOpenAI(api_key="x", base_url=server.base_url, max_retries=0)
+        given = client if sdk else None
+        model = OpenAIModel("m", base_url=server.base_url, api_key_env="", client=given)
+        try:
+            calls = (model.complete(MESSAGES, JUDGE, ModelSettings()) for _ in range(2))
+            return await asyncio.gather(*calls)
+        finally:
+            await model.aclose()
+            await client.close()
+
+    asyncio.run(two())
+    assert modes(server) == ["strict", "strict"]
+    return sorted(server.records, key=lambda record: record.start)
+
+
+def test_a_call_goes_ahead_once_the_probe_would_have_been_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A refusal comes within a round trip or two of the probe's connection; waiting out the
+    probe's whole reply held the second request of every run's first step back by the
+    model's latency (up to a second)."""
+    monkeypatch.setattr(FORMS, "wait", 60.0)  # only the refusal window can end the wait
+    with FakeOpenAIServer(latency=1.0) as server:
+        probe, second = two_first_calls(server)
+    assert second.start < probe.replied  # sent while the probe was still out
+
+
+def test_a_call_waits_for_a_probe_sent_through_a_caller_s_sdk_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's connections are not timed: no refusal window, the answer (or the wait)."""
+    monkeypatch.setattr(FORMS, "wait", 60.0)
+    with FakeOpenAIServer(latency=0.3) as server:
+        probe, second = two_first_calls(server, sdk=True)
+    assert second.start >= probe.replied
 
 
 def test_a_ten_call_debate_against_a_server_refusing_json_schema_sends_at_most_11(
