@@ -96,7 +96,7 @@ class _Forms:
                 return mode, mine
             if probe.get_loop() is not loop:
                 return mode, None
-            told = self._connected[key]
+            told = self._connected.get(key)
         await self._await_answer(key, probe, told, loop.time() + self.wait)
         return self.mode(key), None
 
@@ -104,7 +104,7 @@ class _Forms:
         self,
         key: _FormKey,
         probe: asyncio.Future[None],
-        told: asyncio.Future[None],
+        told: asyncio.Future[None] | None,
         deadline: float,
     ) -> None:
         """Wait for ``probe`` until ``deadline``, or until its refusal window has passed."""
@@ -113,13 +113,13 @@ class _Forms:
             left = min(deadline, self._windows.get(key, deadline)) - loop.time()
             if left <= 0:
                 return
-            waiting = {probe} if told.done() else {probe, told}
+            waiting = {probe} if told is None or told.done() else {probe, told}
             await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def connected(self, key: _FormKey, seconds: float) -> None:
-        """The probe of ``key`` is connected, in ``seconds``: its waiters' window closes.
+        """The probe of ``key`` got its connection in ``seconds``.
 
-        They go ahead once a refusal would have come (:data:`REFUSAL_FLOOR`).
+        The calls waiting on it go ahead once a refusal would have come (:data:`REFUSAL_FLOOR`).
         """
         loop = asyncio.get_running_loop()
         with self._lock:
