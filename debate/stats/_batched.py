@@ -411,7 +411,9 @@ def bootstrap_margin_batch(
         return out
     sign = SWAPPED_SIGN
     if items <= EXACT_ITEMS:
-        [out] = exact_intervals(x, w, orientations, ci, (not resample_judges,))
+        [out] = exact_intervals(
+            x, w, orientations, ci, (not resample_judges,), np.asarray(is_pro, dtype=bool)
+        )
         return out
     counted = [_counts(d, units) for d in orientations]
     replicates = n_boot * len(orientations)
@@ -441,7 +443,9 @@ def bootstrap_margin_pair_batch(
     """
     x, w, orientations = margin_draws(scores, is_pro, weights, 2000, ci, seed, True)
     if orientations and x.shape[0] <= EXACT_ITEMS:
-        found, held = exact_intervals(x, w, orientations, ci, (False, True))
+        found, held = exact_intervals(
+            x, w, orientations, ci, (False, True), np.asarray(is_pro, dtype=bool)
+        )
         return found, held
     found = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed)
     kept = bootstrap_margin_batch(scores, is_pro, weights, ci=ci, seed=seed, resample_judges=False)

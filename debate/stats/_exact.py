@@ -13,6 +13,7 @@ arrays laid out as the scalar function's are.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
 
 SWAPPED_SIGN = (1.0, -1.0)
 """Per orientation of :func:`margin_draws`, the sign that turns its margins into PRO - CON
@@ -97,16 +99,21 @@ def _exact_margins(
 
 
 def exact_intervals(
-    x: FloatArray, w: FloatArray, orientations: list[Draws], ci: float, held: tuple[bool, ...]
+    x: FloatArray,
+    w: FloatArray,
+    orientations: list[Draws],
+    ci: float,
+    held: tuple[bool, ...],
+    is_pro: BoolArray,
 ) -> list[FloatArray]:
     """Items x 2 per entry of ``held``: the exact path's interval, judges resampled or not.
 
     Every entry (False: judges resampled, True: held fixed) from one set of draws and one
-    gather of the units.
+    gather of the units; ``is_pro`` the sides the draws were made from.
     """
     short = max(max(d.pro.shape[1], d.con.shape[1]) for d in orientations)
     if max(x.shape[1], short) < PAIRWISE_FROM:
-        return _chained_intervals(x, w, orientations, ci, held)
+        return _chained_intervals(x, w, orientations, ci, held, is_pro)
     every = np.broadcast_to(np.arange(x.shape[1]), orientations[0].judges.shape).copy()
     differences = [_judge_differences(x, d, every) for d in orientations]
     found = [
@@ -126,28 +133,33 @@ def _interval(pairs: list[tuple[FloatArray, FloatArray]], ci: float) -> FloatArr
 
 
 def _chained_intervals(
-    x: FloatArray, w: FloatArray, orientations: list[Draws], ci: float, held: tuple[bool, ...]
+    x: FloatArray,
+    w: FloatArray,
+    orientations: list[Draws],
+    ci: float,
+    held: tuple[bool, ...],
+    is_pro: BoolArray,
 ) -> list[FloatArray]:
     """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values.
 
     Both orientations' replicates side by side (the swapped one's PRO units are its second
-    draws), every drawn judge's difference read from :func:`_differences`' table.
+    draws), every drawn judge's difference read from :func:`_differences`' table. The
+    entries of ``held`` are rows of one percentile call: each row's interval is its own.
     """
     n_boot = orientations[0].judges.shape[0]
     sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
     pro, con = (np.concatenate([pair[s] for pair in sides]) for s in (0, 1))
-    table, at, step = _differences(x, pro, con, n_boot)
+    table, at, step = _differences(x, (pro, con), n_boot, is_pro)
     judges = np.concatenate([d.judges for d in orientations])
-    out = []
-    for fixed in held:
-        margins, total = _chained_margins(table, at, step, w, None if fixed else judges)
-        margins[:, n_boot:] *= SWAPPED_SIGN[1]
-        out.append(defined_percentiles(margins, total, ci))
-    return out
+    found = [_chained_margins(table, at, step, w, None if fixed else judges) for fixed in held]
+    margins = np.concatenate([m for m, _ in found])
+    margins[:, n_boot:] *= SWAPPED_SIGN[1]
+    total = np.concatenate([t for _, t in found])
+    return np.split(defined_percentiles(margins, total, ci), len(held))
 
 
 def _differences(
-    x: FloatArray, pro: IntArray, con: IntArray, n_boot: int
+    x: FloatArray, drawn: tuple[IntArray, IntArray], n_boot: int, is_pro: BoolArray
 ) -> tuple[FloatArray, IntArray, int]:
     """Every judge's PRO - CON difference of means, where each replicate finds it.
 
@@ -159,7 +171,9 @@ def _differences(
     the swapped orientation's, whose difference is CON - PRO.
     """
     items, judges, _ = x.shape
-    p_kind, c_kind = _orderings(pro), _orderings(con)
+    pro, con = drawn
+    p_kind = _orderings(pro, np.flatnonzero(is_pro))
+    c_kind = _orderings(con, np.flatnonzero(~is_pro))
     if p_kind is None or c_kind is None or len(p_kind[1]) * len(c_kind[1]) > n_boot:
         means = [_chained_mean(x, units) for units in (pro, con)]
         parts = [means[0][..., :n_boot] - means[1][..., :n_boot]]
@@ -180,15 +194,14 @@ def _differences(
     return table, swapped + p_code * c_draws.shape[0] + c_code, step
 
 
-def _orderings(units: IntArray) -> tuple[IntArray, IntArray] | None:
+def _orderings(units: IntArray, columns: IntArray) -> tuple[IntArray, IntArray] | None:
     """Each replicate's draw of a side's ``k`` columns as a number, and every possible draw.
 
-    The draws numbered in base ``k``, and all ``k**k`` of them (rows of ``k`` columns) in
-    that numbering; None past 4,096, or when a column was never drawn.
+    The draws numbered in base ``k`` (a column by its place among the side's ``columns``),
+    and all ``k**k`` of them (rows of ``k`` columns) in that numbering; None past 4,096.
     """
-    columns = np.flatnonzero(np.bincount(units.ravel()))
     k = units.shape[1]
-    if columns.size != k or k**k > 4096:
+    if k**k > 4096:
         return None
     place = np.zeros(int(columns[-1]) + 1, dtype=np.intp)
     place[columns] = np.arange(k)
@@ -196,7 +209,15 @@ def _orderings(units: IntArray) -> tuple[IntArray, IntArray] | None:
     code = drawn[:, 0]
     for t in range(1, k):
         code = code * k + drawn[:, t]
-    return code, columns[np.indices((k,) * k).reshape(k, -1).T]
+    return code, columns[_every_draw(k)]
+
+
+@cache
+def _every_draw(k: int) -> IntArray:
+    """All ``k**k`` ordered draws of ``k`` places, in base-``k`` order (read-only)."""
+    found: IntArray = np.indices((k,) * k).reshape(k, -1).T
+    found.flags.writeable = False
+    return found
 
 
 def _chained_mean(x: FloatArray, units: IntArray) -> FloatArray:
@@ -214,21 +235,21 @@ def _chained_margins(
     """Items x replicates: the weighted mean of the drawn judges' differences, and its weight.
 
     Judge ``j``'s difference in replicate ``r`` is ``table[:, at[r] + j * step]``;
-    ``judges`` None holds every judge once.
+    ``judges`` None holds every judge once. Every place's difference and weight is
+    gathered at once; the sums over the places stay a chain, in the places' order.
     """
     if judges is None:
-        weight, total = table.take(at, axis=1) * w[:, :1], w[:, 0]
-        for j in range(1, w.shape[1]):
-            weight = weight + table.take(at + j * step, axis=1) * w[:, j : j + 1]
-            total = total + w[:, j]
-        totals = np.broadcast_to(total[:, None], weight.shape)
+        places = at + (np.arange(w.shape[1]) * step)[:, None]
+        weights = w[:, :, None]
     else:
-        wj = w.take(judges[:, 0], axis=1)
-        weight, totals = table.take(at + judges[:, 0] * step, axis=1) * wj, wj
-        for p in range(1, judges.shape[1]):
-            wj = w.take(judges[:, p], axis=1)
-            weight = weight + table.take(at + judges[:, p] * step, axis=1) * wj
-            totals = totals + wj
+        places = at + judges.T * step
+        weights = w.take(judges.T, axis=1)
+    products = table.take(places, axis=1) * weights  # items x places x replicates
+    weight, total = products[:, 0], weights[:, 0]
+    for p in range(1, places.shape[0]):
+        weight = weight + products[:, p]
+        total = total + weights[:, p]
+    totals = np.broadcast_to(total, weight.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         margins: FloatArray = weight / totals
     return margins, totals
