@@ -150,8 +150,10 @@ def _chained_intervals(
     sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
     pro, con = (np.concatenate([pair[s] for pair in sides]) for s in (0, 1))
     table, at, step = _differences(x, (pro, con), n_boot, is_pro)
-    judges = np.concatenate([d.judges for d in orientations])
-    found = [_chained_margins(table, at, step, w, None if fixed else judges) for fixed in held]
+    items, judges = w.shape
+    weighted = (table.reshape(items, -1, judges, step) * w[:, None, :, None]).reshape(items, -1)
+    drawn = np.ascontiguousarray(np.concatenate([d.judges for d in orientations]).T)
+    found = [_chained_margins(weighted, at, step, w, None if fixed else drawn) for fixed in held]
     margins = np.concatenate([m for m, _ in found])
     margins[:, n_boot:] *= SWAPPED_SIGN[1]
     total = np.concatenate([t for _, t in found])
@@ -230,23 +232,22 @@ def _chained_mean(x: FloatArray, units: IntArray) -> FloatArray:
 
 
 def _chained_margins(
-    table: FloatArray, at: IntArray, step: int, w: FloatArray, judges: IntArray | None
+    weighted: FloatArray, at: IntArray, step: int, w: FloatArray, drawn: IntArray | None
 ) -> tuple[FloatArray, FloatArray]:
     """Items x replicates: the weighted mean of the drawn judges' differences, and its weight.
 
-    Judge ``j``'s difference in replicate ``r`` is ``table[:, at[r] + j * step]``;
-    ``judges`` None holds every judge once. Every place's difference and weight is
-    gathered at once; the sums over the places stay a chain, in the places' order.
+    Judge ``j``'s difference in replicate ``r``, times its weight, is ``weighted[:, at[r] +
+    j * step]`` (the product a replicate's term is, made once per cell of the table);
+    ``drawn`` is places x replicates, the judge drawn in each place, or None to hold every
+    judge once. The sums over the places stay a chain, in the places' order.
     """
-    if judges is None:
-        places = at + (np.arange(w.shape[1]) * step)[:, None]
-        weights = w[:, :, None]
-    else:
-        places = at + judges.T * step
-        weights = w.take(judges.T, axis=1)
-    products = table.take(places, axis=1) * weights  # items x places x replicates
+    if drawn is None:
+        drawn = np.arange(w.shape[1])[:, None]
+    products = weighted.take(at + drawn * step, axis=1)  # items x places x replicates
+    shared = w[:1] if (w == w[:1]).all() else w  # every item's weights alike: drawn once
+    weights = shared.take(drawn, axis=1)
     weight, total = products[:, 0], weights[:, 0]
-    for p in range(1, places.shape[0]):
+    for p in range(1, drawn.shape[0]):
         weight = weight + products[:, p]
         total = total + weights[:, p]
     totals = np.broadcast_to(total, weight.shape)

@@ -31,7 +31,7 @@ def defined_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> Fl
     asked = np.flatnonzero(~complete)
     if complete.any() and margins.shape[1] > 1:  # one value: numpy keeps -0.0, the mirror not
         rows = np.flatnonzero(complete)
-        out[rows], picked = _sorted_interval(margins[rows], ci, in_place=False)
+        out[rows], picked = _sorted_interval(margins[rows], ci, in_place=True)  # a copy
         asked = np.union1d(asked, rows[(picked == 0.0).any(axis=1)])
     else:
         asked = np.arange(margins.shape[0])
