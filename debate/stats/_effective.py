@@ -72,7 +72,7 @@ def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) ->
     else:
         centred = values - values.mean(axis=2, keepdims=True)
     norm = np.sqrt((centred * centred).sum(axis=2))
-    flat = norm <= _SAME * np.maximum(1.0, np.abs(values).max(axis=2, initial=0.0))
+    flat = norm <= _SAME * np.maximum(1.0, _largest(np.abs(values)))
     safe = np.where(flat, 1.0, norm)
     unit = centred / safe[:, :, None]
     corr = unit @ unit.transpose(0, 2, 1)
@@ -88,6 +88,18 @@ def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) ->
     corr[:, eye] = 1.0
     out: FloatArray = corr
     return out
+
+
+def _largest(values: FloatArray) -> FloatArray:
+    """``values.max(axis=2, initial=0.0)``, column by column.
+
+    A maximum is exact, so its order does not matter: a few passes over short rows cost
+    less than a reduction of each row.
+    """
+    found = np.maximum(values[:, :, 0], 0.0)
+    for c in range(1, values.shape[2]):
+        found = np.maximum(found, values[:, :, c])
+    return found
 
 
 def effective_votes(corr: FloatArray) -> FloatArray:
