@@ -342,13 +342,7 @@ def _vote_numbers(
             "intervals": [[None] * 4] * items,
             "scale": [None] * items,
         }
-    method = setting.thresholds.aggregate
-    if method == "weighted_mean":
-        scaled = side_vote_batch(calibrated, batch.is_pro, weights)
-        points = side_vote_batch(batch.raw, batch.is_pro, weights)
-    else:
-        scaled = aggregate_vote_batch(calibrated, batch.is_pro, weights, method)
-        points = aggregate_vote_batch(batch.raw, batch.is_pro, weights, method)
+    scaled, points = _side_votes(batch, calibrated, weights, setting)
     sides = np.stack([*scaled, *points], axis=1)
     correlated = bool((effect > 1.0).any())  # the judges' share of the width grows
     found, held = margin_intervals(
@@ -368,6 +362,32 @@ def _vote_numbers(
         "intervals": _nums(_interval_ends(intervals)),
         "scale": _nums(scale),
     }
+
+
+def _side_votes(
+    batch: ScoreBatch, calibrated: FloatArray, weights: FloatArray, setting: Setting
+) -> tuple[Any, Any]:
+    """Per item: pro, con and margin, calibrated and in points, under the aggregator.
+
+    The weighted mean is item by item, so a small batch takes both score arrays stacked,
+    in one call.
+    """
+    method, items = setting.thresholds.aggregate, batch.size
+    if method != "weighted_mean":
+        return (
+            aggregate_vote_batch(calibrated, batch.is_pro, weights, method),
+            aggregate_vote_batch(batch.raw, batch.is_pro, weights, method),
+        )
+    if 2 * items > SMALL_BATCH:
+        return (
+            side_vote_batch(calibrated, batch.is_pro, weights),
+            side_vote_batch(batch.raw, batch.is_pro, weights),
+        )
+    both = side_vote_batch(
+        np.concatenate((calibrated, batch.raw)), batch.is_pro, np.concatenate((weights, weights))
+    )
+    kind = type(both)
+    return kind(*(v[:items] for v in both)), kind(*(v[items:] for v in both))
 
 
 def _correlation_numbers(

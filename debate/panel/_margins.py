@@ -67,9 +67,14 @@ def margin_intervals(
         both = bootstrap_margin_pair_batch(
             scores, batch.is_pro, stacked_weights, ci=level, seed=seed
         )
-        return list(np.split(both[0], len(arrays))), list(np.split(both[1], len(arrays)))
+        return _parts(both[0], items), _parts(both[1], items)
     stacked = bootstrap_margin_batch(scores, batch.is_pro, stacked_weights, ci=level, seed=seed)
-    return list(np.split(stacked, len(arrays))), None
+    return _parts(stacked, items), None
+
+
+def _parts(stacked: FloatArray, items: int) -> list[FloatArray]:
+    """The stacked arrays' rows back as one array each, ``items`` rows apiece (views)."""
+    return [stacked[at : at + items] for at in range(0, stacked.shape[0], items)]
 
 
 def widened(

@@ -207,7 +207,7 @@ def cluster_batch(corr: FloatArray) -> list[list[list[int]]]:
     c = np.asarray(corr, dtype=np.float64)
     items, judges = c.shape[0], c.shape[-1]
     off = ~np.eye(judges, dtype=bool)
-    linked = (np.nan_to_num(c, nan=0.0) >= CLUSTER_CORRELATION) & off
+    linked = (c >= CLUSTER_CORRELATION) & off  # NaN is never linked
     candidates = linked.any(axis=(1, 2)) & ~np.isnan(c).any(axis=(1, 2))
     out: list[list[list[int]]] = [[] for _ in range(items)]
     for b in np.flatnonzero(candidates).tolist():

@@ -153,11 +153,13 @@ def _chained_intervals(
     items, judges = w.shape
     weighted = (table.reshape(items, -1, judges, step) * w[:, None, :, None]).reshape(items, -1)
     drawn = np.ascontiguousarray(np.concatenate([d.judges for d in orientations]).T)
-    found = [_chained_margins(weighted, at, step, w, None if fixed else drawn) for fixed in held]
-    margins = np.concatenate([m for m, _ in found])
+    pairs = [_chained_margins(weighted, at, step, w, None if fixed else drawn) for fixed in held]
+    margins = np.concatenate([m for m, _ in pairs])
     margins[:, n_boot:] *= SWAPPED_SIGN[1]
-    total = np.concatenate([t for _, t in found])
-    return np.split(defined_percentiles(margins, total, ci), len(held))
+    total = np.concatenate([t for _, t in pairs])
+    found = defined_percentiles(margins, total, ci)
+    items = x.shape[0]
+    return [found[row : row + items] for row in range(0, found.shape[0], items)]
 
 
 def _differences(
