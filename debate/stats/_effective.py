@@ -160,7 +160,8 @@ def effective_votes_interval(
         picks = np.concatenate(
             [p[rng.integers(0, p.size, size=(n_boot, p.size))] for p in parts], axis=1
         )
-    draws = values[:, picks].transpose(1, 0, 2)  # n_boot x judges x columns
+    # n_boot x judges x columns in C order: the steps below read contiguous rows
+    draws = np.ascontiguousarray(values[:, picks].transpose(1, 0, 2))
     order = None if groups is None else groups[picks[0]]
     found = effective_votes(correlation_batch(draws, order))
     kept = found[np.isfinite(found)]
