@@ -146,13 +146,24 @@ def _nums(values: FloatArray) -> Any:
 
     Rounded to :data:`STATISTIC_DECIMALS`; NaN (undefined) becomes None.
     """
+    [found] = _nums_each(values)
+    return found
+
+
+def _nums_each(*arrays: FloatArray) -> list[Any]:
+    """:func:`_nums` of each array, rounded in one pass over them all (elementwise: the same)."""
+    values = np.concatenate([np.ravel(a) for a in arrays])
     rounded = np.round(values, STATISTIC_DECIMALS) + 0.0
     undefined = ~np.isfinite(values)
-    if not undefined.any():  # the usual case: no object array needed to hold a None
-        return rounded.tolist()
-    out = rounded.astype(object)
-    out[undefined] = None
-    return out.tolist()
+    found, at = [], 0
+    for a in arrays:
+        part, gaps = rounded[at : at + a.size], undefined[at : at + a.size]
+        at += a.size
+        if gaps.any():  # only then an object array, to hold a None
+            part = part.astype(object)
+            part[gaps] = None
+        found.append(part.reshape(np.shape(a)).tolist())
+    return found
 
 
 @dataclass(frozen=True)
@@ -277,7 +288,10 @@ def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, o
     kappa = undefined
     if enough and batch.standings is not None:
         kappa = _nums(fleiss_kappa_batch(batch.standings))
-    variance = argument_variance_batch(offset_corrected_batch(batch.raw))
+    variance, without = _nums_each(
+        argument_variance_batch(offset_corrected_batch(batch.raw)),
+        leave_one_out_alpha_batch(calibrated),
+    )
     names = list(batch.dimensions)
     alphas = (
         _interval_alphas([calibrated, batch.raw, *batch.dimensions.values()])
@@ -289,8 +303,8 @@ def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, o
         "alpha_raw": alphas[1],
         "alpha_by_dimension": dict(zip(names, alphas[2:], strict=True)),
         "kappa": kappa,
-        "variance": _nums(variance),
-        "without": _nums(leave_one_out_alpha_batch(calibrated)),
+        "variance": variance,
+        "without": without,
         "no_difference": (
             (batch.raw == batch.raw[:, :, :1]).all(axis=(1, 2)).tolist()
             if batch.raw[0].size
@@ -357,11 +371,8 @@ def _vote_numbers(
             found, (scaled.margin, points.margin), calibrated, batch, weights, setting
         )
     intervals = np.concatenate(found, axis=1)
-    return {
-        "sides": _nums(sides),
-        "intervals": _nums(_interval_ends(intervals)),
-        "scale": _nums(scale),
-    }
+    sides_, ends, scales = _nums_each(sides, _interval_ends(intervals), scale)
+    return {"sides": sides_, "intervals": ends, "scale": scales}
 
 
 def _side_votes(
