@@ -143,8 +143,7 @@ def _chained_intervals(
     """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values.
 
     Both orientations' replicates side by side (the swapped one's PRO units are its second
-    draws), every drawn judge's difference read from :func:`_differences`' table. The
-    entries of ``held`` are rows of one percentile call: each row's interval is its own.
+    draws), every drawn judge's difference read from :func:`_differences`' table.
     """
     n_boot = orientations[0].judges.shape[0]
     sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
@@ -153,13 +152,12 @@ def _chained_intervals(
     items, judges = w.shape
     weighted = (table.reshape(items, -1, judges, step) * w[:, None, :, None]).reshape(items, -1)
     drawn = np.ascontiguousarray(np.concatenate([d.judges for d in orientations]).T)
-    pairs = [_chained_margins(weighted, at, step, w, None if fixed else drawn) for fixed in held]
-    margins = np.concatenate([m for m, _ in pairs])
-    margins[:, n_boot:] *= SWAPPED_SIGN[1]
-    total = np.concatenate([t for _, t in pairs])
-    found = defined_percentiles(margins, total, ci)
-    items = x.shape[0]
-    return [found[row : row + items] for row in range(0, found.shape[0], items)]
+    out = []
+    for fixed in held:
+        margins, total = _chained_margins(weighted, at, step, w, None if fixed else drawn)
+        margins[:, n_boot:] *= SWAPPED_SIGN[1]
+        out.append(defined_percentiles(margins, total, ci))
+    return out
 
 
 def _differences(
@@ -241,17 +239,18 @@ def _chained_margins(
     Judge ``j``'s difference in replicate ``r``, times its weight, is ``weighted[:, at[r] +
     j * step]`` (the product a replicate's term is, made once per cell of the table);
     ``drawn`` is places x replicates, the judge drawn in each place, or None to hold every
-    judge once. The sums over the places stay a chain, in the places' order.
+    judge once. The sums over the places stay a chain, in the places' order, a place at a
+    time: temporaries of a few replicates' rows stay small enough to be reused, where one
+    gather of every place's cells had the allocator map fresh pages on every call.
     """
     if drawn is None:
         drawn = np.arange(w.shape[1])[:, None]
-    products = weighted.take(at + drawn * step, axis=1)  # items x places x replicates
     shared = w[:1] if (w == w[:1]).all() else w  # every item's weights alike: drawn once
-    weights = shared.take(drawn, axis=1)
-    weight, total = products[:, 0], weights[:, 0]
+    weight = weighted.take(at + drawn[0] * step, axis=1)
+    total = shared.take(drawn[0], axis=1)
     for p in range(1, drawn.shape[0]):
-        weight = weight + products[:, p]
-        total = total + weights[:, p]
+        weight += weighted.take(at + drawn[p] * step, axis=1)
+        total = total + shared.take(drawn[p], axis=1)
     totals = np.broadcast_to(total, weight.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         margins: FloatArray = weight / totals
