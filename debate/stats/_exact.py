@@ -147,21 +147,23 @@ def _chained_intervals(
     """
     n_boot = orientations[0].judges.shape[0]
     sides = [(d.pro, d.con) if i == 0 else (d.con, d.pro) for i, d in enumerate(orientations)]
-    pro, con = (np.concatenate([pair[s] for pair in sides]) for s in (0, 1))
-    table, at, step = _differences(x, (pro, con), n_boot, is_pro)
+    table, at, step = _differences(x, sides, n_boot, is_pro)
     items, judges = w.shape
-    weighted = (table.reshape(items, -1, judges, step) * w[:, None, :, None]).reshape(items, -1)
-    drawn = np.ascontiguousarray(np.concatenate([d.judges for d in orientations]).T)
+    weighted = table.reshape(items, -1, judges, step)
+    weighted *= w[:, None, :, None]  # each cell times its judge's weight: a view, in place
+    drawn = np.empty((judges, at.size), dtype=np.intp)  # places x replicates
+    for i, d in enumerate(orientations):
+        drawn[:, i * n_boot : (i + 1) * n_boot] = d.judges.T
     out = []
     for fixed in held:
-        margins, total = _chained_margins(weighted, at, step, w, None if fixed else drawn)
+        margins, total = _chained_margins(table, at, step, w, None if fixed else drawn)
         margins[:, n_boot:] *= SWAPPED_SIGN[1]
         out.append(defined_percentiles(margins, total, ci))
     return out
 
 
 def _differences(
-    x: FloatArray, drawn: tuple[IntArray, IntArray], n_boot: int, is_pro: BoolArray
+    x: FloatArray, sides: list[tuple[IntArray, IntArray]], n_boot: int, is_pro: BoolArray
 ) -> tuple[FloatArray, IntArray, int]:
     """Every judge's PRO - CON difference of means, where each replicate finds it.
 
@@ -169,14 +171,15 @@ def _differences(
     A side of ``k`` units has ``k**k`` ordered draws: when both sides' together are fewer
     than the replicates, each judge's difference is computed once per pair of draws
     (the same chain of additions, so the same bits) and read by the replicate's pair.
-    Otherwise a difference per judge and replicate. The replicates past ``n_boot`` are
-    the swapped orientation's, whose difference is CON - PRO.
+    Otherwise a difference per judge and replicate. ``sides``: each orientation's PRO and
+    CON draws; the replicates past ``n_boot`` are the swapped one's, whose difference is
+    CON - PRO.
     """
     items, judges, _ = x.shape
-    pro, con = drawn
-    p_kind = _orderings(pro, np.flatnonzero(is_pro))
-    c_kind = _orderings(con, np.flatnonzero(~is_pro))
-    if p_kind is None or c_kind is None or len(p_kind[1]) * len(c_kind[1]) > n_boot:
+    k_pro, k_con = sides[0][0].shape[1], sides[0][1].shape[1]
+    kinds = k_pro**k_pro, k_con**k_con
+    if max(kinds) > 4096 or kinds[0] * kinds[1] > n_boot:
+        pro, con = (np.concatenate([pair[s] for pair in sides]) for s in (0, 1))
         means = [_chained_mean(x, units) for units in (pro, con)]
         parts = [means[0][..., :n_boot] - means[1][..., :n_boot]]
         parts += [means[1][..., n_boot:] - means[0][..., n_boot:]] if pro.shape[0] > n_boot else []
@@ -185,33 +188,34 @@ def _differences(
             np.arange(pro.shape[0]),
             pro.shape[0],
         )
-    (p_code, p_draws), (c_code, c_draws) = p_kind, c_kind
+    p_cols, c_cols = np.flatnonzero(is_pro), np.flatnonzero(~is_pro)
+    p_code = np.concatenate([_code(p, p_cols) for p, _ in sides])
+    c_code = np.concatenate([_code(c, c_cols) for _, c in sides])
+    p_draws, c_draws = p_cols[_every_draw(k_pro)], c_cols[_every_draw(k_con)]
     p_mean, c_mean = (
         _chained_mean(x, p_draws)[..., :, None],
         _chained_mean(x, c_draws)[..., None, :],
     )
     table = np.stack([p_mean - c_mean, c_mean - p_mean], axis=1).reshape(items, -1)
     step = p_draws.shape[0] * c_draws.shape[0]
-    swapped = (np.arange(pro.shape[0]) >= n_boot) * (judges * step)
+    swapped = (np.arange(p_code.size) >= n_boot) * (judges * step)
     return table, swapped + p_code * c_draws.shape[0] + c_code, step
 
 
-def _orderings(units: IntArray, columns: IntArray) -> tuple[IntArray, IntArray] | None:
-    """Each replicate's draw of a side's ``k`` columns as a number, and every possible draw.
+def _code(units: IntArray, columns: IntArray) -> IntArray:
+    """Each replicate's draw of a side's ``k`` columns as a number in base ``k``.
 
-    The draws numbered in base ``k`` (a column by its place among the side's ``columns``),
-    and all ``k**k`` of them (rows of ``k`` columns) in that numbering; None past 4,096.
+    A column counts by its place among the side's ``columns``; the draws are numbered as
+    the rows of :func:`_every_draw`, so the side's draw ``r`` is ``columns[that row]``.
     """
     k = units.shape[1]
-    if k**k > 4096:
-        return None
     place = np.zeros(int(columns[-1]) + 1, dtype=np.intp)
     place[columns] = np.arange(k)
     drawn = place[units]
     code = drawn[:, 0]
     for t in range(1, k):
         code = code * k + drawn[:, t]
-    return code, columns[_every_draw(k)]
+    return code
 
 
 @cache
