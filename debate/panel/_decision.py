@@ -152,7 +152,7 @@ def _nums(values: FloatArray) -> Any:
 
 def _nums_each(*arrays: FloatArray) -> list[Any]:
     """:func:`_nums` of each array, rounded in one pass over them all (elementwise: the same)."""
-    values = np.concatenate([np.ravel(a) for a in arrays])
+    values = np.concatenate([a.ravel() for a in arrays])
     rounded = np.round(values, STATISTIC_DECIMALS) + 0.0
     undefined = ~np.isfinite(values)
     found, at = [], 0

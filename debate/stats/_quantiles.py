@@ -32,7 +32,9 @@ def defined_percentiles(margins: FloatArray, total: FloatArray, ci: float) -> Fl
     if complete.any() and margins.shape[1] > 1:  # one value: numpy keeps -0.0, the mirror not
         rows = np.flatnonzero(complete)
         out[rows], picked = _sorted_interval(margins[rows], ci, in_place=True)  # a copy
-        asked = np.union1d(asked, rows[(picked == 0.0).any(axis=1)])
+        zeros = rows[(picked == 0.0).any(axis=1)]
+        if zeros.size:  # asked is sorted and unique already: no union of nothing
+            asked = np.union1d(asked, zeros)
     else:
         asked = np.arange(margins.shape[0])
     tail = (1 - ci) / 2
