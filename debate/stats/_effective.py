@@ -76,8 +76,8 @@ def correlation_batch(x: FloatArray, groups: NDArray[np.bool_] | None = None) ->
     safe = np.where(flat, 1.0, norm)
     unit = centred / safe[:, :, None]
     corr = unit @ unit.transpose(0, 2, 1)
-    touched = flat[:, :, None] | flat[:, None, :]
-    if touched.any():
+    if flat.any():  # a pair touches a judge whose values do not vary
+        touched = flat[:, :, None] | flat[:, None, :]
         corr = np.where(touched, 0.0, corr)
         # only the pairs of judges that do not vary: no items x judges^2 x units array
         b, j, k = np.nonzero(flat[:, :, None] & flat[:, None, :])
