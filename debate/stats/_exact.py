@@ -113,7 +113,7 @@ def exact_intervals(
     """
     short = max(max(d.pro.shape[1], d.con.shape[1]) for d in orientations)
     if max(x.shape[1], short) < PAIRWISE_FROM:
-        return _chained_intervals(x, w, orientations, ci, held, is_pro)
+        return _chained_intervals(x, w, orientations, is_pro, ci, held)
     every = np.broadcast_to(np.arange(x.shape[1]), orientations[0].judges.shape).copy()
     differences = [_judge_differences(x, d, every) for d in orientations]
     found = [
@@ -136,9 +136,9 @@ def _chained_intervals(
     x: FloatArray,
     w: FloatArray,
     orientations: list[Draws],
+    is_pro: BoolArray,
     ci: float,
     held: tuple[bool, ...],
-    is_pro: BoolArray,
 ) -> list[FloatArray]:
     """:func:`exact_intervals` when every sum is of fewer than :data:`PAIRWISE_FROM` values.
 
