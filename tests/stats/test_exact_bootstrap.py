@@ -81,3 +81,14 @@ def test_exact_bootstrap_keeps_the_gathered_bits(
         alone = bootstrap_margin_batch(x, is_pro, w, ci=0.9, seed=4, resample_judges=not held)
         assert alone.tobytes() == expected.tobytes()
         assert pair.tobytes() == expected.tobytes()
+
+
+def test_every_draw_table_is_kept_read_only() -> None:
+    """The k**k ordered draws are made once per k and shared, so no caller may write them."""
+    from debate.stats._exact import _every_draw
+
+    table = _every_draw(3)
+    assert _every_draw(3) is table and not table.flags.writeable
+    assert table.shape == (27, 3) and table[5].tolist() == [0, 1, 2]  # base 3: 5 = 012
+    with pytest.raises(ValueError):
+        table[0, 0] = 1
