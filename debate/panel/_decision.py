@@ -26,6 +26,7 @@ from debate.panel._rules import (
     ruling,
 )
 from debate.panel._samples import reading_spread, scored_readings, widen_for_readings
+from debate.panel._stacked import interval_alphas, side_votes
 from debate.records import (
     DIMENSIONS,
     NO_CALL,
@@ -42,7 +43,6 @@ from debate.records import (
 from debate.stats import (
     ESTIMATOR,
     EXACT_INTERVAL_ITEMS,
-    aggregate_vote_batch,
     argument_variance_batch,
     calibrate_batch,
     cluster_batch,
@@ -51,11 +51,9 @@ from debate.stats import (
     effective_votes,
     effective_votes_interval,
     fleiss_kappa_batch,
-    interval_alpha_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
     side_means,
-    side_vote_batch,
     split_weights,
 )
 from debate.stats import Method as CalibrationMethod
@@ -294,7 +292,7 @@ def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, o
     )
     names = list(batch.dimensions)
     alphas = (
-        _interval_alphas([calibrated, batch.raw, *batch.dimensions.values()])
+        _nums_each(*interval_alphas([calibrated, batch.raw, *batch.dimensions.values()]))
         if enough
         else [undefined] * (2 + len(names))
     )
@@ -311,26 +309,6 @@ def _agreement_numbers(batch: ScoreBatch, calibrated: FloatArray) -> dict[str, o
             else [False] * items
         ),
     }
-
-
-SMALL_BATCH = 64
-"""Up to this many items, the agreement's alphas of every score array are one call."""
-
-
-def _interval_alphas(arrays: list[FloatArray]) -> list[list[float | None]]:
-    """Each array's interval alpha per item, as :func:`_nums` lists.
-
-    Alpha is computed item by item (the same operations whatever the items beside it), so
-    a small batch's arrays are stacked into one call: a live panel's six calls on one item
-    each cost far more in numpy's per-call overhead than in arithmetic.
-    """
-    items = arrays[0].shape[0]
-    if items * len(arrays) > SMALL_BATCH:
-        return [_nums(interval_alpha_batch(a)) for a in arrays]
-    found: list[list[float | None]] = _nums(
-        interval_alpha_batch(np.concatenate(arrays)).reshape(len(arrays), items)
-    )
-    return found
 
 
 def _interval_ends(interval: FloatArray) -> FloatArray:
@@ -356,7 +334,7 @@ def _vote_numbers(
             "intervals": [[None] * 4] * items,
             "scale": [None] * items,
         }
-    scaled, points = _side_votes(batch, calibrated, weights, setting)
+    scaled, points = side_votes(batch, calibrated, weights, setting)
     sides = np.stack([*scaled, *points], axis=1)
     correlated = bool((effect > 1.0).any())  # the judges' share of the width grows
     found, held = margin_intervals(
@@ -373,32 +351,6 @@ def _vote_numbers(
     intervals = np.concatenate(found, axis=1)
     sides_, ends, scales = _nums_each(sides, _interval_ends(intervals), scale)
     return {"sides": sides_, "intervals": ends, "scale": scales}
-
-
-def _side_votes(
-    batch: ScoreBatch, calibrated: FloatArray, weights: FloatArray, setting: Setting
-) -> tuple[Any, Any]:
-    """Per item: pro, con and margin, calibrated and in points, under the aggregator.
-
-    The weighted mean is item by item, so a small batch takes both score arrays stacked,
-    in one call.
-    """
-    method, items = setting.thresholds.aggregate, batch.size
-    if method != "weighted_mean":
-        return (
-            aggregate_vote_batch(calibrated, batch.is_pro, weights, method),
-            aggregate_vote_batch(batch.raw, batch.is_pro, weights, method),
-        )
-    if 2 * items > SMALL_BATCH:
-        return (
-            side_vote_batch(calibrated, batch.is_pro, weights),
-            side_vote_batch(batch.raw, batch.is_pro, weights),
-        )
-    both = side_vote_batch(
-        np.concatenate((calibrated, batch.raw)), batch.is_pro, np.concatenate((weights, weights))
-    )
-    kind = type(both)
-    return kind(*(v[:items] for v in both)), kind(*(v[items:] for v in both))
 
 
 def _correlation_numbers(
