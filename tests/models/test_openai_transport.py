@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from debate._cli.main import main
 from debate.exceptions import ProviderError
-from debate.models import Message, ModelSettings, Reply
+from debate.models import Message, ModelSettings, Reply, _openai_forms
 from debate.models._schema import reply_max_tokens
 from debate.models.openai import FORMS, OpenAIModel
 from debate.runtime import ClosingDraft, judge_reply
@@ -216,12 +216,18 @@ def test_the_form_is_remembered_per_endpoint_and_model_for_every_schema() -> Non
     assert model.mode() == twin.mode() == other.mode() == "json_schema"
 
 
-def test_concurrent_refusals_step_down_in_order_and_never_back_up() -> None:
+def test_concurrent_refusals_step_down_in_order_and_never_back_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def llama(body: dict[str, Any]) -> ServerReply:
         if body["response_format"]["type"] == "json_schema":
             return ServerReply(status=500, body=LLAMA_500)
         return valid(body, server)
 
+    # The fake refuses after 50 ms, half the default refusal window; on a loaded machine it
+    # could arrive later. The order of the steps is this test's subject, not the window's
+    # length (the tests after it hold that), so the window is made wide.
+    monkeypatch.setattr(_openai_forms, "REFUSAL_FLOOR", 1.0)
     with FakeOpenAIServer(responder=llama, latency=0.05) as server:
         model = OpenAIModel("m", base_url=server.base_url, api_key_env="")
 
