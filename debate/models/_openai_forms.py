@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from typing import Literal
+from typing import Any, Literal
 
 Mode = Literal["strict", "json_schema", "json_object_schema", "json_object"]
 MODES: tuple[Mode, ...] = ("strict", "json_schema", "json_object_schema", "json_object")
@@ -66,10 +66,9 @@ class _Forms:
         """Keys whose current form has been answered (no waiting any more)."""
         self._probes: dict[_FormKey, asyncio.Future[None]] = {}
         """The request in flight that will tell the form of a key not yet known."""
-        self._connected: dict[_FormKey, asyncio.Future[None]] = {}
-        """Done when the probe of a key has its connection (see :meth:`connected`)."""
-        self._windows: dict[_FormKey, float] = {}
-        """Loop time by which the probe of a key would have been refused, once connected."""
+        self._windows: dict[_FormKey, asyncio.Future[float]] = {}
+        """Once the probe of a key is connected: the loop time by which it would have been
+        refused (see :meth:`connected`)."""
 
     def mode(self, key: _FormKey) -> Mode:
         """The form requests to ``key`` are sent in now."""
@@ -91,29 +90,30 @@ class _Forms:
             if probe is None or probe.done():
                 mine: asyncio.Future[None] = loop.create_future()
                 self._probes[key] = mine
-                self._connected[key] = loop.create_future()
-                self._windows.pop(key, None)
+                self._windows[key] = loop.create_future()
                 return mode, mine
             if probe.get_loop() is not loop:
                 return mode, None
-            told = self._connected.get(key)
-        await self._await_answer(key, probe, told, loop.time() + self.wait)
+            window = self._windows.get(key)
+        await self._await_answer(probe, window, loop.time() + self.wait)
         return self.mode(key), None
 
+    @staticmethod
     async def _await_answer(
-        self,
-        key: _FormKey,
-        probe: asyncio.Future[None],
-        told: asyncio.Future[None] | None,
-        deadline: float,
+        probe: asyncio.Future[None], window: asyncio.Future[float] | None, deadline: float
     ) -> None:
         """Wait for ``probe`` until ``deadline``, or until its refusal window has passed."""
         loop = asyncio.get_running_loop()
         while not probe.done():
-            left = min(deadline, self._windows.get(key, deadline)) - loop.time()
+            waiting: list[asyncio.Future[Any]] = [probe]
+            end = deadline
+            if window is not None and window.done():
+                end = min(deadline, window.result())
+            elif window is not None:
+                waiting.append(window)
+            left = end - loop.time()
             if left <= 0:
                 return
-            waiting = {probe} if told is None or told.done() else {probe, told}
             await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     def connected(self, key: _FormKey, seconds: float) -> None:
@@ -123,10 +123,9 @@ class _Forms:
         """
         loop = asyncio.get_running_loop()
         with self._lock:
-            self._windows[key] = loop.time() + REFUSAL_FLOOR + 2 * seconds
-            told = self._connected.get(key)
-        if told is not None and not told.done() and told.get_loop() is loop:
-            told.set_result(None)
+            window = self._windows.get(key)
+        if window is not None and not window.done() and window.get_loop() is loop:
+            window.set_result(loop.time() + REFUSAL_FLOOR + 2 * seconds)
 
     @staticmethod
     def release(probe: asyncio.Future[None] | None) -> None:
@@ -155,7 +154,6 @@ class _Forms:
             self._modes.clear()
             self._known.clear()
             self._probes.clear()
-            self._connected.clear()
             self._windows.clear()
 
 
