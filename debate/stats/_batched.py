@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from debate.stats._blas import one_blas_thread
 from debate.stats._exact import SWAPPED_SIGN, exact_intervals
+from debate.stats._parts import each_part
 from debate.stats._plain import Method
 from debate.stats._quantiles import percentile_interval as percentile_interval
 from debate.stats._quantiles import sorted_percentiles
@@ -401,7 +402,8 @@ def bootstrap_margin_batch(
     replicates and mirrors the interval exactly, whatever the sides' sizes (drawing PRO
     first only gave a swapped table other draws). With one unit a side the replicates
     already mirror and are not doubled. Items are taken in chunks whose temporaries stay
-    under :data:`CHUNK_BYTES`. NaN where no replicate is defined. ``resample_judges``
+    under :data:`CHUNK_BYTES`, on the process's cores (:func:`~debate.stats._parts.each_part`:
+    the same bits on any number of threads). NaN where no replicate is defined. ``resample_judges``
     False holds the judges fixed (see :func:`draw`).
     """
     x, w, orientations = margin_draws(scores, is_pro, weights, n_boot, ci, seed, resample_judges)
@@ -417,19 +419,21 @@ def bootstrap_margin_batch(
         return out
     counted = [_counts(d, units) for d in orientations]
     replicates = n_boot * len(orientations)
+
+    def chunk(part: slice) -> None:  # its own rows of out only: see each_part
+        pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
+        margins = (  # one orientation's sign is 1.0: its margins as they are, not copied
+            pairs[0][0]
+            if len(pairs) == 1
+            else np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
+        )
+        totals = [t for _, t in pairs if t is not None]
+        total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
+        out[part] = sorted_percentiles(margins, total, ci)
+
     step = max(1, CHUNK_BYTES // (8 * replicates * 4))  # margins, weights, sorted copy, mask
     with one_blas_thread():  # products over a few judges: memory-bound (see _blas)
-        for start in range(0, items, step):
-            part = slice(start, min(start + step, items))
-            pairs = [_counted_margins(x[part], w[part], *c) for c in counted]
-            margins = (  # one orientation's sign is 1.0: its margins as they are, not copied
-                pairs[0][0]
-                if len(pairs) == 1
-                else np.concatenate([s * m for s, (m, _) in zip(sign, pairs, strict=False)], 1)
-            )
-            totals = [t for _, t in pairs if t is not None]
-            total = np.concatenate(totals, 1) if len(totals) == len(pairs) else None
-            out[part] = sorted_percentiles(margins, total, ci)
+        each_part(chunk, items, step)
     return out
 
 
