@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -26,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from debate._held import SharedHold
+
 log = logging.getLogger(__name__)
 
 _PREFIXES = ("scipy_openblas", "openblas")
 _SUFFIXES = ("64_", "_64_", "")
-_lock = threading.Lock()
 
 
 @cache
@@ -54,11 +54,18 @@ def _controls() -> tuple[Any, Any] | None:
     return None
 
 
-class _Held:
-    """How many blocks hold one thread now, and the count to restore after the last."""
+def _threads() -> int:
+    get, _ = _controls() or (None, None)
+    return int(get()) if get is not None else 1
 
-    depth = 0
-    before = 1
+
+def _set_threads(count: int) -> None:
+    _, put = _controls() or (None, None)
+    if put is not None:
+        put(count)
+
+
+_HOLD = SharedHold(_threads, _set_threads)
 
 
 @contextmanager
@@ -68,20 +75,8 @@ def one_blas_thread() -> Iterator[None]:
     Nested and concurrent blocks share the hold: the first sets one thread, the last to
     leave restores the count found before the first.
     """
-    controls = _controls()
-    if controls is None:
+    if _controls() is None:
         yield
         return
-    get, put = controls
-    with _lock:
-        if _Held.depth == 0:
-            _Held.before = int(get())
-            put(1)
-        _Held.depth += 1
-    try:
+    with _HOLD.held(lambda found: 1):
         yield
-    finally:
-        with _lock:
-            _Held.depth -= 1
-            if _Held.depth == 0:
-                put(_Held.before)
