@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from debate.panel._ahead import each_block
 from debate.panel._evidence import confidence, margin_evidence_array
 from debate.panel._margins import margin_intervals, widened
 from debate.panel._rules import (
@@ -527,11 +528,12 @@ def rule_batch(
     What :func:`debate.panel._conclude.conclude_batch` makes a live panel's records from;
     recorded tables keep only an item decision per item, so they take these parts rather
     than a Vote and a Decision each, and no per-judge evidence (``judge_evidence`` False).
+    A large batch is ruled in blocks, the next block's statistics computed meanwhile
+    (:mod:`debate.panel._ahead`): the same records as in one piece.
     """
     if len(contexts) != batch.size:
         raise ValueError(f"contexts: give one per item ({batch.size}), not {len(contexts)}")
     weights = np.array([judge_weights[j] for j in batch.judges], dtype=np.float64)
-    numbers = _numbers(batch, weights, setting)
     weightless = []
     if batch.judges and not weights.sum() > 0:
         weightless.append(
@@ -540,14 +542,18 @@ def rule_batch(
         )
     leads = _leads(batch, weights, judge_evidence)
     thresholds, level = setting.thresholds, setting.thresholds.confidence
-    out = []
-    for b, context in enumerate(contexts):
-        agreement, diagnostics, margins = _records(numbers, b, batch, context.unscored)
-        notes = [*judge_notes(context.evaluations), *context.notes, *weightless]
-        found = ruling(
-            agreement, margins, level, thresholds, context.panel_size, diagnostics, notes
-        )
-        out.append(Ruled(agreement, diagnostics, margins, found, leads[b]))
+    out: list[Ruled] = []
+
+    def rule(block: slice, items: ScoreBatch, numbers: _Numbers) -> None:
+        for b, context in enumerate(contexts[block]):
+            agreement, diagnostics, margins = _records(numbers, b, items, context.unscored)
+            notes = [*judge_notes(context.evaluations), *context.notes, *weightless]
+            found = ruling(
+                agreement, margins, level, thresholds, context.panel_size, diagnostics, notes
+            )
+            out.append(Ruled(agreement, diagnostics, margins, found, leads[block.start + b]))
+
+    each_block(batch, lambda items: _numbers(items, weights, setting), rule)
     return out
 
 
