@@ -6,7 +6,7 @@ that release the interpreter lock; between two calls their thread needs the lock
 the main thread, busy in Python, gives it up only when the switch interval (5 ms by
 default) has passed. Thousands of such waits made the statistics' thread the slower side
 of the pipeline: on 100,000 x 8 scores, blocks alone took ``decide`` from 16.3 to 15.3 s
-of wall time on the 2-core test machine, blocks with a 0.2 ms interval to 13.3-13.7 s. The
+of wall time on the 2-core test machine, blocks with a 0.2 ms interval to 13.3-13.9 s. The
 interval changes when threads take turns, never what any of them computes.
 """
 
