@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -20,9 +19,11 @@ def test_every_item_is_in_exactly_one_part_on_the_pool_s_threads(
     monkeypatch.setattr(_parts, "usable_threads", lambda: 2)
     seen: list[tuple[int, int, str]] = []
     lock = threading.Lock()
+    both = threading.Barrier(2, timeout=30)
 
     def work(part: slice) -> None:
-        time.sleep(0.002)  # long enough that both threads take parts
+        if part.start < 20:  # the first two parts wait for each other: one on each thread
+            both.wait()
         with lock:
             seen.append((part.start, part.stop, threading.current_thread().name))
 
