@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from debate._switching import quick_switches
@@ -35,18 +34,6 @@ def blocks(size: int) -> list[slice]:
     return [slice(start, stop) for start, stop in zip(bounds, bounds[1:], strict=False)]
 
 
-def part(batch: ScoreBatch, block: slice) -> ScoreBatch:
-    """The items of ``block``: every per-item array and list sliced, the judges shared."""
-    return replace(
-        batch,
-        ids=batch.ids[block],
-        raw=batch.raw[block],
-        dimensions={name: scores[block] for name, scores in batch.dimensions.items()},
-        standings=None if batch.standings is None else batch.standings[block],
-        spread=None if batch.spread is None else (batch.spread[0][block], batch.spread[1][block]),
-    )
-
-
 def each_block(
     batch: ScoreBatch,
     compute: Callable[[ScoreBatch], N],
@@ -62,7 +49,7 @@ def each_block(
     if len(found) == 1:
         use(found[0], batch, compute(batch))
         return
-    parts = [part(batch, block) for block in found]
+    parts = [batch.sliced(block) for block in found]
     with quick_switches(), ThreadPoolExecutor(1, thread_name_prefix="debate-ahead") as ahead:
         futures: list[Future[N]] = [ahead.submit(compute, items) for items in parts]
         try:

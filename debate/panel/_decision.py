@@ -9,7 +9,7 @@ each. Only scored judges enter any statistic; an unscored judge is named in the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -192,6 +192,17 @@ class ScoreBatch:
     @property
     def size(self) -> int:
         return int(self.raw.shape[0])
+
+    def sliced(self, block: slice) -> ScoreBatch:
+        """The items of ``block``: every per-item field sliced, the judges and sides shared."""
+        return replace(
+            self,
+            ids=self.ids[block],
+            raw=self.raw[block],
+            dimensions={name: scores[block] for name, scores in self.dimensions.items()},
+            standings=None if self.standings is None else self.standings[block],
+            spread=None if self.spread is None else (self.spread[0][block], self.spread[1][block]),
+        )
 
     @cached_property
     def others(self) -> list[list[str]]:
