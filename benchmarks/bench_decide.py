@@ -22,7 +22,8 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from debate.judgments import (  # noqa: E402  # noqa: E402  # noqa: E402
+    _arrow_csv,  # noqa: E402
     decide_judgments,
     planted_scores,
     planted_verdicts,
@@ -82,6 +84,26 @@ def numpy_majority(table: VerdictTable) -> float:
     return time.perf_counter() - start
 
 
+def csv_reader() -> str:
+    """Which reader splits a large plain CSV file here (pyarrow is the ``arrow`` extra)."""
+    if not _arrow_csv.arrow_available():
+        return "the csv module (pyarrow is not installed: pip install -e '.[arrow]')"
+    import pyarrow
+
+    return f"pyarrow {pyarrow.__version__} (the arrow extra), from {_arrow_csv.ARROW_FROM:,} chars"
+
+
+@contextmanager
+def csv_module_only() -> Iterator[None]:
+    """Large files read by the csv module, as without pyarrow."""
+    found = _arrow_csv.ARROW_FROM
+    _arrow_csv.ARROW_FROM = sys.maxsize
+    try:
+        yield
+    finally:
+        _arrow_csv.ARROW_FROM = found
+
+
 def peak_mb(fn: Callable[[], Any]) -> float:
     tracemalloc.start()
     fn()
@@ -103,6 +125,8 @@ def main() -> int:
     anchor = numpy_majority(verdicts)
     print(f"anchor: numpy majority vote on {n:,} items x {j} judges: {anchor * 1e3:.1f} ms")
 
+    print(f"CSV reader: {csv_reader()}")
+
     rows: list[tuple[str, float, float | None]] = []
     for name, table in (("verdicts", verdicts), ("scores", scores)):
         seconds = decided(table, n)
@@ -113,6 +137,10 @@ def main() -> int:
             seconds = decided(path, n)
             bound = SCORES_CSV_BOUND_S if name == "scores" else DECIDE_BOUND_S
             rows.append((f"decide {name}, from CSV ({table.rows:,} rows)", seconds, bound))
+            if _arrow_csv.arrow_available():  # the same file by the csv module, for comparison
+                with csv_module_only():
+                    seconds = decided(path, n)
+                rows.append((f"decide {name}, from CSV by the csv module", seconds, None))
 
     for name in ("verdicts", "scores"):
         mem = []
@@ -142,7 +170,8 @@ def main() -> int:
     for label, seconds, bound in rows:
         verdict = "" if bound is None else ("ok" if seconds < bound else "OVER")
         ratio = seconds / anchor
-        print(f"{label.ljust(width)}  {seconds:7.2f}  {ratio:9.0f}   < {bound:g} s {verdict}")
+        limit = "" if bound is None else f"< {bound:g} s {verdict}"
+        print(f"{label.ljust(width)}  {seconds:7.2f}  {ratio:9.0f}   {limit}")
     return 0 if all(b is None or s < b for _, s, b in rows) else 1
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from debate.judgments._arrow_csv import Columns, Encoded
 from debate.judgments._cells import (
     _FROM_PROBABILITY,
     _NUMERIC,
@@ -55,11 +56,30 @@ class _Builder:
             columns["unit"] = [o if _blank(u) else u for u, o in zip(units, option, strict=True)]
         for name, column in self.columns.items():
             column.add(columns[name])
+        self._numbers(columns, len(columns[self.present[0]]))
+
+    def add_encoded(self, columns: Columns) -> None:
+        """Every row at once into an empty builder, the named columns already interned.
+
+        From :mod:`debate.judgments._arrow_csv`, which leaves a blank unit to :meth:`add`.
+        """
+        rows = 0
+        for name, column in self.columns.items():
+            encoded = columns[name]
+            if not isinstance(encoded, Encoded):
+                raise TypeError(f"{name}: give a named column interned")
+            column.adopt(encoded.values, encoded.codes)
+            rows = encoded.codes.size
+        numeric = {name: cells for name, cells in columns.items() if isinstance(cells, list)}
+        self._numbers(numeric, rows)
+
+    def _numbers(self, columns: dict[str, list[object]], rows: int) -> None:
+        """The numeric columns of ``rows`` rows read after the ones in (their index starts)."""
         if "score" in columns:
             self.score.append(_scores(columns["score"], self.rows))
         if "probability" in columns:
             self.probability.append(_probabilities(columns["probability"], self.rows))
-        self.rows += len(columns[self.present[0]])
+        self.rows += rows
 
     def resolved(self, name: str) -> tuple[NDArray[np.int32], list[str]]:
         return self.columns[name].resolve(CANON.get(name, _name))

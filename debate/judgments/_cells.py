@@ -69,6 +69,17 @@ class _Column:
             raise _BadRow(len(self.codes) + k, self.name, problem) from None
         self.codes.extend(map(seen.__getitem__, values))
 
+    def adopt(self, values: list[str], codes: NDArray[np.int32]) -> None:
+        """The whole column at once, already interned, into an empty column.
+
+        ``values`` distinct in first-seen order and each row's index among them: what
+        :meth:`add` makes of the rows.
+        """
+        if self.codes:
+            raise ValueError(f"{self.name}: adopt a whole column into an empty one only")
+        self.raw = dict(zip(values, range(len(values)), strict=True))
+        self.codes.frombytes(np.ascontiguousarray(codes, dtype=np.int32).tobytes())
+
     def resolve(
         self, canon: Callable[[object], int | str | None]
     ) -> tuple[NDArray[np.int32], list[str]]:

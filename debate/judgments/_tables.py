@@ -25,8 +25,9 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
+from debate.judgments._arrow_csv import arrow_columns
 from debate.judgments._builder import _Builder
-from debate.judgments._cells import _BadRow, _fail, _shown
+from debate.judgments._cells import _NUMERIC, _BadRow, _fail, _shown
 from debate.records import Scale, Table, TableKind, parse_json
 
 logger = logging.getLogger(__name__)
@@ -237,9 +238,12 @@ def _read_csv(source: Path, text: str) -> tuple[_Builder, Scale | None, Callable
     shape.names = _header(source, header, line)
     kind, ignored = _layout(source, shape.names, line)
     builder = _Builder(kind, tuple(c for c in COLUMN_ORDER if c in shape.names), ignored)
-    plain = _plain_lines(text, line, len(shape.names))
+    wanted = {c: c in _NUMERIC for c in builder.present}
+    encoded = arrow_columns(text, _data_start(text, line), shape.names, wanted)
     try:
-        if plain is None:
+        if encoded is not None:
+            builder.add_encoded(encoded)
+        elif (plain := _plain_lines(text, line, len(shape.names))) is None:
             _csv_rows(reader, builder, shape)
         else:
             _split_rows(plain, builder, shape)
@@ -252,6 +256,16 @@ def _read_csv(source: Path, text: str) -> tuple[_Builder, Scale | None, Callable
             field="file",
         ) from exc
     return builder, declared, shape.line_of
+
+
+def _data_start(text: str, header_line: int) -> int:
+    """Where the line after line ``header_line`` (the header's, counted from 1) starts."""
+    at = 0
+    for _ in range(header_line):
+        at = text.find("\n", at) + 1
+        if not at:
+            return len(text)
+    return at
 
 
 def _csv_rows(reader: Iterator[list[str]], builder: _Builder, shape: _Csv) -> None:
