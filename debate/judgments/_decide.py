@@ -29,6 +29,7 @@ from debate.judgments._policy import (
     judge_evidence,
     tier_weights,
 )
+from debate.judgments._score_cells import cells_read_once
 from debate.judgments._tables import read_judgments
 from debate.judgments._track import TrackRecords
 from debate.panel import ba_as_read, band_advice
@@ -129,7 +130,7 @@ def decide_judgments(
     _check_aggregate(table, thresholds)
     rules = Rules(thresholds, dimension, seed)
     cascade: list[int] = []
-    with _bad_input():
+    with _bad_input(), cells_read_once():  # the cells read to decide serve the alpha too
         if policy is None:
             chosen, weights_source, notes = resolve_weights(table, weights, dimension)
             decisions = decide(table, rules, weights=chosen)
@@ -139,10 +140,10 @@ def decide_judgments(
             decisions, cascade = apply_policy(policy, by_tier, judge_evidence(table, by_tier[0]))
             chosen, weights_source = tier_weights(policy, table.judges)[-1], "policy"
             notes = [f"policy: {policy.guarantee}, provided that {policy.condition}"]
+        alpha = table_alpha(table, dimension)
     outcomes = dict.fromkeys(OUTCOMES, 0)
     for d in decisions:
         outcomes[d.outcome] += 1
-    alpha = table_alpha(table, dimension)
     split = [d.item for d in decisions if d.outcome == "irreconcilable"]
     notes += [band_advice(alpha, list(dict.fromkeys(split))), *table_warnings(table)]
     summary = DecideSummary(

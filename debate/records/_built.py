@@ -64,6 +64,16 @@ def _layout(cls: type[BaseModel]) -> _Layout:
     return _Layout(template, tuple(fresh), frozenset(required))
 
 
+_NEW = object.__new__
+_SLOTS = BaseModel.__dict__
+_SET_DICT = _SLOTS["__dict__"].__set__
+_SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
+_SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
+_SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
+"""BaseModel's own slot setters, called directly: ``object.__setattr__`` looks each one up
+by name first, a third of this function's time at 300,000 records."""
+
+
 def built(cls: type[M], **values: Any) -> M:
     """``cls.model_construct(**values)`` for a record without aliases or private attributes.
 
@@ -79,12 +89,11 @@ def built(cls: type[M], **values: Any) -> M:
         if name not in values:
             fields[name] = make()
     fields.update(values)
-    if len(fields) != len(layout.template) or not layout.required <= values.keys():
+    if len(fields) != len(layout.template) or not values.keys() >= layout.required:
         raise TypeError(f"{cls.__name__}: give every required field and only fields")
-    record = cls.__new__(cls)
-    setattr_ = object.__setattr__
-    setattr_(record, "__dict__", fields)
-    setattr_(record, "__pydantic_fields_set__", set(values))
-    setattr_(record, "__pydantic_extra__", None)
-    setattr_(record, "__pydantic_private__", None)
+    record: M = _NEW(cls)
+    _SET_DICT(record, fields)
+    _SET_FIELDS(record, set(values))
+    _SET_EXTRA(record, None)
+    _SET_PRIVATE(record, None)
     return record
