@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 ARROW_FROM = 1_000_000
 """Characters of text from which a plain file is read with pyarrow (about 40,000 rows)."""
+MIN_MAJOR = 14
+"""The oldest pyarrow used (the ``arrow`` extra's pin); an older one is left unused."""
 FILLED = ("item", "unit")
 """Columns whose blank cells the csv path handles row by row (a blank item drops the row, a
 blank unit takes the option's name): a file with one is left to it."""
@@ -54,6 +56,14 @@ def _pyarrow() -> tuple[ModuleType, ModuleType, ModuleType] | None:
         import pyarrow.compute
         import pyarrow.csv
     except ImportError:
+        return None
+    major = pyarrow.__version__.split(".", 1)[0]
+    if not major.isdigit() or int(major) < MIN_MAJOR:  # older readers lack options used here
+        logger.info(
+            "pyarrow %s is older than %d: CSV files are read by the csv module",
+            pyarrow.__version__,
+            MIN_MAJOR,
+        )
         return None
     return pyarrow, pyarrow.csv, pyarrow.compute
 

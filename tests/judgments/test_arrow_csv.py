@@ -162,3 +162,18 @@ def test_a_small_file_or_no_pyarrow_leaves_the_csv_module_to_read(
     assert isinstance(item, Encoded) and item.values == ["i1"] and item.codes.tolist() == [0] * 3
     monkeypatch.setattr(_arrow_csv, "_pyarrow", lambda: None)
     assert _arrow_csv.arrow_columns(text, 19, names, wanted) is None
+
+
+def test_a_pyarrow_older_than_the_extra_pins_is_left_unused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pyarrow
+
+    _arrow_csv._pyarrow.cache_clear()
+    monkeypatch.setattr(pyarrow, "__version__", "13.0.0")
+    try:
+        assert not _arrow_csv.arrow_available()
+    finally:
+        _arrow_csv._pyarrow.cache_clear()
+    monkeypatch.undo()
+    assert _arrow_csv.arrow_available()
