@@ -104,6 +104,25 @@ def csv_module_only() -> Iterator[None]:
         _arrow_csv.ARROW_FROM = found
 
 
+def decide_rows(verdicts: Any, scores: Any, n: int) -> list[tuple[str, float, float | None]]:
+    """Each table decided in memory and from its CSV file (and by the csv module alone)."""
+    rows: list[tuple[str, float, float | None]] = []
+    for name, table in (("verdicts", verdicts), ("scores", scores)):
+        seconds = decided(table, n)
+        rows.append((f"decide {name}, table in memory", seconds, DECIDE_BOUND_S))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{name}.csv"
+            write_judgments(path, table_rows(table), scale=getattr(table, "scale", None))
+            seconds = decided(path, n)
+            bound = SCORES_CSV_BOUND_S if name == "scores" else DECIDE_BOUND_S
+            rows.append((f"decide {name}, from CSV ({table.rows:,} rows)", seconds, bound))
+            if _arrow_csv.arrow_available():  # the same file by the csv module, for comparison
+                with csv_module_only():
+                    seconds = decided(path, n)
+                rows.append((f"decide {name}, from CSV by the csv module", seconds, None))
+    return rows
+
+
 def peak_mb(fn: Callable[[], Any]) -> float:
     tracemalloc.start()
     fn()
@@ -127,20 +146,7 @@ def main() -> int:
 
     print(f"CSV reader: {csv_reader()}")
 
-    rows: list[tuple[str, float, float | None]] = []
-    for name, table in (("verdicts", verdicts), ("scores", scores)):
-        seconds = decided(table, n)
-        rows.append((f"decide {name}, table in memory", seconds, DECIDE_BOUND_S))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{name}.csv"
-            write_judgments(path, table_rows(table), scale=getattr(table, "scale", None))
-            seconds = decided(path, n)
-            bound = SCORES_CSV_BOUND_S if name == "scores" else DECIDE_BOUND_S
-            rows.append((f"decide {name}, from CSV ({table.rows:,} rows)", seconds, bound))
-            if _arrow_csv.arrow_available():  # the same file by the csv module, for comparison
-                with csv_module_only():
-                    seconds = decided(path, n)
-                rows.append((f"decide {name}, from CSV by the csv module", seconds, None))
+    rows = decide_rows(verdicts, scores, n)
 
     for name in ("verdicts", "scores"):
         mem = []
