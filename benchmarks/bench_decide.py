@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from debate.judgments import (  # noqa: E402  # noqa: E402  # noqa: E402
-    _arrow_csv,  # noqa: E402
+from debate.judgments import (  # noqa: E402
+    _arrow_csv,
     decide_judgments,
     planted_scores,
     planted_verdicts,

@@ -78,10 +78,11 @@ def arrow_columns(
 ) -> Columns | None:
     """The columns ``wanted`` (name -> numeric) of the rows from ``text[start:]``, or None.
 
-    ``names`` is the header. None when the text is small, pyarrow is missing, or the rows
-    are not plain (see the module's docstring): the caller reads them with the csv module.
+    ``text`` has no quote and no carriage return (the caller checks); ``names`` is its
+    header. None when the text is small, pyarrow is missing, or the rows are not plain (see
+    the module's docstring): the caller reads them with the csv module.
     """
-    if len(text) - start < ARROW_FROM or '"' in text or "\r" in text:
+    if len(text) - start < ARROW_FROM:
         return None
     modules = _pyarrow()
     if modules is None:

@@ -74,7 +74,7 @@ class _Builder:
         self._numbers(numeric, rows)
 
     def _numbers(self, columns: dict[str, list[object]], rows: int) -> None:
-        """The numeric columns of ``rows`` rows read after the ones in (their index starts)."""
+        """The numeric columns of the next ``rows`` rows (numbered after those already in)."""
         if "score" in columns:
             self.score.append(_scores(columns["score"], self.rows))
         if "probability" in columns:

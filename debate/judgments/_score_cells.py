@@ -212,15 +212,14 @@ def read_cells(
     once = _ONCE.get()
     if once is None or dimension_weights is not None or items is not None:
         return _read_cells(table, dimension, dimension_weights, items)
-    found = once.get((id(table), dimension))
-    if found is None or found[0] is not table:
+    key = (id(table), dimension)  # unique in the block: the memo keeps the table alive
+    if key not in once:
         cells = _read_cells(table, dimension, None, None)
-        for array in (cells.item, cells.option, cells.unit, cells.points, cells.standing):
+        shared = (cells.item, cells.option, cells.unit, cells.points, cells.standing)
+        for array in (*shared, *cells.dims.values()):
             array.flags.writeable = False
-        for array in cells.dims.values():
-            array.flags.writeable = False
-        found = once[(id(table), dimension)] = (table, cells)
-    return found[1]
+        once[key] = (table, cells)
+    return once[key][1]
 
 
 def _read_cells(

@@ -238,12 +238,16 @@ def _read_csv(source: Path, text: str) -> tuple[_Builder, Scale | None, Callable
     shape.names = _header(source, header, line)
     kind, ignored = _layout(source, shape.names, line)
     builder = _Builder(kind, tuple(c for c in COLUMN_ORDER if c in shape.names), ignored)
+    unquoted = '"' not in text and "\r" not in text  # each line is its cells split at commas
     wanted = {c: c in _NUMERIC for c in builder.present}
-    encoded = arrow_columns(text, _data_start(text, line), shape.names, wanted)
+    encoded = (
+        arrow_columns(text, _data_start(text, line), shape.names, wanted) if unquoted else None
+    )
+    plain = _plain_lines(text, line, len(shape.names)) if unquoted and encoded is None else None
     try:
         if encoded is not None:
             builder.add_encoded(encoded)
-        elif (plain := _plain_lines(text, line, len(shape.names))) is None:
+        elif plain is None:
             _csv_rows(reader, builder, shape)
         else:
             _split_rows(plain, builder, shape)
@@ -284,15 +288,14 @@ def _csv_rows(reader: Iterator[list[str]], builder: _Builder, shape: _Csv) -> No
 
 
 def _plain_lines(text: str, header_line: int, width: int) -> list[str] | None:
-    """The data lines when the csv module would read each as its cells split at commas.
+    """The data lines of unquoted text when the csv module would read each as its cells.
 
-    That is: no quote and no carriage return anywhere, every cell within the csv module's
-    size limit, every non-blank line of exactly ``width`` cells. Such a file (every file
-    the writer makes) is split column by column at C speed; None for any other, which the
-    csv module reads (and whose faults it locates) as before.
+    ``text`` has no quote and no carriage return (the caller checks, for pyarrow's path
+    too); its lines are plain when every cell is within the csv module's size limit and
+    every non-blank line has exactly ``width`` cells. Such a file (every file the writer
+    makes) is split column by column at C speed; None for any other, which the csv module
+    reads (and whose faults it locates) as before.
     """
-    if '"' in text or "\r" in text:
-        return None
     lines = text.split("\n")[header_line:]
     if lines and not lines[-1]:  # the newline that ends the last row
         lines.pop()
