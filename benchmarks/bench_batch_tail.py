@@ -11,8 +11,9 @@ closings, the judges).
 The command's start is measured in the same run as the wall time of a one-item batch less
 its critical path: everything the command pays whatever the batch's size (interpreter and
 imports, the pool, one item's files, the summary). An empty batch would measure less but is
-refused (``no items``), and ``debate --version`` stops before the batch's imports; its wall
-time is printed too, as the floor. The bound: the 40-item batch <= 1.3 x (4L + start).
+refused (``no items``), and ``debate --version`` answers before any command is imported; its
+wall time is printed too, as the interpreter's floor. The bound: the 40-item batch
+<= 1.3 x (4L + start).
 
 Each run is split at the server's clock: before the first request arrives, the first request
 to the last reply (the critical path stretched by the client), and after the last reply (the

@@ -22,8 +22,16 @@ def main() -> int:
     """Run the ``debate`` command in this process (``sys.argv``); its exit code.
 
     The command's own module (every command's, for ``debate --help``) is imported here too,
-    as :func:`debate._cli.main.build_parser` will ask for it.
+    as :func:`debate._cli.main.build_parser` will ask for it. ``debate --version`` alone is
+    answered first, as argparse answers it: a script that checks the installed version
+    waited 0.7 s for every command's parser (pydantic's models, jinja, the tables) to
+    print one line.
     """
+    if sys.argv[1:] == ["--version"]:
+        from debate._version import __version__
+
+        sys.stdout.write(f"debate {__version__}\n")
+        return 0
     with collector_held():
         from debate._cli.main import commands
         from debate._cli.main import main as command

@@ -19,6 +19,7 @@ import pytest
 
 from debate._cli import outputs
 from debate._cli.main import main
+from debate._version import __version__
 from debate.models import TokenUsage
 from debate.storage import ResponseCache
 from tests.support import ROOT
@@ -261,9 +262,21 @@ def test_the_command_s_entry_imports_the_cli_without_collecting_then_freezes() -
     code = (
         "import gc, sys\nfrom debate._cli.entry import main\nbefore = []\n"
         "gc.callbacks.append(lambda p, i: before.append(p) if not gc.get_freeze_count() else 0)\n"
-        "sys.argv = ['debate', '--version']\n"
-        "code = main()\nloaded = 'debate._cli.run' in sys.modules\n"
+        "sys.argv = ['debate', 'batch', '--help']\n"
+        "code = main()\nloaded = 'debate._cli.batch' in sys.modules\n"
         "sys.stderr.write(f'ENTRY {code} {loaded} {len(before)} {gc.isenabled()}\\n')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "ENTRY 0 True 0 True" in out.stderr, out.stderr
+
+
+def test_the_version_alone_is_printed_before_any_command_is_imported() -> None:
+    # a script checking the installed version waits for no parser: argparse's line, exit 0
+    code = (
+        "import sys\nfrom debate._cli.entry import main\nsys.argv = ['debate', '--version']\n"
+        "code = main()\nloaded = sorted(m for m in sys.modules if m.startswith('debate._cli.'))\n"
+        "sys.stderr.write(f'VERSION {code} {loaded}\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout == f"debate {__version__}\n"
+    assert "VERSION 0 ['debate._cli.entry']" in out.stderr, out.stderr
