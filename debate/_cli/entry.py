@@ -28,9 +28,9 @@ def main() -> int:
     print one line.
     """
     if sys.argv[1:] == ["--version"]:
-        from debate._version import __version__
+        from debate._version import VERSION_LINE
 
-        sys.stdout.write(f"debate {__version__}\n")
+        sys.stdout.write(VERSION_LINE + "\n")
         return 0
     with collector_held():
         from debate._cli.main import commands

@@ -26,7 +26,7 @@ from debate._cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 from debate._cli.outputs import close_caches
 from debate._cli.parsing import Parser, UsageExit
 from debate._gc import collector_held, freeze_survivors
-from debate._version import __version__
+from debate._version import VERSION_LINE
 from debate.exceptions import (
     ConfigurationError,
     DebateError,
@@ -90,7 +90,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="debate", description="Structured LLM debates, judged by a calibrated panel."
     )
-    parser.add_argument("--version", action="version", version=f"debate {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION_LINE)
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for module in commands(only):
         module.add_parser(subparsers)

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.judgments._arrow_csv import arrow_columns
+from debate.judgments._arrow_csv import Columns, arrow_columns
 from debate.judgments._builder import _Builder
 from debate.judgments._cells import _NUMERIC, _BadRow, _fail, _shown
 from debate.records import Scale, Table, TableKind, parse_json
@@ -238,12 +238,13 @@ def _read_csv(source: Path, text: str) -> tuple[_Builder, Scale | None, Callable
     shape.names = _header(source, header, line)
     kind, ignored = _layout(source, shape.names, line)
     builder = _Builder(kind, tuple(c for c in COLUMN_ORDER if c in shape.names), ignored)
-    unquoted = '"' not in text and "\r" not in text  # each line is its cells split at commas
-    wanted = {c: c in _NUMERIC for c in builder.present}
-    encoded = (
-        arrow_columns(text, _data_start(text, line), shape.names, wanted) if unquoted else None
-    )
-    plain = _plain_lines(text, line, len(shape.names)) if unquoted and encoded is None else None
+    encoded: Columns | None = None
+    plain: list[str] | None = None
+    if '"' not in text and "\r" not in text:  # each line is its cells split at commas
+        wanted = {c: c in _NUMERIC for c in builder.present}
+        encoded = arrow_columns(text, _data_start(text, line), shape.names, wanted)
+        if encoded is None:
+            plain = _plain_lines(text, line, len(shape.names))
     try:
         if encoded is not None:
             builder.add_encoded(encoded)
