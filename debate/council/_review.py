@@ -217,7 +217,7 @@ class Council:
             reviews = await asyncio.gather(*(self._review(r, sitting) for r in asked))
             done.update(zip(tier.members, reviews, strict=True))
 
-        def conclude(tier: int) -> CouncilResult:
+        async def conclude(tier: int) -> CouncilResult:
             reviews = [done[r.name] for r in self.reviewers if r.tier <= tier]
             ranked = aggregate(
                 question,

@@ -97,7 +97,7 @@ def tiers_of(members: Sequence[tuple[str, int]], readings_each: int) -> list[Tie
 async def run_cascade(
     tiers: Sequence[Tier],
     ask: Callable[[Tier], Awaitable[None]],
-    conclude: Callable[[int], R],
+    conclude: Callable[[int], Awaitable[R]],
     rule: EscalationRule[R],
     meter: UsageMeter,
 ) -> tuple[R, Cascade]:
@@ -106,7 +106,8 @@ async def run_cascade(
     Args:
         tiers: The tiers, lowest first (:func:`tiers_of`).
         ask: Asks every member of one tier (keeping what they return).
-        conclude: The decision on tiers 1 to the given one together, with that tier recorded.
+        conclude: The decision on tiers 1 to the given one together, with that tier recorded
+            (awaited: a live panel's conclusions are ruled with others ready at once).
         rule: Whether a decision is not confident enough, so the next tier is asked.
         meter: The run's usage meter: each tier's calls are what it counted while that tier
             was asked (nothing else of the run calls a model meanwhile).
@@ -132,7 +133,7 @@ async def _ask_tier(
     tier: Tier,
     following: Tier | None,
     ask: Callable[[Tier], Awaitable[None]],
-    conclude: Callable[[int], R],
+    conclude: Callable[[int], Awaitable[R]],
     rule: EscalationRule[R],
     meter: UsageMeter,
 ) -> tuple[R, TierStep]:
@@ -140,7 +141,7 @@ async def _ask_tier(
     before = _tally(meter)
     await ask(tier)
     usage, cost = _spent(meter, before)
-    decided = conclude(tier.number)
+    decided = await conclude(tier.number)
     answer = rule(decided, tier.number)
     step = TierStep(
         tier=tier.number,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from debate.exceptions import BudgetExceeded, ModelOutputError, ProviderError
@@ -177,7 +177,7 @@ async def deliberate(
     orders: Mapping[str, Presentation],
     rounds: int,
     calibration: CalibrationMethod,
-    redecide: Callable[[Mapping[str, JudgeEvaluation]], PanelResult],
+    redecide: Callable[[Mapping[str, JudgeEvaluation]], Awaitable[PanelResult]],
 ) -> PanelResult:
     """The panel's result after deliberation.
 
@@ -219,7 +219,7 @@ async def deliberate(
             for e in scored
         )
     )
-    final = redecide({e.judge: e for e in revised})
+    final = await redecide({e.judge: e for e in revised})
     summary = _summary(sitting, first, final, revised, split, weights, rounds, calibration)
     return final.model_copy(
         update={"deliberation": summary, "first_decision": first.decision, "cascade": first.cascade}

@@ -326,7 +326,7 @@ class MultiJudgePanel:
 
         return choose_calibration(max(len(transcript.side_arguments(s)) for s in SIDES))
 
-    def _conclude(
+    async def _conclude(
         self,
         sitting: Sitting,
         evaluations: list[JudgeEvaluation],
@@ -341,8 +341,8 @@ class MultiJudgePanel:
         ``judges`` includes any standbys asked in place of a failed judge; ``panel_size``
         is the regular judges asked (default: every judge given).
         """
-        from debate.panel._conclude import conclude_batch
         from debate.panel._decision import Context, Setting, batch_of, score_matrices
+        from debate.panel._gather import concluded
         from debate.panel._samples import consistent_weights
 
         transcript = sitting.transcript
@@ -360,11 +360,11 @@ class MultiJudgePanel:
             unscored=len(evaluations) - len(scored),
             evaluations=evaluations,
         )
-        [(agreement, vote_, _, decision)] = conclude_batch(
+        agreement, vote_, _, decision = await concluded(
             batch_of(matrices),
             consistent_weights(self.judge_weights(topic[0], judges), evaluations),
             setting,
-            [context],
+            context,
         )
         if agreement.warning is not None:
             logger.warning("%s", agreement.warning)
@@ -434,7 +434,7 @@ class _Hearing:
         for evaluation, found in zip(failed, replacements, strict=True):
             self.stood_in[evaluation.judge] = found
 
-    def conclude(
+    async def conclude(
         self, tier: int, revised: Mapping[str, JudgeEvaluation] | None = None
     ) -> PanelResult:
         """The decision on tiers 1 to ``tier``; ``revised``: scores after deliberation."""
@@ -450,7 +450,7 @@ class _Hearing:
                 counted.append(panel._standby_spec(standby.judge))
         if revised:  # after deliberation: the same judges, their final scores
             evaluations = [revised.get(e.judge, e) for e in evaluations]
-        decided = panel._conclude(
+        decided = await panel._conclude(
             self.sitting, evaluations, counted, self.topic, self.seed, tier, len(asked)
         )
         from debate.panel._selective import PolicyRule

@@ -1,0 +1,149 @@
+"""Conclusions of concurrent evaluations, ruled together when they are ready at once.
+
+A live panel concludes one item: its statistics are numpy calls on arrays of one row, so a
+conclusion costs about 5 ms of the interpreter, almost all of it per call rather than per
+item. When many debates run in one event loop (a batch, a service's runner, a script's
+``gather``), their judges' replies arrive together and their conclusions queue behind one
+another. Here each conclusion waits until the loop has run what is ready now, then every
+conclusion asked meanwhile with the same shape and setting is ruled in one
+:func:`~debate.panel._conclude.conclude_batch` (up to :data:`GATHERED_ITEMS` at a time):
+about 2 ms an item instead of 5.
+
+The records are the ones each evaluation gets alone, bit for bit: every statistic of a
+batch is its items' own, with draws that depend on the seed and the shape (which is why the
+seed and the shape are in the key), and batches of up to ``EXACT_INTERVAL_ITEMS`` items
+take the paths a single item takes (exact resampling, the effective votes' interval). An
+evaluation with nothing to share its loop tick with waits one turn of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from debate.panel._conclude import Conclusion, conclude_batch
+from debate.panel._decision import Context, ScoreBatch, Setting
+from debate.stats import EXACT_INTERVAL_ITEMS
+
+GATHERED_ITEMS = EXACT_INTERVAL_ITEMS
+"""The most items ruled together: past it a batch takes paths a single item does not."""
+
+
+@dataclass(frozen=True)
+class _Asked:
+    batch: ScoreBatch
+    context: Context
+    future: asyncio.Future[Conclusion]
+
+
+class _Gatherer:
+    """One event loop's conclusions waiting for the end of the loop's current turn."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiting: dict[Hashable, tuple[dict[str, float], Setting, list[_Asked]]] = {}
+
+    def ask(
+        self,
+        batch: ScoreBatch,
+        judge_weights: Mapping[str, float],
+        setting: Setting,
+        context: Context,
+    ) -> asyncio.Future[Conclusion]:
+        weights = dict(judge_weights)
+        if not self._waiting:
+            self._loop.call_soon(self._rule)
+        asked = _Asked(batch, context, self._loop.create_future())
+        key = (_shape(batch), tuple(weights.items()), setting)
+        self._waiting.setdefault(key, (weights, setting, []))[2].append(asked)
+        return asked.future
+
+    def _rule(self) -> None:
+        waiting, self._waiting = self._waiting, {}
+        for weights, setting, asked in waiting.values():
+            for at in range(0, len(asked), GATHERED_ITEMS):
+                _settle(asked[at : at + GATHERED_ITEMS], weights, setting)
+
+
+def _shape(batch: ScoreBatch) -> Hashable:
+    """What items must share to be ruled together: judges, sides, dimensions, what is given."""
+    return (
+        tuple(batch.judges),
+        batch.is_pro.tobytes(),
+        tuple(batch.dimensions),
+        batch.standings is None,
+        batch.spread is None,
+    )
+
+
+def _settle(asked: list[_Asked], weights: dict[str, float], setting: Setting) -> None:
+    """Rule ``asked`` together; if that raises, each alone, so one item's error stays its own."""
+    live = [a for a in asked if not a.future.cancelled()]
+    if not live:
+        return
+    try:
+        found = conclude_batch(
+            _stacked([a.batch for a in live]), weights, setting, [a.context for a in live]
+        )
+    except Exception:  # noqa: BLE001 - each item is ruled alone below, raising its own
+        for a in live:
+            _alone(a, weights, setting)
+        return
+    for a, conclusion in zip(live, found, strict=True):
+        a.future.set_result(conclusion)
+
+
+def _alone(asked: _Asked, weights: dict[str, float], setting: Setting) -> None:
+    """One item ruled alone, its conclusion or its error set on its future."""
+    try:
+        [conclusion] = conclude_batch(asked.batch, weights, setting, [asked.context])
+    except Exception as exc:  # noqa: BLE001 - the evaluation awaiting it raises it
+        asked.future.set_exception(exc)
+        return
+    asked.future.set_result(conclusion)
+
+
+def _stacked(batches: list[ScoreBatch]) -> ScoreBatch:
+    """Batches of one shape as one: every per-item field concatenated, the rest shared."""
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    spread = None
+    if first.spread is not None:
+        spread = (
+            np.concatenate([b.spread[0] for b in batches if b.spread is not None]),
+            np.concatenate([b.spread[1] for b in batches if b.spread is not None]),
+        )
+    return ScoreBatch(
+        judges=first.judges,
+        ids=[ids for b in batches for ids in b.ids],
+        is_pro=first.is_pro,
+        raw=np.concatenate([b.raw for b in batches]),
+        dimensions={
+            d: np.concatenate([b.dimensions[d] for b in batches]) for d in first.dimensions
+        },
+        standings=None
+        if first.standings is None
+        else np.concatenate([b.standings for b in batches if b.standings is not None]),
+        spread=spread,
+    )
+
+
+_GATHERERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gatherer] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def concluded(
+    batch: ScoreBatch, judge_weights: Mapping[str, float], setting: Setting, context: Context
+) -> Conclusion:
+    """One item's conclusion, ruled with any others asked in the same turn of the loop."""
+    loop = asyncio.get_running_loop()
+    gatherer = _GATHERERS.get(loop)
+    if gatherer is None:
+        gatherer = _GATHERERS[loop] = _Gatherer(loop)
+    return await gatherer.ask(batch, judge_weights, setting, context)
