@@ -50,7 +50,7 @@ from debate.stats import (
     correlation_batch,
     design_effect,
     effective_votes,
-    effective_votes_interval,
+    effective_votes_intervals,
     fleiss_kappa_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
@@ -388,7 +388,7 @@ def _correlation_numbers(
     found = effective_votes(corr)
     if items <= EXACT_INTERVAL_ITEMS:
         level, seed = setting.thresholds.confidence, setting.seed
-        ci = [effective_votes_interval(x, batch.is_pro, ci=level, seed=seed) for x in batch.raw]
+        ci = effective_votes_intervals(batch.raw, batch.is_pro, ci=level, seed=seed)
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
     off = _off_diagonal(corr)

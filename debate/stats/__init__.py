@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         design_scale,
         effective_votes,
         effective_votes_interval,
+        effective_votes_intervals,
         split_weights,
     )
     from debate.stats._intervals import Interval, correlation_interval, mean_interval, t95
@@ -181,6 +182,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "design_scale",
         "effective_votes",
         "effective_votes_interval",
+        "effective_votes_intervals",
         "split_weights",
     ),
     "debate.stats._intervals": (
@@ -294,6 +296,7 @@ __all__ = [
     "draw_counts",
     "effective_votes",
     "effective_votes_interval",
+    "effective_votes_intervals",
     "expected_calibration_error",
     "fixed_sequence_threshold",
     "fleiss_kappa",
