@@ -25,6 +25,7 @@ from debate.stats import (
     design_effect,
     effective_votes,
     effective_votes_interval,
+    effective_votes_intervals,
     side_means,
 )
 from debate.stats._aggregate import aggregate, aggregate_vote_batch, trimmed
@@ -104,6 +105,22 @@ def test_the_estimator_on_planted_matrices() -> None:
     assert design_effect(corr, np.ones(4))[0] == pytest.approx(1 + 3 * r)
     # Two points always correlate +-1: undefined, not a perfect correlation.
     assert np.isnan(correlation_batch(rng.normal(size=(1, 3, 2)))).all()
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_effective_votes_intervals_are_each_items_own(grouped: bool) -> None:
+    """One bootstrap over a stack of items gives each item's interval alone, bit for bit."""
+    rng = np.random.default_rng(11)
+    items = np.round(rng.normal(5.5, 2.0, size=(7, 4, 8)))
+    items[2] = items[2, :1]  # copies: one effective vote
+    items[4, 1] = 5.0  # a judge whose scores do not vary
+    groups = np.array([True, False] * 4) if grouped else None
+    found = effective_votes_intervals(items, groups, seed=5)
+    alone = [effective_votes_interval(x, groups, seed=5) for x in items]
+    assert found == alone and all(f is not None for f in found)
+    assert found[2] == (1.0, 1.0)
+    short = items[:, :, :2]  # too few degrees of freedom: no interval, for every item
+    assert effective_votes_intervals(short, None, seed=5) == [None] * 7
 
 
 def _planted_batch(raw: np.ndarray, is_pro: np.ndarray) -> ScoreBatch:
