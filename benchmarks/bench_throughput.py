@@ -11,12 +11,15 @@ as a ratio against its bound measured in the same run:
 2. many debates at concurrency C (64 and 256): calls/s vs the server's ideal C / L, and vs a
    bare aiohttp client (no framework) sending the same judge request at the same concurrency
    to the same server: what this machine and server allow, so the client's share shows;
-3. the framework's own CPU time per model call (client process CPU time / calls);
+3. the framework's own CPU time per model call (client process CPU time / calls), beside the
+   bare client's (its HTTP alone: the floor under any framework's);
 4. ``debate run`` end to end, the command in its own process as a user runs it: wall time
    vs the critical path 4 x L, and against a server with no latency (the framework's own
    time) split into start (interpreter, imports, flags, config, store), set-up (the model
    client: the openai SDK), calls, and after the last call (statistics, reports, store,
-   exit), beside a bare interpreter's start measured in the same run.
+   exit), beside a bare interpreter's start measured in the same run, and the imports a run
+   needs before its first request leaves, each in its own process, against the time the
+   1.6 x bound leaves beyond 4L (0.6 x 4L).
    ``--cli-only`` runs this part alone.
 """
 
@@ -166,14 +169,40 @@ def cli_runs(latency: float, runs: int) -> CliRun:
     return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True)))
 
 
-def bare_interpreter(runs: int) -> float:
-    """The median wall time of ``python -c pass``: the start no command can go below."""
+CLI_BOUND = 1.6
+"""``debate run`` at L: its wall time over the critical path 4L, at most."""
+
+
+def started(code: str, runs: int) -> float:
+    """The median wall time of ``python -c code`` with the package importable, as installed."""
     walls = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, env=child_env(PYTHONPATH=str(ROOT))
+        )
         walls.append(time.perf_counter() - start)
     return statistics.median(walls)
+
+
+IMPORTS: tuple[tuple[str, str], ...] = (
+    ("the records (pydantic models)", "debate.records"),
+    ("the run command's modules", "debate._cli.run"),
+    ("those and aiohttp (the first call's client)", "debate._cli.run, aiohttp"),
+)
+"""What a run must import before its first request leaves, each measured alone (with the
+cyclic collector held, as the command holds it): the floor under its start, whatever the
+command does with its time."""
+
+
+def import_floor(runs: int, allowance: float) -> str:
+    """Each of :data:`IMPORTS` in its own process, against the time the bound leaves."""
+    found = [
+        (what, started(f"import gc; gc.disable(); import {names}", runs)) for what, names in IMPORTS
+    ]
+    return "; ".join(
+        f"{what} {seconds:.3f} s = {seconds / allowance:.2f} x" for what, seconds in found
+    )
 
 
 def split(run: CliRun, path: float) -> str:
@@ -189,14 +218,15 @@ def cli_figures(latency: float, runs: int) -> None:
     On a shared machine the wall time also holds the time the process waited for a core;
     its CPU time does not, so CPU + 4L is printed too: the wall time idle cores would allow.
     """
-    bare = bare_interpreter(runs)
+    bare = started("pass", runs)
     served = cli_runs(latency, runs)
     free = cli_runs(0.0, runs)
     path = 4 * latency
+    allowance = (CLI_BOUND - 1) * path
     print(f"debate run, the command in its own process (median of {runs} runs each):")
     print(
         f"  @ L = {latency * 1000:.0f} ms: {served.wall:6.3f} s = {served.wall / path:.3f} x the "
-        f"critical path 4L = {path:.1f} s (target <= 1.6); load {os.getloadavg()[0]:.2f}"
+        f"critical path 4L = {path:.1f} s (target <= {CLI_BOUND}); load {os.getloadavg()[0]:.2f}"
     )
     print(f"      {split(served, path)}")
     idle = served.cpu + path
@@ -206,9 +236,14 @@ def cli_figures(latency: float, runs: int) -> None:
     )
     print(
         f"  @ L = 0 ms: {free.wall:6.3f} s, the framework's own time = {free.wall / path:.3f} x "
-        f"4L (the 1.6 x bound leaves it 0.6 x); CPU {free.cpu:.3f} s = {free.cpu / path:.3f} x 4L"
+        f"4L (the {CLI_BOUND} x bound leaves it {CLI_BOUND - 1:.1f} x); CPU {free.cpu:.3f} s = "
+        f"{free.cpu / path:.3f} x 4L"
     )
     print(f"      {split(free, path)}; a bare interpreter starts in {bare:.3f} s")
+    print(
+        f"  imports alone, each in its own process, against the {allowance:.2f} s the bound "
+        f"leaves: {import_floor(runs, allowance)}"
+    )
 
 
 def served(base_url: str) -> dict[str, Any]:
@@ -235,13 +270,15 @@ def many(base_url: str, n: int, concurrency: int, latency: float) -> None:
     print(
         f"{n} debates @ {concurrency}: {calls} calls in {wall:.2f} s = {rate:.1f} calls/s = "
         f"{rate / ideal:.3f} x the ideal {ideal:.0f} calls/s (target >= 0.80); "
-        f"a bare aiohttp client reaches {bare:.1f} calls/s ({bare / ideal:.3f} x the ideal), "
-        f"the framework {rate / bare:.3f} x that (target >= 0.85); load {os.getloadavg()[0]:.2f}"
+        f"a bare aiohttp client reaches {bare.rate:.1f} calls/s ({bare.rate / ideal:.3f} x the "
+        f"ideal), the framework {rate / bare.rate:.3f} x that (target >= 0.85); "
+        f"load {os.getloadavg()[0]:.2f}"
     )
     print(
         f"  framework CPU per call: {per_call_ms:.3f} ms = {per_call_ms / CPU_BOUND_MS:.3f} x the "
         f"{CPU_BOUND_MS} ms bound (client process CPU {cpu:.2f} s over {calls} calls, "
-        f"{cpu / wall:.2f} of a core)"
+        f"{cpu / wall:.2f} of a core); the bare client's HTTP alone {bare.cpu_ms:.3f} ms a call "
+        f"= {bare.cpu_ms / CPU_BOUND_MS:.3f} x the bound"
     )
 
 

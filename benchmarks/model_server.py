@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -109,10 +109,19 @@ async def _serve(latency: float) -> None:
     await runner.cleanup()
 
 
+class BareRate(NamedTuple):
+    """What a bare aiohttp client reached: calls per second, and its CPU per call."""
+
+    rate: float
+    cpu_ms: float
+    """This process's CPU time per call while the client ran, in milliseconds: what HTTP
+    alone costs a client here, the floor under any framework's CPU per call."""
+
+
 async def bare_client_rate(
     base_url: str, body: dict[str, Any], concurrency: int, seconds: float
-) -> float:
-    """Calls/s of a bare aiohttp client: ``concurrency`` loops POSTing ``body`` for ``seconds``.
+) -> BareRate:
+    """A bare aiohttp client: ``concurrency`` loops POSTing ``body`` for ``seconds``.
 
     No framework, no parsing beyond reading the reply: what the server and this machine allow
     at that concurrency, so that a benchmark can tell the client's share from the server's.
@@ -132,10 +141,10 @@ async def bare_client_rate(
                     await response.read()
                 done += 1
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(loop() for _ in range(concurrency)))
-        wall = time.perf_counter() - start
-    return done / wall
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return BareRate(done / wall, cpu / max(done, 1) * 1000)
 
 
 if __name__ == "__main__":
