@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from debate.panel._ahead import each_block
-from debate.panel._evidence import confidence, margin_evidence_array
+from debate.panel._leads import leads
 from debate.panel._margins import margin_intervals, widened
 from debate.panel._rules import (
     Margins,
@@ -30,7 +30,6 @@ from debate.panel._samples import reading_spread, scored_readings, widen_for_rea
 from debate.panel._stacked import interval_alphas, side_votes
 from debate.records import (
     DIMENSIONS,
-    NO_CALL,
     STANDINGS,
     Agreement,
     Diagnostics,
@@ -54,7 +53,6 @@ from debate.stats import (
     fleiss_kappa_batch,
     leave_one_out_alpha_batch,
     offset_corrected_batch,
-    side_means,
     split_weights,
 )
 from debate.stats import Method as CalibrationMethod
@@ -551,7 +549,7 @@ def rule_batch(
             "no judge that scored carries a positive weight, so there is no weighted vote; "
             "give at least one of " + ", ".join(batch.judges) + " a weight above 0"
         )
-    leads = _leads(batch, weights, judge_evidence)
+    found_leads = leads(batch, weights, judge_evidence)
     thresholds, level = setting.thresholds, setting.thresholds.confidence
     out: list[Ruled] = []
 
@@ -562,38 +560,7 @@ def rule_batch(
             found = ruling(
                 agreement, margins, level, thresholds, context.panel_size, diagnostics, notes
             )
-            out.append(Ruled(agreement, diagnostics, margins, found, leads[block.start + b]))
+            out.append(Ruled(agreement, diagnostics, margins, found, found_leads[block.start + b]))
 
     each_block(batch, lambda items: _numbers(items, weights, setting), rule)
     return out
-
-
-def _leads(batch: ScoreBatch, weights: FloatArray, per_judge: bool) -> list[dict[str, object]]:
-    """Each item's lead, the panel's weighted log-odds and its uncalibrated ``p_agree``.
-
-    A judge's evidence is its PRO - CON margin of mean raw scores (see
-    :mod:`debate.panel._evidence`), so every decision, live or recorded, carries the number
-    that a policy calibrates.
-    """
-    if not batch.judges:
-        return [{} for _ in range(batch.size)]
-    pro, con = side_means(batch.raw, batch.is_pro)
-    x = margin_evidence_array(pro - con)
-    if batch.spread is not None:  # each reading's evidence, averaged: split readings cancel
-        x = batch.spread[0]
-    found = confidence(x, weights)
-    sides: tuple[Side, Side] = ("PRO", "CON")
-    leads: list[dict[str, object]] = [
-        {
-            "lead": None if c == NO_CALL else sides[c],
-            "evidence": L,
-            "p_agree": None if c == NO_CALL else p,
-        }
-        for c, L, p in zip(
-            found.lead.tolist(), found.log_odds.tolist(), found.p_uncalibrated.tolist(), strict=True
-        )
-    ]
-    if per_judge:  # each judge's own evidence, for a live panel's decision
-        for lead, own in zip(leads, np.round(x, 6).tolist(), strict=True):
-            lead["judge_evidence"] = dict(zip(batch.judges, own, strict=True))
-    return leads
