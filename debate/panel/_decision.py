@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from debate.panel._ahead import each_block
 from debate.panel._leads import leads
-from debate.panel._margins import margin_intervals, widened
+from debate.panel._margins import margin_intervals, seed_runs, widened
 from debate.panel._rules import (
     Margins,
     Ruling,
@@ -186,6 +186,9 @@ class ScoreBatch:
     spread: tuple[FloatArray, FloatArray] | None = None
     """Items x judges: each judge's mean per-reading evidence and the squared standard error
     of its margin in points, when judges read more than once; None for single readings."""
+    seeds: tuple[int | None, ...] | None = None
+    """Per item, the seed of its draws, where items of concurrent runs are decided together
+    (runs of equal seeds, see :func:`~debate.panel._margins.seed_runs`); None: the setting's."""
 
     @property
     def size(self) -> int:
@@ -200,6 +203,7 @@ class ScoreBatch:
             dimensions={name: scores[block] for name, scores in self.dimensions.items()},
             standings=None if self.standings is None else self.standings[block],
             spread=None if self.spread is None else (self.spread[0][block], self.spread[1][block]),
+            seeds=None if self.seeds is None else self.seeds[block],
         )
 
     @cached_property
@@ -384,9 +388,15 @@ def _correlation_numbers(
     corr = correlation_batch(batch.raw, batch.is_pro)
     groups = cluster_batch(corr)
     found = effective_votes(corr)
-    if items <= EXACT_INTERVAL_ITEMS:
-        level, seed = setting.thresholds.confidence, setting.seed
-        ci = effective_votes_intervals(batch.raw, batch.is_pro, ci=level, seed=seed)
+    if items <= EXACT_INTERVAL_ITEMS:  # each run of one seed its own draws (seed_runs)
+        level = setting.thresholds.confidence
+        ci = [
+            found
+            for run, own in seed_runs(batch, setting)
+            for found in effective_votes_intervals(
+                batch.raw[run], batch.is_pro, ci=level, seed=own.seed
+            )
+        ]
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
     off = _off_diagonal(corr)

@@ -6,6 +6,7 @@ aggregator, one set of draws for several score arrays) has one home.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,10 +49,58 @@ def margin_intervals(
     """:func:`margin_interval` of each array; when small, one bootstrap (one set of draws) for all.
 
     All draw the same replicates (one seed) and a small batch's exact path takes each item
-    alone, so stacked arrays get, bit for bit, the intervals each gets alone. ``held``:
-    each array's interval with the judges held fixed too (None without), which on that
-    path reuses the same draws and gathered units.
+    alone, so stacked arrays get, bit for bit, the intervals each gets alone. A batch whose
+    items carry their own seeds (:attr:`ScoreBatch.seeds`) is taken a run of one seed at a
+    time. ``held``: each array's interval with the judges held fixed too (None without),
+    which on that path reuses the same draws and gathered units.
     """
+    runs = seed_runs(batch, setting)
+    if len(runs) == 1:
+        return _one_seed(arrays, batch, weights, runs[0][1], held=held)
+    parts = [
+        _one_seed(
+            tuple(a[run] for a in arrays),
+            batch.sliced(run),
+            weights[run] if weights.ndim == 2 else weights,
+            own,
+            held=held,
+        )
+        for run, own in runs
+    ]
+    found = [np.concatenate([p[0][k] for p in parts]) for k in range(len(arrays))]
+    helds = [p[1] for p in parts if p[1] is not None]
+    if not held:
+        return found, None
+    return found, [np.concatenate([h[k] for h in helds]) for k in range(len(arrays))]
+
+
+def seed_runs(batch: ScoreBatch, setting: Setting) -> list[tuple[slice, Setting]]:
+    """The batch's runs of items that share a seed, each with the setting of that seed.
+
+    One run, with ``setting`` itself, unless the batch carries per-item seeds
+    (:attr:`ScoreBatch.seeds`): then each run of equal seeds draws as it would alone.
+    """
+    seeds = batch.seeds
+    if seeds is None or len(set(seeds)) <= 1:
+        own = setting if not seeds else replace(setting, seed=seeds[0])
+        return [(slice(0, batch.size), own)]
+    runs, start = [], 0
+    for at in range(1, len(seeds) + 1):
+        if at == len(seeds) or seeds[at] != seeds[start]:
+            runs.append((slice(start, at), replace(setting, seed=seeds[start])))
+            start = at
+    return runs
+
+
+def _one_seed(
+    arrays: tuple[FloatArray, ...],
+    batch: ScoreBatch,
+    weights: FloatArray,
+    setting: Setting,
+    *,
+    held: bool,
+) -> tuple[list[FloatArray], list[FloatArray] | None]:
+    """:func:`margin_intervals` of items that share ``setting``'s seed."""
     items, judges = batch.raw.shape[:2]
     if setting.thresholds.aggregate != "weighted_mean" or items * len(arrays) > EXACT_ITEMS:
         found = [margin_interval(x, batch, weights, setting) for x in arrays]

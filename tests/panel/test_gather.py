@@ -6,6 +6,7 @@ import asyncio
 import json
 import random
 import re
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from debate import FunctionModel, MultiJudgePanel, RunConfig
 from debate.models import Message
 from debate.panel import Context, ScoreBatch, Setting, _gather, conclude_batch
 from debate.panel._gather import GATHERED_ITEMS, concluded
+from debate.panel._margins import seed_runs
 from debate.records import PanelResult, Thresholds
 from tests.support.helpers import graded, role_of, schema_ids, transcript
 
@@ -74,15 +76,24 @@ def comparable(result: PanelResult) -> str:
     ],
     ids=["default", "swap", "samples", "median", "trimmed", "minmax"],
 )
+@pytest.mark.parametrize("seeding", ["one seed", "own seeds"])
 def test_concurrent_evaluations_get_the_records_each_gets_alone(
-    config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    config: dict[str, Any], seeding: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With one seed, or each run its own (some shared, so a batch holds runs of several
+    items and single ones, out of order), every record is the one it gets alone."""
     found = debates(GATHERED_ITEMS + 5)  # more than one batch's worth
-    alone = [comparable(panel(**config).evaluate_sync(t, seed=7)) for t in found]
+    seeds = [7] * len(found) if seeding == "one seed" else [(i * 7) % 5 for i in range(len(found))]
+    alone = [
+        comparable(panel(**config).evaluate_sync(t, seed=s))
+        for t, s in zip(found, seeds, strict=True)
+    ]
     sizes = sizes_ruled(monkeypatch)
 
     async def together() -> list[PanelResult]:
-        return await asyncio.gather(*(panel(**config).evaluate(t, seed=7) for t in found))
+        return await asyncio.gather(
+            *(panel(**config).evaluate(t, seed=s) for t, s in zip(found, seeds, strict=True))
+        )
 
     gathered = [comparable(r) for r in asyncio.run(together())]
     assert gathered == alone
@@ -95,16 +106,23 @@ def test_concurrent_evaluations_get_the_records_each_gets_alone(
 def test_only_items_of_one_shape_and_setting_are_ruled_together(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Shapes and settings keep items apart; a seed does not (each run of one draws its own)."""
     sizes = sizes_ruled(monkeypatch)
     shapes = [*debates(3), *debates(3, pro=2, con=4)]
+    median = RunConfig(model="f", thresholds=Thresholds(aggregate="median"))
 
     async def together() -> list[PanelResult]:
         seeded = [panel().evaluate(t, seed=7) for t in shapes]
-        return await asyncio.gather(*seeded, panel().evaluate(shapes[0], seed=8))
+        other = MultiJudgePanel(models=FunctionModel(judges), config=median)
+        return await asyncio.gather(
+            *seeded, panel().evaluate(shapes[0], seed=8), other.evaluate(shapes[1], seed=7)
+        )
 
     results = asyncio.run(together())
-    assert sorted(sizes) == [1, 3, 3]  # 3 + 3 by shape; another seed draws other replicates
-    assert comparable(results[-1]) == comparable(panel().evaluate_sync(shapes[0], seed=8))
+    assert sorted(sizes) == [1, 3, 4]  # 4 of one shape (seeds 7 and 8), 3 of the other, 1 median
+    assert comparable(results[-2]) == comparable(panel().evaluate_sync(shapes[0], seed=8))
+    alone = MultiJudgePanel(models=FunctionModel(judges), config=median)
+    assert comparable(results[-1]) == comparable(alone.evaluate_sync(shapes[1], seed=7))
 
 
 def _batch(seed: int) -> ScoreBatch:
@@ -163,3 +181,14 @@ def test_a_cancelled_evaluation_is_skipped() -> None:
     cancelled, done = asyncio.run(run())
     [alone] = conclude_batch(_batch(1), WEIGHTS, SETTING, [Context(panel_size=4)])
     assert cancelled and done == alone
+
+
+def test_seed_runs_split_a_batch_where_its_seed_changes() -> None:
+    stacked = _gather._stacked([_batch(s) for s in range(5)])
+    runs = seed_runs(replace(stacked, seeds=(1, 1, 2, None, None)), SETTING)
+    assert [(r.start, r.stop, s.seed) for r, s in runs] == [(0, 2, 1), (2, 3, 2), (3, 5, None)]
+    assert all(replace(s, seed=SETTING.seed) == SETTING for _, s in runs)
+    [(whole, own)] = seed_runs(replace(stacked, seeds=(4,) * 5), SETTING)
+    assert (whole.start, whole.stop, own.seed) == (0, 5, 4)
+    [(whole, own)] = seed_runs(stacked, SETTING)  # no seeds of its own: the setting's
+    assert (whole.start, whole.stop) == (0, 5) and own is SETTING
