@@ -42,13 +42,17 @@ class _Asked:
     batch: ScoreBatch
     context: Context
     future: asyncio.Future[Conclusion]
-    seed: int | None
+
+    @property
+    def seed(self) -> int | None:
+        """The item's own seed, which its batch carries (:attr:`ScoreBatch.seeds`)."""
+        return self.batch.seeds[0] if self.batch.seeds else None
 
 
 class _Key(NamedTuple):
     """What conclusions ruled together share: shape, judge weights, setting (seed None).
 
-    Each item's own seed is on its :class:`_Asked`.
+    Each item's own seed is on its batch (:attr:`ScoreBatch.seeds`).
     """
 
     shape: Hashable
@@ -72,7 +76,7 @@ class _Gatherer:
     ) -> asyncio.Future[Conclusion]:
         if not self._waiting:
             self._loop.call_soon(self._rule)
-        asked = _Asked(batch, context, self._loop.create_future(), setting.seed)
+        asked = _Asked(replace(batch, seeds=(setting.seed,)), context, self._loop.create_future())
         key = _Key(_shape(batch), tuple(judge_weights.items()), replace(setting, seed=None))
         self._waiting.setdefault(key, []).append(asked)
         return asked.future
@@ -109,12 +113,8 @@ def _settle(asked: list[_Asked], weights: dict[str, float], setting: Setting) ->
     if not live:
         return
     try:
-        batch = _stacked([a.batch for a in live])
         found = conclude_batch(
-            replace(batch, seeds=tuple(a.seed for a in live)),
-            weights,
-            setting,
-            [a.context for a in live],
+            _stacked([a.batch for a in live]), weights, setting, [a.context for a in live]
         )
     except Exception:  # noqa: BLE001 - each item is ruled alone below, raising its own
         for a in live:
@@ -127,9 +127,7 @@ def _settle(asked: list[_Asked], weights: dict[str, float], setting: Setting) ->
 def _alone(asked: _Asked, weights: dict[str, float], setting: Setting) -> None:
     """One item ruled alone, its conclusion or its error set on its future."""
     try:
-        [conclusion] = conclude_batch(
-            asked.batch, weights, replace(setting, seed=asked.seed), [asked.context]
-        )
+        [conclusion] = conclude_batch(asked.batch, weights, setting, [asked.context])
     except Exception as exc:  # noqa: BLE001 - the evaluation awaiting it raises it
         asked.future.set_exception(exc)
         return
@@ -159,6 +157,7 @@ def _stacked(batches: list[ScoreBatch]) -> ScoreBatch:
         if first.standings is None
         else np.concatenate([b.standings for b in batches if b.standings is not None]),
         spread=spread,
+        seeds=None if first.seeds is None else tuple(s for b in batches for s in b.seeds or ()),
     )
 
 

@@ -67,11 +67,15 @@ def margin_intervals(
         )
         for run, own in runs
     ]
-    found = [np.concatenate([p[0][k] for p in parts]) for k in range(len(arrays))]
-    helds = [p[1] for p in parts if p[1] is not None]
+    found = _joined([p[0] for p in parts])
     if not held:
         return found, None
-    return found, [np.concatenate([h[k] for h in helds]) for k in range(len(arrays))]
+    return found, _joined([p[1] for p in parts if p[1] is not None])
+
+
+def _joined(runs: list[list[FloatArray]]) -> list[FloatArray]:
+    """Each array's intervals, its runs' rows joined back in the batch's order."""
+    return [np.concatenate(rows) for rows in zip(*runs, strict=True)]
 
 
 def seed_runs(batch: ScoreBatch, setting: Setting) -> list[tuple[slice, Setting]]:
@@ -81,9 +85,8 @@ def seed_runs(batch: ScoreBatch, setting: Setting) -> list[tuple[slice, Setting]
     (:attr:`ScoreBatch.seeds`): then each run of equal seeds draws as it would alone.
     """
     seeds = batch.seeds
-    if seeds is None or len(set(seeds)) <= 1:
-        own = setting if not seeds else replace(setting, seed=seeds[0])
-        return [(slice(0, batch.size), own)]
+    if not seeds:
+        return [(slice(0, batch.size), setting)]
     runs, start = [], 0
     for at in range(1, len(seeds) + 1):
         if at == len(seeds) or seeds[at] != seeds[start]:
