@@ -323,6 +323,17 @@ class _Sandbox(SandboxedEnvironment):
             return value
         return self.unsafe_undefined(obj, attribute)
 
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        """A template's globals as one dict, not Jinja's ChainMap over the environment's.
+
+        Each render copies its template's globals into a fresh context, walking them twice
+        (``dict`` and ``set``): a ChainMap is walked in Python, a dict in C, and the walks
+        were a fifth of the cost of rendering a prompt. This environment's globals are all
+        set when it is made, before any template is loaded (as Jinja asks), so a copy
+        holds the same names the ChainMap would show.
+        """
+        return {**self.globals, **(d or {})}
+
     def _load_template(self, name: str, globals: MutableMapping[str, Any] | None) -> Template:
         """An included template, looked up once per renderer as the ones it renders are.
 
