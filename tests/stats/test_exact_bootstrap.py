@@ -41,7 +41,18 @@ def _margins(x: FloatArray, w: FloatArray, d: Draws) -> tuple[FloatArray, FloatA
 
 
 def reference(x: FloatArray, is_pro: NDArray[np.bool_], w: FloatArray, **how: object) -> FloatArray:
-    """The gathered bootstrap: the exact path before ``debate.stats._exact``."""
+    """The gathered bootstrap, each item alone: the exact path before ``debate.stats._exact``.
+
+    Alone, as the scalar ``bootstrap_margin`` takes an item: from eight units a side numpy
+    sums a gathered batch's cells in an order that depends on how many items it holds.
+    """
+    w = np.broadcast_to(w, (x.shape[0], x.shape[1]))
+    return np.concatenate(
+        [_alone(x[i : i + 1], is_pro, w[i : i + 1], **how) for i in range(len(x))]
+    )
+
+
+def _alone(x: FloatArray, is_pro: NDArray[np.bool_], w: FloatArray, **how: object) -> FloatArray:
     x, w, orientations = margin_draws(x, is_pro, w, 2000, 0.9, 4, bool(how["resample_judges"]))
     found = [_margins(x, w, d) for d in orientations]
     margins = np.concatenate([s * m for s, (m, _) in zip((1.0, -1.0), found, strict=False)], 1)
@@ -92,3 +103,23 @@ def test_every_draw_table_is_kept_read_only() -> None:
     assert table.shape == (27, 3) and table[5].tolist() == [0, 1, 2]  # base 3: 5 = 012
     with pytest.raises(ValueError):
         table[0, 0] = 1
+
+
+@pytest.mark.parametrize(("judges", "pro", "con"), [(4, 3, 3), (9, 3, 3), (4, 9, 2), (2, 8, 8)])
+def test_items_taken_together_get_the_interval_each_gets_alone(
+    judges: int, pro: int, con: int
+) -> None:
+    """A live panel's concurrent debates are concluded together (``debate.panel._gather``).
+
+    From eight judges or units a side on, numpy's sums of a gathered batch depend on its
+    size, so those items are taken one by one: each keeps the bits it has alone.
+    """
+    rng = np.random.default_rng(judges * 100 + pro * 10 + con)
+    x = np.round(rng.normal(5, 2, size=(5, judges, pro + con)), 3)
+    is_pro = np.array([True] * pro + [False] * con)
+    w = rng.uniform(0.2, 2.0, size=(5, judges))
+    together = bootstrap_margin_pair_batch(x, is_pro, w, ci=0.9, seed=7)
+    for i in range(5):
+        alone = bootstrap_margin_pair_batch(x[i : i + 1], is_pro, w[i : i + 1], ci=0.9, seed=7)
+        assert together[0][i].tobytes() == alone[0][0].tobytes(), i
+        assert together[1][i].tobytes() == alone[1][0].tobytes(), i
