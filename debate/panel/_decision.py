@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from debate.panel._ahead import each_block
 from debate.panel._leads import leads
-from debate.panel._margins import margin_intervals, seed_runs, widened
+from debate.panel._margins import margin_intervals, widened
 from debate.panel._rules import (
     Margins,
     Ruling,
@@ -188,7 +188,8 @@ class ScoreBatch:
     of its margin in points, when judges read more than once; None for single readings."""
     seeds: tuple[int | None, ...] | None = None
     """Per item, the seed of its draws, where items of concurrent runs are decided together
-    (runs of equal seeds, see :func:`~debate.panel._margins.seed_runs`); None: the setting's."""
+    (stacked in runs of equal seeds, see :func:`~debate.panel._margins.seed_runs`); None: the
+    setting's."""
 
     @property
     def size(self) -> int:
@@ -388,15 +389,11 @@ def _correlation_numbers(
     corr = correlation_batch(batch.raw, batch.is_pro)
     groups = cluster_batch(corr)
     found = effective_votes(corr)
-    if items <= EXACT_INTERVAL_ITEMS:  # each run of one seed its own draws (seed_runs)
+    if items <= EXACT_INTERVAL_ITEMS:  # each item drawn from its own seed, if it has one
         level = setting.thresholds.confidence
-        ci = [
-            found
-            for run, own in seed_runs(batch, setting)
-            for found in effective_votes_intervals(
-                batch.raw[run], batch.is_pro, ci=level, seed=own.seed
-            )
-        ]
+        ci = effective_votes_intervals(
+            batch.raw, batch.is_pro, ci=level, seed=setting.seed, seeds=batch.seeds
+        )
     else:
         ci = [None] * items  # a bootstrap per item: kept for small batches
     off = _off_diagonal(corr)

@@ -12,9 +12,10 @@ cost about 2 ms each, 16 items with seeds of their own about 3 ms, one alone 5.5
 
 The records are the ones each evaluation gets alone, bit for bit: every statistic of a
 batch is its items' own. The bootstrap draws depend on the seed and the shape, so items are
-stacked by seed and each run of one seed draws as it would alone
-(:func:`~debate.panel._margins.seed_runs`); everything else is computed for the whole batch
-at once. Batches of up to ``EXACT_INTERVAL_ITEMS`` items take the paths a single item takes
+stacked by seed: the margins' bootstrap takes each run of one seed as it would alone
+(:func:`~debate.panel._margins.seed_runs`), the effective votes' interval draws each item's
+columns from its own seed in one pass; everything else is computed for the whole batch at
+once. Batches of up to ``EXACT_INTERVAL_ITEMS`` items take the paths a single item takes
 (exact resampling, the effective votes' interval). An evaluation with nothing to share its
 loop tick with waits one turn of the loop.
 """
@@ -103,8 +104,9 @@ def _shape(batch: ScoreBatch) -> Hashable:
 def _settle(asked: list[_Asked], weights: dict[str, float], setting: Setting) -> None:
     """Rule ``asked`` together; if that raises, each alone, so one item's error stays its own.
 
-    Items of one seed are stacked next to one another: each run of a seed draws as it would
-    alone (:func:`~debate.panel._margins.seed_runs`), everything else is the batch's at once.
+    Items of one seed are stacked next to one another: each draws as it would alone (the
+    margins run by run, :func:`~debate.panel._margins.seed_runs`), everything else is the
+    batch's at once.
     """
     live = sorted(
         (a for a in asked if not a.future.cancelled()),

@@ -160,29 +160,30 @@ def effective_votes_intervals(
     ci: float = 0.95,
     n_boot: int = N_BOOT,
     seed: int | None = 0,
+    seeds: Sequence[int | None] | None = None,
 ) -> list[tuple[float, float] | None]:
     """:func:`effective_votes_interval` of each item of ``items x judges x columns``.
 
     Every item's columns are resampled with the same draws (one seed), each item's its own
     rows of one correlation batch: the intervals each item gets alone, bit for bit, in one
-    pass instead of one per item.
+    pass instead of one per item. ``seeds``: one per item instead, each item resampled as
+    its own seed draws (each seed drawn once), still in one pass.
     """
     values = np.asarray(x, dtype=np.float64)
     items, judges, columns = values.shape
     if judges == 0:
         return [None] * items
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        picks = rng.integers(0, columns, size=(n_boot, columns))
+    if seeds is None or len(set(seeds)) < 2:
+        picks = _picks(seed if seeds is None else seeds[0], columns, groups, n_boot)
+        # items x n_boot x judges x columns in C order: the steps below read contiguous rows
+        draws = np.ascontiguousarray(values[:, :, picks].transpose(0, 2, 1, 3))
     else:
-        parts = [np.flatnonzero(g) for g in (groups, ~groups) if g.any()]
-        picks = np.concatenate(
-            [p[rng.integers(0, p.size, size=(n_boot, p.size))] for p in parts], axis=1
-        )
-    # items x n_boot x judges x columns in C order: the steps below read contiguous rows
-    draws = np.ascontiguousarray(values[:, :, picks].transpose(0, 2, 1, 3))
-    order = None if groups is None else groups[picks[0]]
-    flat = draws.reshape(items * n_boot, judges, picks.shape[1])
+        index = {own: at for at, own in enumerate(dict.fromkeys(seeds))}
+        sets = np.stack([_picks(own, columns, groups, n_boot) for own in index])
+        picks = sets[[index[own] for own in seeds]]  # items x n_boot x columns
+        draws = np.take_along_axis(values[:, None], picks[:, :, None, :], axis=3)
+    order = None if groups is None else groups[picks.reshape(-1, picks.shape[-1])[0]]
+    flat = draws.reshape(items * n_boot, judges, picks.shape[-1])
     found = effective_votes(correlation_batch(flat, order)).reshape(items, n_boot)
     tail = (1 - ci) / 2
     out: list[tuple[float, float] | None] = []
@@ -194,6 +195,20 @@ def effective_votes_intervals(
         low, high = np.quantile(kept, [tail, 1 - tail])
         out.append((float(np.round(low, 9)), float(np.round(high, 9))))
     return out
+
+
+def _picks(
+    seed: int | None, columns: int, groups: NDArray[np.bool_] | None, n_boot: int
+) -> NDArray[np.intp]:
+    """One seed's resampled columns, n_boot x columns: within each group when there are groups."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        found: NDArray[np.intp] = rng.integers(0, columns, size=(n_boot, columns))
+        return found
+    parts = [np.flatnonzero(g) for g in (groups, ~groups) if g.any()]
+    return np.concatenate(
+        [p[rng.integers(0, p.size, size=(n_boot, p.size))] for p in parts], axis=1
+    )
 
 
 def clusters(corr: FloatArray, names: Sequence[str]) -> list[list[str]]:
