@@ -114,8 +114,26 @@ def exact_intervals(
     short = max(max(d.pro.shape[1], d.con.shape[1]) for d in orientations)
     if max(x.shape[1], short) < PAIRWISE_FROM:
         return _chained_intervals(x, w, orientations, is_pro, ci, held)
-    if x.shape[0] > 1:
-        return _one_by_one(x, w, orientations, ci, held, is_pro)
+    # From eight judges or units a side on, numpy sums a gathered batch's cells pairwise, in
+    # an order that depends on how many items the batch holds: together, an item's interval
+    # could differ in its last bit from the one it gets alone (the scalar bootstrap_margin's,
+    # a batch of one). Such batches are small (EXACT_ITEMS) and rare in a live panel: each
+    # item is taken alone.
+    out = [np.full((x.shape[0], 2), np.nan) for _ in held]
+    for i in range(x.shape[0]):
+        found = _summed(x[i : i + 1], w[i : i + 1], orientations, ci, held)
+        for whole, part in zip(out, found, strict=True):
+            whole[i] = part[0]
+    return out
+
+
+def _summed(
+    x: FloatArray, w: FloatArray, orientations: list[Draws], ci: float, held: tuple[bool, ...]
+) -> list[FloatArray]:
+    """:func:`exact_intervals` of one item by numpy's own reductions.
+
+    Over arrays laid out as the scalar function's are, so its sums are the scalar's.
+    """
     every = np.broadcast_to(np.arange(x.shape[1]), orientations[0].judges.shape).copy()
     differences = [_judge_differences(x, d, every) for d in orientations]
     found = [
@@ -126,30 +144,6 @@ def exact_intervals(
         for fixed in held
     ]
     return [_interval(pairs, ci) for pairs in found]
-
-
-def _one_by_one(
-    x: FloatArray,
-    w: FloatArray,
-    orientations: list[Draws],
-    ci: float,
-    held: tuple[bool, ...],
-    is_pro: BoolArray,
-) -> list[FloatArray]:
-    """:func:`exact_intervals` of each item alone.
-
-    From eight judges or eight units a side on, numpy sums a gathered batch's cells
-    pairwise, in an order that depends on how many items the batch holds: taken together,
-    an item's interval could differ in its last bit from the one it gets alone (the scalar
-    ``bootstrap_margin``'s, a batch of one). Such batches are small (up to ``EXACT_ITEMS``
-    items) and their shapes rare in a live panel, so each item is taken alone.
-    """
-    out = [np.full((x.shape[0], 2), np.nan) for _ in held]
-    for i in range(x.shape[0]):
-        found = exact_intervals(x[i : i + 1], w[i : i + 1], orientations, ci, held, is_pro)
-        for whole, part in zip(out, found, strict=True):
-            whole[i] = part[0]
-    return out
 
 
 def _interval(pairs: list[tuple[FloatArray, FloatArray]], ci: float) -> FloatArray:
