@@ -12,9 +12,10 @@ unless they are local reads (SQLite's); a network's are grouped likewise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from debate.models import Message, Model, ModelSettings, Reply, ReplySchema, json_schema_of
-from debate.storage import CallCost, ResponseCache, request_key
+from debate.storage import CallCost, ResponseCache, canonical_json, keyed_request
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class CacheSlot:
         )
 
 
+@lru_cache(maxsize=1024)
+def _schema_key(schema: ReplySchema) -> str:
+    """A reply model's part of its calls' keys, serialized once per model."""
+    return canonical_json(json_schema_of(schema))
+
+
 def cache_slot(
     cache: ResponseCache | None,
     model: Model,
@@ -73,5 +80,5 @@ def cache_slot(
     if cache is None:
         return None
     endpoint = getattr(model, "base_url", None)
-    key = request_key(model.name, endpoint, messages, json_schema_of(schema), settings)
+    key = keyed_request(model.name, endpoint, messages, _schema_key(schema), settings)
     return CacheSlot(cache, key, model.name)

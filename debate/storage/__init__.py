@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from debate._faces import lazy_names
-from debate.storage._cache import CallCost, ResponseCache, request_key
+from debate.storage._cache import (
+    CallCost,
+    ResponseCache,
+    canonical_json,
+    keyed_request,
+    request_key,
+)
 from debate.storage._files import (
     current_umask,
     load_result,
@@ -40,8 +46,10 @@ __all__ = [
     "ResponseCache",
     "RunStore",
     "SCHEMES",
+    "canonical_json",
     "current_umask",
     "default_store_path",
+    "keyed_request",
     "load_result",
     "migrate",
     "open_pool",
