@@ -27,24 +27,29 @@ TEXTS = [
 ]
 
 
-def reference(
+def reference(**fields: object) -> str:
+    """The key's definition: the digest of the request's fields as canonical JSON."""
+    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def fields_of(
     model: str,
     endpoint: str | None,
     messages: list[Message],
-    schema: dict[str, object],
+    reply: object,
     settings: ModelSettings,
-) -> str:
-    payload = {
+) -> dict[str, object]:
+    """Every field a call's key covers."""
+    return {
         "model": model,
         "endpoint": endpoint,
         "messages": [m.model_dump() for m in messages],
-        "schema": schema,
+        "schema": reply,
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
         "seed": settings.seed,
     }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 @pytest.mark.parametrize("text", TEXTS)
@@ -58,7 +63,9 @@ def test_the_key_is_the_digest_of_the_whole_request(
 ) -> None:
     messages = [Message(role="system", content="be fair"), Message(role="user", content=text)]
     reply = judge_reply(("PRO-2", "PRO-1", "CON-1"))  # an order of the ids not sorted
-    expected = reference("model-\u00e9", endpoint, messages, json_schema_of(reply), settings)
+    expected = reference(
+        **fields_of("model-é", endpoint, messages, json_schema_of(reply), settings)
+    )
     assert (
         request_key("model-\u00e9", endpoint, messages, json_schema_of(reply), settings) == expected
     )
@@ -76,14 +83,18 @@ def test_a_calls_slot_carries_the_key_of_its_request(tmp_path: Path) -> None:
     slot = cache_slot(ResponseCache(tmp_path / "cache.sqlite"), model, messages, reply, settings)
     assert slot is not None
     endpoint = getattr(model, "base_url", None)
-    assert slot.key == reference(model.name, endpoint, messages, json_schema_of(reply), settings)
+    assert slot.key == reference(
+        **fields_of(model.name, endpoint, messages, json_schema_of(reply), settings)
+    )
 
 
 def test_a_known_request_keeps_its_recorded_key() -> None:
     """Pinned: the digest a cache written by earlier versions holds for this request."""
     messages = [Message(role="user", content="say it")]
     key = request_key("m", None, messages, {"type": "object"}, ModelSettings(max_tokens=64))
-    assert key == reference("m", None, messages, {"type": "object"}, ModelSettings(max_tokens=64))
+    assert key == reference(
+        **fields_of("m", None, messages, {"type": "object"}, ModelSettings(max_tokens=64))
+    )
     assert key == PINNED
 
 
