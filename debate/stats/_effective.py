@@ -171,7 +171,9 @@ def effective_votes_intervals(
     """
     values = np.asarray(x, dtype=np.float64)
     items, judges, columns = values.shape
-    if judges == 0:
+    if seeds is not None and len(seeds) != items:
+        raise ValueError(f"seeds: give one per item ({items}), not {len(seeds)}; or none")
+    if judges == 0 or items == 0:
         return [None] * items
     if seeds is None or len(set(seeds)) < 2:
         picks = _picks(seed if seeds is None else seeds[0], columns, groups, n_boot)

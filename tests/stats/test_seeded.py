@@ -36,3 +36,10 @@ def test_each_item_gets_the_effective_votes_interval_of_its_own_seed(grouped: bo
 def test_one_seed_for_every_item_is_the_seed_itself() -> None:
     x = np.random.default_rng(3).normal(size=(3, 4, 6))
     assert effective_votes_intervals(x, seeds=(5, 5, 5)) == effective_votes_intervals(x, seed=5)
+
+
+def test_seeds_must_be_one_per_item() -> None:
+    x = np.random.default_rng(4).normal(size=(3, 4, 6))
+    with pytest.raises(ValueError, match=r"seeds: give one per item \(3\), not 2"):
+        effective_votes_intervals(x, seeds=(1, 2))
+    assert effective_votes_intervals(x[:0], seeds=()) == []
