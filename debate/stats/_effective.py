@@ -175,17 +175,17 @@ def effective_votes_intervals(
         raise ValueError(f"seeds: give one per item ({items}), not {len(seeds)}; or none")
     if judges == 0 or items == 0:
         return [None] * items
-    if seeds is None or len(set(seeds)) < 2:
-        picks = _picks(seed if seeds is None else seeds[0], columns, groups, n_boot)
+    distinct = [seed] if seeds is None else list(dict.fromkeys(seeds))
+    sets = [_picks(own, columns, groups, n_boot) for own in distinct]  # each n_boot x columns
+    if len(sets) == 1:
         # items x n_boot x judges x columns in C order: the steps below read contiguous rows
-        draws = np.ascontiguousarray(values[:, :, picks].transpose(0, 2, 1, 3))
+        draws = np.ascontiguousarray(values[:, :, sets[0]].transpose(0, 2, 1, 3))
     else:
-        index = {own: at for at, own in enumerate(dict.fromkeys(seeds))}
-        sets = np.stack([_picks(own, columns, groups, n_boot) for own in index])
-        picks = sets[[index[own] for own in seeds]]  # items x n_boot x columns
+        at = {own: i for i, own in enumerate(distinct)}
+        picks = np.stack(sets)[[at[own] for own in seeds or ()]]  # items x n_boot x columns
         draws = np.take_along_axis(values[:, None], picks[:, :, None, :], axis=3)
-    order = None if groups is None else groups[picks.reshape(-1, picks.shape[-1])[0]]
-    flat = draws.reshape(items * n_boot, judges, picks.shape[-1])
+    order = None if groups is None else groups[sets[0][0]]  # every draw keeps the groups' order
+    flat = draws.reshape(items * n_boot, judges, columns)
     found = effective_votes(correlation_batch(flat, order)).reshape(items, n_boot)
     tail = (1 - ci) / 2
     out: list[tuple[float, float] | None] = []
