@@ -46,10 +46,12 @@ def add_parser(commands: Commands) -> None:
     )
     batch.add_argument(
         "--engine",
-        choices=("local", "ray"),
+        choices=("local", "processes", "ray"),
         default=None,
-        help="local: this process (the default); ray: the worker processes of a Ray cluster "
-        "(needs the ray extra), one rate limit and one cost cap over all of them",
+        help="local: this process (the default); processes: this process and copies of it, "
+        "one per core of this machine (or --workers), with no rate limit or cost cap; ray: "
+        "the worker processes of a Ray cluster (needs the ray extra), one rate limit and one "
+        "cost cap over all of them",
     )
     batch.add_argument(
         "--ray-address",
@@ -62,8 +64,9 @@ def add_parser(commands: Commands) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="Ray workers, each with its own clients (default: one per CPU of the cluster); "
-        "--workers N above 1 alone means --engine ray on a local Ray of N CPUs",
+        help="Ray workers or processes, each with its own clients (default: one per CPU of "
+        "the cluster or core of this machine); --workers N above 1 alone means --engine ray "
+        "on a local Ray of N CPUs",
     )
     batch.add_argument(
         "--shard",
@@ -84,9 +87,10 @@ def batch_command(args: argparse.Namespace) -> int:
 
     ``--concurrency``, every item's config and every item's folder are checked by
     :func:`debate.batch.run_batch`, before any item starts; so is a cost cap over a model
-    without a price. ``--engine ray`` (or ``--ray-address``, or ``--workers`` above 1)
-    runs the items on Ray (:mod:`debate.batch._ray`, imported only then); ``--shard K/N``
-    keeps only shard K's items (:mod:`debate.batch._shards`).
+    without a price. ``--engine processes`` forks this process once per core
+    (:mod:`debate.batch._processes`); ``--engine ray`` (or ``--ray-address``, or
+    ``--workers`` above 1) runs the items on Ray (:mod:`debate.batch._ray`, imported only
+    then); ``--shard K/N`` keeps only shard K's items (:mod:`debate.batch._shards`).
     """
     config = run_config(args)
     with user_file(args.file, "batch file"):
@@ -117,7 +121,12 @@ def batch_command(args: argparse.Namespace) -> int:
         "progress": progress,
         "store": store,
     }
-    if engine == "ray":
+    if engine == "processes":
+        from debate.batch import run_batch_processes
+
+        run = Run(cache=cache, history=history(args), model_path=args.model_path, **money)
+        lines = run_batch_processes(items, workers=args.workers, run=run, **shared)
+    elif engine == "ray":
         if cache is not None:
             cache.close()  # each worker opens it
         lines = _on_ray(args, items, cache, money, shared)
@@ -130,7 +139,7 @@ def batch_command(args: argparse.Namespace) -> int:
 
 
 def _engine(args: argparse.Namespace) -> str:
-    """``--engine``, ``--ray-address`` and ``--workers`` checked together: local or ray.
+    """``--engine``, ``--ray-address`` and ``--workers`` checked together: the engine.
 
     ``--workers N`` above 1 with no engine named is a local Ray of N CPUs; with
     ``--engine local`` it is refused (one process has no workers). Ray is imported here,
@@ -140,15 +149,15 @@ def _engine(args: argparse.Namespace) -> str:
     if engine is None:
         wants_ray = args.ray_address is not None or (args.workers or 1) > 1
         engine = "ray" if wants_ray else "local"
-    if engine == "local":
+    if engine in ("local", "processes"):
         if args.ray_address is not None:
             raise ConfigurationError(
-                "--ray-address: a Ray cluster needs --engine ray, not --engine local"
+                f"--ray-address: a Ray cluster needs --engine ray, not --engine {engine}"
             )
-        if (args.workers or 1) > 1:
+        if engine == "local" and (args.workers or 1) > 1:
             raise ConfigurationError(
-                f"--workers: {args.workers} workers need --engine ray (--engine local is "
-                "this one process)"
+                f"--workers: {args.workers} workers need --engine processes or --engine ray "
+                "(--engine local is this one process)"
             )
         return engine
     from debate.batch import check_address, require_ray

@@ -13,39 +13,10 @@ is left to fail again, with the same error, where the command needs it.
 
 from __future__ import annotations
 
-import importlib
-import logging
 import threading
 
+from debate._preload import import_after_calls
 from debate.runtime import Event, EventHandler, StepFinished
-
-log = logging.getLogger(__name__)
-
-AFTER_CALLS: tuple[tuple[str, str | None], ...] = (
-    ("numpy", None),
-    ("debate.panel", "conclude_batch"),
-    ("debate.panel", "doubt_features"),
-    ("debate.panel", "PolicyRule"),
-    ("numpy.random", None),
-    ("numpy.ma", None),
-    ("debate.report", "charts"),
-    ("debate.report", "md_table"),
-    ("debate.report", "deliberation_lines"),
-)
-"""Modules, or faces and a name whose module the face imports on first use, that the decision
-and the reports import, numpy first: the judging's decision (its bootstrap draws numpy.random,
-a quantile numpy.ma), the report's HTML and Markdown."""
-
-
-def _import_after_calls() -> None:
-    for module, name in AFTER_CALLS:
-        try:
-            face = importlib.import_module(module)
-            if name is not None:
-                getattr(face, name)
-        except Exception:  # noqa: BLE001 - the command's own import reports it where needed
-            log.debug("importing %s ahead of use failed", module, exc_info=True)
-            return
 
 
 class Preloading:
@@ -61,7 +32,7 @@ class Preloading:
     def __call__(self, event: Event) -> None:
         if self.thread is None and isinstance(event, StepFinished):
             self.thread = threading.Thread(
-                target=_import_after_calls, name="debate-imports", daemon=True
+                target=import_after_calls, name="debate-imports", daemon=True
             )
             self.thread.start()
         if self.handler is not None:

@@ -49,6 +49,7 @@ from debate.runtime import (
 from debate.storage import RunStore, read_jsonl, validated, write_json_atomic
 
 if TYPE_CHECKING:
+    from debate.batch._processes import run_batch_processes
     from debate.batch._ray import run_batch_ray
     from debate.batch._ray_cluster import check_address, require_ray, start_ray, stop_ray
     from debate.batch._shards import merge_shards, parse_shard, take_shard
@@ -239,8 +240,37 @@ async def run_batch(
     check_concurrency(concurrency)
     plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
-    gate = asyncio.Semaphore(concurrency)
     lines: dict[str, BatchLine] = {}
+    try:
+        async with owned_pool(run.pool, config, seed=seed, model_path=run.model_path) as shared:
+            each = run.with_(pool=shared, on_event=progress.on_event)
+            for item_id, item in items:  # every item's models, keys and prices, before any call
+                _prepare(item, item_id, plans[item_id][1], each)
+            await run_items(items, plans, lines, each, concurrency, seed, progress, store)
+    finally:  # also when cancelled: the finished items' lines are kept
+        progress.show(force=True)
+        ordered = write_batch_files([i for i, _ in items], lines, out_dir)
+    return ordered
+
+
+async def run_items(
+    items: list[tuple[str, BatchItem]],
+    plans: Mapping[str, tuple[Path, RunConfig]],
+    lines: dict[str, BatchLine],
+    run: Run,
+    concurrency: int,
+    seed: int,
+    progress: Progress,
+    store: RunStore | None,
+) -> None:
+    """Run prepared ``items`` ``concurrency`` at a time on ``run`` (its pool set).
+
+    Each item's line goes into ``lines``; an item an earlier run finished gets its line
+    without a call. One process's share of a batch: :func:`run_batch` runs every item
+    through it, each process of :func:`~debate.batch._processes.run_batch_processes` its
+    own.
+    """
+    gate = asyncio.Semaphore(concurrency)
 
     async def one(item_id: str, item: BatchItem) -> None:
         folder, cfg = plans[item_id]
@@ -250,7 +280,7 @@ async def run_batch(
         async with gate:
             progress.running += 1
             try:
-                work = _run_item(item, cfg, each, seed)
+                work = _run_item(item, cfg, run, seed)
                 lines[item_id] = line = await _kept(work, item_id, folder, store, lines)
                 progress.on_event(ItemFinished(item_id, line.status, line.outcome))
                 if line.status == "ok":
@@ -261,16 +291,7 @@ async def run_batch(
                 progress.running -= 1
                 progress.show()
 
-    try:
-        async with owned_pool(run.pool, config, seed=seed, model_path=run.model_path) as shared:
-            each = run.with_(pool=shared, on_event=progress.on_event)
-            for item_id, item in items:  # every item's models, keys and prices, before any call
-                _prepare(item, item_id, plans[item_id][1], each)
-            await asyncio.gather(*(one(i, item) for i, item in items))
-    finally:  # also when cancelled: the finished items' lines are kept
-        progress.show(force=True)
-        ordered = write_batch_files([i for i, _ in items], lines, out_dir)
-    return ordered
+    await asyncio.gather(*(one(i, item) for i, item in items))
 
 
 def write_batch_files(
@@ -443,6 +464,23 @@ def finished_line(item_id: str, folder: Path, progress: Progress) -> BatchLine |
     return line
 
 
+def unfinished(
+    items: list[tuple[str, BatchItem]],
+    plans: Mapping[str, tuple[Path, RunConfig]],
+    progress: Progress,
+) -> tuple[list[tuple[str, BatchItem]], dict[str, BatchLine]]:
+    """The items still to run, and the lines of those an earlier run finished (counted)."""
+    lines: dict[str, BatchLine] = {}
+    todo = []
+    for item_id, item in items:
+        done = finished_line(item_id, plans[item_id][0], progress)
+        if done is None:
+            todo.append((item_id, item))
+        else:
+            lines[item_id] = done
+    return todo, lines
+
+
 def item_plans(
     items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
 ) -> dict[str, tuple[Path, RunConfig]]:
@@ -467,8 +505,9 @@ async def _run_item(item: BatchItem, config: RunConfig, run: Run, seed: int) -> 
     return await run_debate(item.topic, config=config, seed=seed, run=run)
 
 
-# The Ray engine and the shards import this module's names, so they load on first use.
+# The engines (processes, Ray) and the shards import this module's names: loaded on first use.
 _MODULES: dict[str, tuple[str, ...]] = {
+    "debate.batch._processes": ("run_batch_processes",),
     "debate.batch._ray": ("run_batch_ray",),
     "debate.batch._ray_cluster": (
         "check_address",
@@ -498,6 +537,7 @@ __all__ = [
     "planned_batch_calls",
     "require_ray",
     "run_batch",
+    "run_batch_processes",
     "run_batch_ray",
     "start_ray",
     "stop_ray",

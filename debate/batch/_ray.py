@@ -52,9 +52,9 @@ from debate.batch import (
     _run_item,
     check_concurrency,
     check_workers,
-    finished_line,
     item_plans,
     keep,
+    unfinished,
     write_batch_files,
 )
 from debate.batch._ray_cluster import cluster_cpus
@@ -253,7 +253,7 @@ async def run_batch_ray(
     check_workers(workers, concurrency)
     plans = item_plans(items, config, out_dir)
     progress = progress or Progress(len(items))
-    todo, lines = _unfinished(items, plans, progress)
+    todo, lines = unfinished(items, plans, progress)
     driver = _Driver(plans, progress, lines, store)
     try:
         if todo:
@@ -289,23 +289,6 @@ def _travelling(run: Run) -> Run:
             "give Run() without pool and cache, and cache= as a path"
         )
     return run
-
-
-def _unfinished(
-    items: list[tuple[str, BatchItem]],
-    plans: Mapping[str, tuple[Path, RunConfig]],
-    progress: Progress,
-) -> tuple[list[tuple[str, BatchItem]], dict[str, BatchLine]]:
-    """The items still to run, and the lines of those a resumed batch had finished."""
-    lines: dict[str, BatchLine] = {}
-    todo = []
-    for item_id, item in items:
-        done = finished_line(item_id, plans[item_id][0], progress)
-        if done is None:
-            todo.append((item_id, item))
-        else:
-            lines[item_id] = done
-    return todo, lines
 
 
 def _one_of_each(

@@ -11,7 +11,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from debate.exceptions import ConfigurationError
-from debate.models import Model, in_process, resolve_model
+from debate.models import SCRIPTED, Model, in_process, resolve_model
 from debate.records import DEFAULT_ENDPOINT, Endpoint, RunConfig, validation_message
 from debate.runtime._limiter import LimitedModel, RateLimiter
 from debate.runtime._pricing import PriceTable
@@ -109,6 +109,19 @@ class ModelPool:
             model = name or config.model
             if not in_process(model, base_url=base_url, endpoint=label, model_path=self.model_path):
                 resolve_api_key(base_url, key_env, label)
+
+    def embeds(self, config: RunConfig, *, debaters: bool = True) -> bool:
+        """Whether ``config`` names the embedded model (its weights loaded in-process).
+
+        Test doubles (``scripted...``) run in-process too, but load nothing.
+        """
+        for name, where in _uses(config, debaters):
+            label, _, base_url, _ = _endpoint(config, where)
+            model = name or config.model
+            here = in_process(model, base_url=base_url, endpoint=label, model_path=self.model_path)
+            if here and not model.startswith(SCRIPTED):
+                return True
+        return False
 
     def _limiter(self, label: str, spec: Endpoint | None) -> RateLimiter | None:
         """The one limiter of an endpoint with ``rpm``/``tpm`` (None without limits)."""

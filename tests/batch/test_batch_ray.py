@@ -261,7 +261,7 @@ def test_a_missing_key_found_by_the_workers_stops_the_batch_before_any_call(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (("--engine", "local", "--workers", "2"), "error: --workers: 2 workers need --engine ray"),
+        (("--engine", "local", "--workers", "2"), "error: --workers: 2 workers need --engine pro"),
         (("--engine", "local", "--ray-address", "auto"), "error: --ray-address: a Ray cluster"),
         (("--workers", "3", "--concurrency", "2"), "error: --workers: 3 workers need --concur"),
     ],
