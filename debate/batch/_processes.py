@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -67,6 +67,7 @@ from debate.storage import ResponseCache, RunStore
 logger = logging.getLogger(__name__)
 
 Plans = Mapping[str, tuple[Path, RunConfig]]
+Events = Literal["all", "calls", "none"]
 AIOHTTP = "aiohttp"
 """The model clients' HTTP library, imported by their first call (a tenth of a second)."""
 
@@ -219,8 +220,9 @@ class _Driver:
             reader.close()
             for other in self.children:
                 other.conn.close()
-            every = self.progress.listener is not None
-            _worker(writer, _Work(share, gate, self.plans, config, run, seed, every))
+            shown = self.progress
+            events: Events = "all" if shown.listener else "calls" if shown.stream else "none"
+            _worker(writer, _Work(share, gate, self.plans, config, run, seed, events))
         writer.close()
         self.children.append(_Child(pid, reader, share))
 
@@ -355,8 +357,9 @@ class _Work:
     config: RunConfig
     run: Run
     seed: int
-    every: bool
-    """Report every event (``--progress jsonl``), not only finished calls (the counts)."""
+    events: Events
+    """The events to report: every one (``--progress jsonl``), the finished calls (the
+    progress line's counts), or none (``--quiet``)."""
 
 
 def _worker(conn: Connection, work: _Work) -> None:
@@ -397,7 +400,7 @@ async def _work(conn: Connection, work: _Work) -> None:
         if isinstance(event, ItemFinished):
             sent.add(event.id)
             send(("line", event.id, lines[event.id]))
-        elif work.every or isinstance(event, StepFinished):
+        elif work.events == "all" or (work.events == "calls" and isinstance(event, StepFinished)):
             send(("event", event))
 
     main = asyncio.current_task()
