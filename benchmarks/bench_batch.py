@@ -1,14 +1,16 @@
-"""``debate batch`` end to end: one process against Ray, side by side in one run.
+"""``debate batch`` end to end: one process, forked processes and Ray, side by side in one run.
 
 Run: ``python benchmarks/bench_batch.py`` (a few minutes; ``--items`` to shorten,
-``--engine local`` or ``--engine ray`` for one engine only, ``--workers`` for Ray's).
+``--engine local``, ``processes`` or ``ray`` (comma-separated) for some engines only,
+``--workers`` for the processes' and Ray's count).
 
 The OpenAI-compatible test server runs in its own process on 127.0.0.1 and answers every
 request after L seconds, all of them concurrently, so with C items in flight its ideal is
 C x (calls in flight per item, 1 or 2) / L calls per second -- above what one client process
 reaches at C = 256 and L = 0.2 s. Each run is the CLI end to end (``python -m debate
-batch``, a fresh process, no cache, no store; with ``--engine ray`` it starts a local Ray
-of ``--workers`` CPUs and stops it), and reports:
+batch``, a fresh process, no cache, no store; ``--engine processes`` forks it into
+``--workers`` processes; ``--engine ray`` starts a local Ray of ``--workers`` CPUs and stops
+it), and reports:
 
 - model calls/s and items/s, each as a ratio against the one-process run of the same
   benchmark and against the server's ideal of the run's own schedule: the calls over the
@@ -121,19 +123,20 @@ def batch_file(folder: Path, items: int) -> Path:
     return path
 
 
-def run(
-    batch: Path, base_url: str, out: Path, workers: int | None, concurrency: int, *extra: str
-) -> tuple[float, float, int, int]:
-    """Wall seconds, client CPU seconds, model calls and items ok of one CLI run.
+Engine = tuple[str, int | None]
+"""``--engine`` and its ``--workers`` (None for one process)."""
 
-    ``workers`` None is one process (``--engine local``); a number is a local Ray of that
-    many CPUs and workers.
-    """
+
+def run(
+    batch: Path, base_url: str, out: Path, engine: Engine, concurrency: int, *extra: str
+) -> tuple[float, float, int, int]:
+    """Wall seconds, client CPU seconds, model calls and items ok of one CLI run."""
     argv = [sys.executable, "-m", "debate", "batch", str(batch), "--model", "bench"]
     argv += ["--base-url", base_url, "--api-key-env", "", "--out", str(out), "--quiet"]
     argv += ["--no-cache", "--no-store", "--concurrency", str(concurrency)]
-    if workers is not None:
-        argv += ["--engine", "ray", "--workers", str(workers)]
+    argv += ["--engine", engine[0]]
+    if engine[1] is not None:
+        argv += ["--workers", str(engine[1])]
     argv += list(extra)
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -158,8 +161,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--engine", default="local,ray", help="local, ray, or both (default)")
-    parser.add_argument("--workers", type=int, default=2, help="Ray's workers (and CPUs)")
+    parser.add_argument(
+        "--engine", default="local,processes,ray", help="some of local, processes, ray"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="the processes, and Ray's workers (and CPUs)"
+    )
     args = parser.parse_args()
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=args.latency)],
@@ -183,14 +190,16 @@ def main() -> None:
             batch = batch_file(folder, args.items)
             (folder / "warm").mkdir()
             warm = batch_file(folder / "warm", 2)
-            run(warm, base_url, folder / "warm-out", None, 2)  # imports and page cache
+            run(warm, base_url, folder / "warm-out", ("local", None), 2)  # imports, page cache
             tiny = batch_file(folder / "warm", 2 * args.workers)
             engines = args.engine.split(",")
-            plan: list[tuple[int | None, tuple[str, ...]]] = []
+            plan: list[tuple[Engine, tuple[str, ...]]] = []
             if "local" in engines:
-                plan.append((None, ()))
+                plan.append((("local", None), ()))
+            if "processes" in engines:
+                plan.append((("processes", args.workers), ()))
             if "ray" in engines:
-                w = args.workers
+                w = ("ray", args.workers)
                 plan += [(w, ()), (w, ("--rpm", str(10**9))), (w, ("--max-tokens", str(10**12)))]
             for n, (workers, extra) in enumerate(plan):
                 # a tiny batch first: its CPU is mostly the processes' start (imports)
@@ -219,7 +228,7 @@ def main() -> None:
     for workers, extra, wall, cpu, calls, ok, marginal, fixed, server_ms in rows:
         rate, items = calls / wall, ok / wall
         ideal = calls / args.items / DEBATE_STEPS * concurrency / latency
-        if workers is None:
+        if workers[1] is None:
             base_calls, base_items = rate, items
         vs_calls = f"{rate / base_calls:.2f}" if base_calls else "-"
         vs_items = f"{items / base_items:.2f}" if base_items else "-"
@@ -233,10 +242,10 @@ def main() -> None:
         )
 
 
-def label(workers: int | None, extra: tuple[str, ...]) -> str:
-    """One process, or Ray with its workers, and the run's extra flags."""
-    engine = "one process" if workers is None else f"--engine ray --workers {workers}"
-    return " ".join([engine, *extra])
+def label(engine: Engine, extra: tuple[str, ...]) -> str:
+    """One process, or the processes or Ray with their workers, and the run's extra flags."""
+    name = "one process" if engine[1] is None else f"--engine {engine[0]} --workers {engine[1]}"
+    return " ".join([name, *extra])
 
 
 if __name__ == "__main__":
