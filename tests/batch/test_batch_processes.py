@@ -192,6 +192,18 @@ def test_progress_jsonl_is_one_stream_of_every_processs_calls(tmp_path: Path) ->
     assert sorted(e["id"] for e in stream if e["type"] == "item_finish") == ["d0", "d1", "d2", "d3"]
 
 
+def test_the_progress_line_counts_every_processs_items(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 4)
+    with FakeOpenAIServer(responder=same_reply, latency=0.05) as server:
+        run = [a for a in argv(batch, server, tmp_path / "o") if a != "--quiet"]
+        done = debate([*run, *PROCESSES, "--concurrency", "2", "--no-cache"])
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    # the copy's two items are counted by the line the first process shows, and its running
+    # count comes back to 0 (each item's +1 and -1 reached the first process)
+    assert last.startswith("[batch] 4/4 finished (4 ok, 0 failed, 0 skipped), 0 running | ")
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
