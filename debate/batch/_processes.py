@@ -111,15 +111,7 @@ def run_batch_processes(
     progress = progress or Progress(len(items))
     todo, lines = unfinished(items, plans, progress)
     pool = ModelPool(config, seed=seed, model_path=run.model_path)
-    if any(pool.embeds(plans[i][1], debaters=item.topic is not None) for i, item in todo):
-        raise ConfigurationError(
-            "--engine processes: the embedded model runs in the process that calls it and "
-            "already uses every core, so more processes would only load it again; use "
-            "--engine local, or serve it and give --base-url"
-        )
-    mine = run.with_(pool=pool, on_event=progress.on_event)
-    for item_id, item in todo:  # every item's models, keys and prices, before any fork
-        _prepare(item, item_id, plans[item_id][1], mine)
+    mine = _prepared(todo, plans, run.with_(pool=pool, on_event=progress.on_event))
     count = max(1, min(workers or cpus(), len(todo), concurrency))
     if count > 1:
         _check_fork()
@@ -140,6 +132,24 @@ def run_batch_processes(
     if driver.fatal is not None:
         raise ConfigurationError(driver.fatal)
     return ordered
+
+
+def _prepared(todo: list[tuple[str, BatchItem]], plans: Plans, run: Run) -> Run:
+    """``run`` with every item's models built in its pool, before any fork (bad input first).
+
+    Raises:
+        ConfigurationError: an item names the embedded model; bad input, as in one process.
+    """
+    assert run.pool is not None
+    if any(run.pool.embeds(plans[i][1], debaters=item.topic is not None) for i, item in todo):
+        raise ConfigurationError(
+            "--engine processes: the embedded model runs in the process that calls it and "
+            "already uses every core, so more processes would only load it again; use "
+            "--engine local, or serve it and give --base-url"
+        )
+    for item_id, item in todo:
+        _prepare(item, item_id, plans[item_id][1], run)
+    return run
 
 
 def _share(concurrency: int, count: int, k: int) -> int:
