@@ -103,6 +103,7 @@ def run_batch_processes(
             endpoint has ``rpm``/``tpm``, or this process cannot fork (no ``os.fork``,
             another thread running); bad input, as in one process.
     """
+    _outside_loops()
     run = run or Run()
     check_concurrency(concurrency)
     check_workers(workers, concurrency)
@@ -178,11 +179,28 @@ def _check_shared(run: Run, plans: Plans) -> None:
                 )
 
 
+def _outside_loops() -> None:
+    """Refuse a call from inside an event loop: each process runs its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise ConfigurationError(
+        "run_batch_processes forks and runs an event loop in each process, so it cannot run "
+        "inside one (a coroutine, a notebook cell); use 'await run_batch(...)' there"
+    )
+
+
 def _check_fork() -> None:
-    """Refuse to fork where the copy would not work."""
-    if not hasattr(os, "fork"):
+    """Refuse to fork where the copy would not work.
+
+    macOS's system libraries (numpy's Accelerate among them) are not safe to use in a
+    forked copy, which is why CPython's own multiprocessing starts processes afresh there.
+    """
+    if not hasattr(os, "fork") or sys.platform == "darwin":
         raise ConfigurationError(
-            "--engine processes: this system has no fork; use --engine local or --engine ray"
+            f"--engine processes: forking is not safe or not possible on {sys.platform}; "
+            "use --engine local or --engine ray"
         )
     if threading.active_count() > 1:
         raise ConfigurationError(
@@ -227,12 +245,15 @@ class _Driver:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # the copy: it never returns
-            reader.close()
-            for other in self.children:
-                other.conn.close()
-            shown = self.progress
-            events: Events = "all" if shown.listener else "calls" if shown.stream else "none"
-            _worker(writer, _Work(share, gate, self.plans, config, run, seed, events))
+            try:
+                reader.close()
+                for other in self.children:
+                    other.conn.close()
+                shown = self.progress
+                events: Events = "all" if shown.listener else "calls" if shown.stream else "none"
+                _worker(writer, _Work(share, gate, self.plans, config, run, seed, events))
+            finally:
+                os._exit(1)  # only if the copy failed before its work began
         writer.close()
         self.children.append(_Child(pid, reader, share))
 
@@ -413,20 +434,23 @@ async def _work(conn: Connection, work: _Work) -> None:
         elif work.events == "all" or (work.events == "calls" and isinstance(event, StepFinished)):
             send(("event", event))
 
-    main = asyncio.current_task()
-    assert main is not None
-    asyncio.get_running_loop().add_signal_handler(
-        signal.SIGTERM, lambda: None if main.cancelling() else main.cancel()
-    )
     progress = _Relayed(send, len(work.share), listen)
     cache = None if work.run.cache is None else ResponseCache(work.run.cache.path)
     pool = ModelPool(work.config, seed=work.seed, model_path=work.run.model_path)
     run = work.run.with_(pool=pool, cache=cache, on_event=progress.on_event)
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()  # SIGTERM (the driver stopping this one) cancels it
+    loop.add_signal_handler(signal.SIGTERM, lambda: None if main.cancelling() else main.cancel())
     try:
         for item_id, item in work.share:
             _prepare(item, item_id, work.plans[item_id][1], run)
         await run_items(work.share, work.plans, lines, run, work.gate, work.seed, progress, None)
     finally:
+        # stopping now: a later SIGTERM (the driver stopping the others) is ignored, not
+        # sent to a loop about to close its wake-up pipe (which would print a traceback)
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for item_id in lines.keys() - sent:  # kept while being cancelled: no event said so
             send(("line", item_id, lines[item_id]))
         await pool.aclose()

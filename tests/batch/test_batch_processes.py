@@ -242,3 +242,37 @@ def test_a_process_running_other_threads_is_not_forked(tmp_path: Path) -> None:
         with pytest.raises(ConfigurationError, match="threads and a fork copies only"):
             run_batch_processes(load_batch(batch), config=config, out_dir=tmp_path / "o", workers=2)
         assert server.records == []
+
+
+def test_a_call_from_inside_an_event_loop_is_refused_before_any_fork(tmp_path: Path) -> None:
+    import asyncio
+
+    batch = write_batch(tmp_path, 2)
+    config = RunConfig(model="scripted")
+
+    async def inside() -> None:
+        run_batch_processes(load_batch(batch), config=config, out_dir=tmp_path / "o", workers=2)
+
+    with pytest.raises(ConfigurationError, match="cannot run inside one"):
+        asyncio.run(inside())
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_input_found_while_items_run_stops_every_process_in_one_line(tmp_path: Path) -> None:
+    batch = write_batch(tmp_path, 6)
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    # valid Jinja, so it passes the check before any call; it fails at the judges' step
+    (templates / "judge_system.md.jinja").write_text("You judge {{ no_such_variable }}.\n")
+    out = tmp_path / "o"
+    with FakeOpenAIServer(responder=same_reply) as server:
+        args = argv(batch, server, out, "--concurrency", "4", "--no-cache", *PROCESSES)
+        done = debate([*args, "--templates", str(templates)])
+        judged = [r for r in server.records if "no_such_variable" in json.dumps(r.body)]
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert "no_such_variable" in err
+    assert judged == []  # no judge's prompt was sent
+    assert results(out) == []  # no item finished; the batch's files are written all the same
+    assert copies_of(out) == []
