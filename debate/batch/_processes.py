@@ -37,7 +37,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
@@ -349,6 +349,7 @@ class _Driver:
                 child.open = False
             child.conn.close()
             _, status = os.waitpid(child.pid, 0)
+            # a copy's bad input can arrive while the others are reaped: they were stopped
             self._settle(child, status, lost=not stopping and self.fatal is None)
 
     def _settle(self, child: _Child, status: int, lost: bool) -> None:
@@ -461,7 +462,9 @@ async def _work(conn: Connection, work: _Work) -> None:
 class _Relayed(Progress):
     """A forked process's progress: shown by the driver, so its running count goes there."""
 
-    def __init__(self, send: Any, total: int, listener: EventHandler) -> None:
+    def __init__(
+        self, send: Callable[[tuple[Any, ...]], None], total: int, listener: EventHandler
+    ) -> None:
         self._send = send
         self._running = 0
         super().__init__(total, listener=listener)
