@@ -481,6 +481,25 @@ def unfinished(
     return todo, lines
 
 
+def one_of_each(
+    todo: list[tuple[str, BatchItem]], plans: Mapping[str, tuple[Path, RunConfig]]
+) -> list[tuple[str, BatchItem, RunConfig]]:
+    """The first item of each config (the batch's, or an item's own) and kind, in order.
+
+    Items share their config object, so checking these checks every item.
+    """
+    first: dict[tuple[int, bool], tuple[str, BatchItem, RunConfig]] = {}
+    for item_id, item in todo:
+        config = plans[item_id][1]
+        first.setdefault((id(config), item.topic is None), (item_id, item, config))
+    return list(first.values())
+
+
+def concurrency_share(concurrency: int, count: int, k: int) -> int:
+    """Worker ``k``'s part of ``concurrency`` over ``count`` (the first take the remainder)."""
+    return concurrency // count + (1 if k < concurrency % count else 0)
+
+
 def item_plans(
     items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
 ) -> dict[str, tuple[Path, RunConfig]]:

@@ -54,7 +54,9 @@ from debate.batch import (
     _prepare,
     check_concurrency,
     check_workers,
+    concurrency_share,
     item_plans,
+    one_of_each,
     run_items,
     unfinished,
     write_batch_files,
@@ -123,8 +125,10 @@ def run_batch_processes(
     stopping = True
     try:
         for k in range(1, count):
-            driver.fork(todo[k::count], _share(concurrency, count, k), config, run, seed)
-        asyncio.run(driver.drive(todo[::count], _share(concurrency, count, 0), mine, seed))
+            driver.fork(todo[k::count], concurrency_share(concurrency, count, k), config, run, seed)
+        asyncio.run(
+            driver.drive(todo[::count], concurrency_share(concurrency, count, 0), mine, seed)
+        )
         stopping = driver.fatal is not None
     finally:
         driver.reap(stopping)
@@ -142,7 +146,8 @@ def _prepared(todo: list[tuple[str, BatchItem]], plans: Plans, run: Run) -> Run:
         ConfigurationError: an item names the embedded model; bad input, as in one process.
     """
     assert run.pool is not None
-    if any(run.pool.embeds(plans[i][1], debaters=item.topic is not None) for i, item in todo):
+    kinds = one_of_each(todo, plans)  # items share their config: one check per config
+    if any(run.pool.embeds(cfg, debaters=item.topic is not None) for _, item, cfg in kinds):
         raise ConfigurationError(
             "--engine processes: the embedded model runs in the process that calls it and "
             "already uses every core, so more processes would only load it again; use "
@@ -151,11 +156,6 @@ def _prepared(todo: list[tuple[str, BatchItem]], plans: Plans, run: Run) -> Run:
     for item_id, item in todo:
         _prepare(item, item_id, plans[item_id][1], run)
     return run
-
-
-def _share(concurrency: int, count: int, k: int) -> int:
-    """Process ``k``'s part of ``concurrency`` (the first ones take the remainder)."""
-    return concurrency // count + (1 if k < concurrency % count else 0)
 
 
 def _check_shared(run: Run, plans: Plans) -> None:
@@ -170,7 +170,7 @@ def _check_shared(run: Run, plans: Plans) -> None:
             "--engine processes: --rpm/--tpm and --max-cost/--max-tokens would be kept by "
             f"each process for its own items, each process passing them in full; {use}"
         )
-    for _, cfg in plans.values():
+    for cfg in {id(cfg): cfg for _, cfg in plans.values()}.values():  # once per config
         for name, endpoint in cfg.endpoints.items():
             if endpoint.rpm is not None or endpoint.tpm is not None:
                 raise ConfigurationError(

@@ -52,8 +52,10 @@ from debate.batch import (
     _run_item,
     check_concurrency,
     check_workers,
+    concurrency_share,
     item_plans,
     keep,
+    one_of_each,
     unfinished,
     write_batch_files,
 )
@@ -260,7 +262,7 @@ async def run_batch_ray(
             count = min(workers or cluster_cpus(), len(todo), concurrency)
             setup = WorkerSetup(
                 config=config,
-                checks=_one_of_each(todo, plans),
+                checks=one_of_each(todo, plans),
                 seed=seed,
                 model_path=run.model_path,
                 cache=cache,
@@ -289,17 +291,6 @@ def _travelling(run: Run) -> Run:
             "give Run() without pool and cache, and cache= as a path"
         )
     return run
-
-
-def _one_of_each(
-    todo: list[tuple[str, BatchItem]], plans: Mapping[str, tuple[Path, RunConfig]]
-) -> list[tuple[str, BatchItem, RunConfig]]:
-    """The first item of each config (the batch's, or an item's own) and kind, in order."""
-    first: dict[tuple[int, bool], tuple[str, BatchItem, RunConfig]] = {}
-    for item_id, item in todo:
-        config = plans[item_id][1]
-        first.setdefault((id(config), item.topic is None), (item_id, item, config))
-    return list(first.values())
 
 
 class _Driver:
@@ -334,7 +325,7 @@ class _Driver:
         self.helpers = [limits, ledger]
         slots: asyncio.Queue[int] = asyncio.Queue()
         for number in range(count):
-            share = concurrency // count + (1 if number < concurrency % count else 0)
+            share = concurrency_share(concurrency, count, number)
             actor = (
                 ray.remote(BatchWorker)
                 .options(
