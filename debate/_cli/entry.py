@@ -13,6 +13,7 @@ imports :mod:`debate._cli.main` itself keeps its collector as it was.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from debate._gc import collector_held, freeze_survivors
@@ -25,8 +26,16 @@ def main() -> int:
     as :func:`debate._cli.main.build_parser` will ask for it. ``debate --version`` alone is
     answered first, as argparse answers it: a script that checks the installed version
     waited 0.7 s for every command's parser (pydantic's models, jinja, the tables) to
-    print one line.
+    print one line. With ``DEBATE_WARM=1`` a warm command runs in a fork of a warm process
+    (:mod:`debate._cli.warm_client`), which has imported all of this already.
     """
+    if os.environ.get("DEBATE_WARM"):
+        from debate._cli import warm_client
+
+        if warm_client.wanted(sys.argv[1:]):
+            code = warm_client.run(sys.argv[1:])
+            if code is not None:
+                return code
     if sys.argv[1:] == ["--version"]:
         from debate._version import VERSION_LINE
 

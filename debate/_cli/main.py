@@ -55,6 +55,7 @@ NAMES = (
     "schema",
     "serve",
     "mcp",
+    "warm",
 )
 """One module per subcommand (``debate._cli.NAME``), in the order ``debate --help`` lists them."""
 

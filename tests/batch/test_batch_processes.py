@@ -28,6 +28,7 @@ from debate.storage import RunStore
 from tests.cli.test_cli_funnel import HoldAfter
 from tests.support import ROOT
 from tests.support.batch_helpers import argv, results, same_reply, write_batch
+from tests.support.helpers import processes_with
 from tests.support.openai_server import FakeOpenAIServer, Reply
 
 PROCESSES = ("--engine", "processes", "--workers", "2")
@@ -42,15 +43,7 @@ def debate(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def copies_of(out: Path) -> list[int]:
     """Processes still running a batch into ``out`` (forked copies share its command line)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if entry.name.isdigit() and str(out).encode() in command:
-            found.append(int(entry.name))
-    return found
+    return processes_with(str(out))
 
 
 def test_processes_give_the_lines_and_results_of_one_process(tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_every_subcommand_dispatches_to_its_own_module() -> None:
         "panels": ["panels", "embedded"],
         "serve": ["serve"],
         "mcp": ["mcp"],
+        "warm": ["warm", "status"],
     }
     for module in commands():
         name = module.__name__.rsplit(".", 1)[-1]

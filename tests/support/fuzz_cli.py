@@ -881,6 +881,14 @@ def serve_cases() -> Iterator[Case]:
     )
 
 
+def warm_cases() -> Iterator[Case]:
+    """Refused before any warm process is asked, started or stopped."""
+    yield Case("warm", "no action", ("warm",), untouched=True)
+    yield Case("warm", "unknown action", ("warm", "restart"), untouched=True)
+    yield Case("warm", "two actions", ("warm", "start", "stop"), untouched=True)
+    yield Case("warm", "empty action", ("warm", ""), untouched=True)
+
+
 def all_cases() -> list[Case]:
     """Every case, grouped by subcommand in ``debate --help`` order."""
     makers = (
@@ -902,6 +910,7 @@ def all_cases() -> list[Case]:
         agreement_cases,
         schema_cases,
         serve_cases,
+        warm_cases,
     )
     return [case for make in makers for case in make()]
 

@@ -6,6 +6,7 @@ import json
 import re
 import socket
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -132,3 +133,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def processes_with(*parts: str) -> list[int]:
+    """The pids of running processes whose command line holds every one of ``parts``.
+
+    Forks share their parent's command line, so this finds a command's forked copies too.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if entry.name.isdigit() and all(part.encode() in command for part in parts):
+            found.append(int(entry.name))
+    return found

@@ -1,0 +1,279 @@
+"""``DEBATE_WARM=1``: ``debate run``, ``judge`` and ``council`` run in a fork of a warm process.
+
+Why: a fresh ``debate run`` spends about 0.6 s importing before its first call (pydantic
+building its records' validators is most of it) and about 0.4 s more on first-use work
+between its calls (templates compiled, reply schemas built, the HTTP client's imports),
+against a critical path of four model calls. A warm process has done all of that once;
+each command is then a fork of it that starts with everything in place, as Android's
+zygote, Gradle's daemon and dmypy do (:mod:`debate._cli.warm_server`).
+
+This module is the client, imported by the command's entry before anything heavy, so it
+uses the standard library only. It finds the warm process of this installation (or starts
+one), hands it the command line, the environment, the working directory, the umask and its
+own stdin, stdout and stderr (the descriptors themselves, over a Unix socket), forwards
+Ctrl-C, SIGTERM and SIGHUP to the fork, and exits with the fork's status. Anything that
+fails before the command is handed over runs the command in this process instead, as
+without ``DEBATE_WARM``; once handed over, the command is never run twice.
+
+One warm process serves one installation as it is: its socket's name is a hash of the
+interpreter, the package's files (their paths, sizes and modification times, prompts
+included) and the variables read when Python and numpy start (``PYTHON*``, thread caps),
+so an edited file or another virtual environment gets a warm process of its own. The old
+one ends after :data:`IDLE_S` without a command (``DEBATE_WARM_IDLE``), or at ``debate warm
+stop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+WARM_COMMANDS = ("run", "judge", "council")
+"""The commands a warm process runs: one debate or council each, then the fork exits. A
+batch, the service and the tables' commands keep their own process (their forks, threads
+and servers are their own business)."""
+
+IDLE_S = 900.0
+"""Seconds a warm process waits for a command before it ends (``DEBATE_WARM_IDLE``)."""
+
+START_WAIT_S = 30.0
+"""Longest wait for a starting warm process's socket; past it the command runs here."""
+
+STARTUP_ENV = ("PYTHON", "LANG", "LC_", "OMP_", "OPENBLAS_", "MKL_", "VECLIB_", "NUMEXPR_")
+"""Prefixes of the variables read as the interpreter and numpy start (the locale sets the
+encoding of the standard streams, the thread caps numpy's pools): part of a warm
+process's identity (a fork cannot change them), and all of the environment it starts
+with besides :data:`BASE_ENV`. A fork gets the client's whole environment (API keys
+included) for its command, and the warm process itself holds no key."""
+
+BASE_ENV = ("PATH", "HOME", "TZ", "TMPDIR", "VIRTUAL_ENV", "DEBATE_WARM_IDLE")
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def wanted(arguments: list[str]) -> bool:
+    """Whether this command line goes to a warm process: asked for, and a warm command."""
+    if os.environ.get("DEBATE_WARM", "").strip() not in ("1", "true", "yes", "on"):
+        return False
+    return next((a for a in arguments if not a.startswith("-")), None) in WARM_COMMANDS
+
+
+SOCKET_NAME_MAX = 100
+"""A Unix socket's path must fit in 108 bytes (``sun_path``), its terminating zero included."""
+
+
+def runtime_dir() -> Path:
+    """The user's private folder of warm sockets: under ``$XDG_RUNTIME_DIR``, else ``/tmp``.
+
+    ``/tmp`` too when the first's path is too long for a socket's name.
+    """
+    bases = [os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp", "/tmp"]
+    socket_name = len("/warm-.sock") + 20
+    base = next((b for b in bases if len(b) + 20 + socket_name <= SOCKET_NAME_MAX), "/tmp")
+    folder = Path(base) / f"debate-warm-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not this user's private folder (mode 700)")
+    return folder
+
+
+def _package_files() -> Iterator[tuple[str, int, int]]:
+    roots = [PACKAGE, PACKAGE.parent / "prompts"]
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if not name.endswith((".pyc", ".keep")):
+                    info = os.stat(os.path.join(folder, name))
+                    yield os.path.join(folder, name), info.st_size, info.st_mtime_ns
+
+
+def fingerprint() -> str:
+    """This installation's identity: interpreter, package files, start-up variables."""
+    digest = hashlib.sha256()
+    startup = sorted((k, v) for k, v in os.environ.items() if k.startswith(STARTUP_ENV))
+    digest.update(repr((sys.executable, sys.version, startup)).encode())
+    for entry in _package_files():
+        digest.update(repr(entry).encode())
+    return digest.hexdigest()[:20]
+
+
+def socket_path() -> Path:
+    return runtime_dir() / f"warm-{fingerprint()}.sock"
+
+
+def run(arguments: list[str]) -> int | None:
+    """Run the command line in a warm fork; its exit status, or None: run it here instead."""
+    if sys.platform != "linux":  # a fork of a process with macOS's system libraries can crash
+        _note(f"warm processes run on Linux only, not {sys.platform}; running in this process")
+        return None
+    try:
+        path = socket_path()
+        conn = _connect(path) or _start(path)
+    except OSError as exc:
+        _note(f"no warm process ({exc}); running in this process")
+        return None
+    if conn is None:
+        _note("the warm process did not start; running in this process")
+        return None
+    with conn:
+        return _handed(conn, arguments)
+
+
+def _note(line: str) -> None:
+    sys.stderr.write(f"debate: DEBATE_WARM: {line}\n")
+
+
+def _connect(path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        conn.close()
+        return None
+    return conn
+
+
+def _start(path: Path) -> socket.socket | None:
+    """Start the warm process of ``path`` (one at a time: a lock file) and connect to it."""
+    import fcntl  # POSIX only: not imported where the warm process does not run
+
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(path)  # another command started it while this one waited
+        if conn is not None:
+            return conn
+        env = {k: v for k, v in os.environ.items() if k.startswith(STARTUP_ENV) or k in BASE_ENV}
+        log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - handed to the child
+        with log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "debate._cli.warm_server", str(path)],
+                cwd=PACKAGE.parent,  # this package first on the warm process's path
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # not in the terminal's process group: no Ctrl-C
+            )
+        deadline = time.monotonic() + START_WAIT_S
+        while time.monotonic() < deadline and server.poll() is None:
+            conn = _connect(path)
+            if conn is not None:
+                return conn
+            time.sleep(0.02)
+        return None
+
+
+def _descriptors() -> list[int]:
+    """The client's stdin, stdout and stderr; /dev/null for one that is closed."""
+    found = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            found.append(fd)
+        except OSError:
+            found.append(os.open(os.devnull, os.O_RDWR))
+    return found
+
+
+def _handed(conn: socket.socket, arguments: list[str]) -> int | None:
+    """Send the command over ``conn``; the fork's exit status (None: it never started)."""
+    request = {
+        "argv": [sys.argv[0], *arguments],
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+        "umask": _umask(),
+        "path": sys.path,
+    }
+    body = json.dumps(request).encode()
+    try:
+        socket.send_fds(conn, [struct.pack("!Q", len(body))], _descriptors())
+        conn.sendall(body)
+        reader = conn.makefile("rb")
+        started = reader.readline()
+    except OSError as exc:
+        _note(f"the warm process refused the command ({exc}); running in this process")
+        return None
+    if not started:
+        _note("the warm process ended before the command started; running in this process")
+        return None
+    pid = int(json.loads(started)["pid"])
+    with _forwarding(pid):
+        ended = reader.readline()
+    if not ended:
+        _note(f"the warm fork {pid} ended without an exit status (killed?)")
+        return 1
+    return int(json.loads(ended)["exit"])
+
+
+def _umask() -> int:
+    found = os.umask(0o022)
+    os.umask(found)
+    return found
+
+
+@contextlib.contextmanager
+def _forwarding(pid: int) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP sent to this process go to the fork instead."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    before = {s: signal.signal(s, forward) for s in FORWARDED}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def servers() -> list[Path]:
+    """The sockets of this user's warm processes (any installation)."""
+    with contextlib.suppress(OSError):
+        return sorted(runtime_dir().glob("warm-*.sock"))
+    return []
+
+
+def ask(path: Path, what: str, *, start: bool = False) -> int | None:
+    """``ping`` or ``stop`` the warm process at ``path`` (``start``: one if none); its pid.
+
+    None: no warm process answered there (a socket nobody listens on is removed); 0: one
+    answered without a pid (another version of this package).
+    """
+    conn = _connect(path) or (_start(path) if start else None)
+    if conn is None:
+        with contextlib.suppress(OSError):
+            path.unlink()  # nobody listens: a warm process that was killed
+        return None
+    with conn:
+        body = json.dumps({what: True}).encode()
+        try:
+            socket.send_fds(conn, [struct.pack("!Q", len(body))], [])
+            conn.sendall(body)
+            answer = conn.makefile("rb").readline()
+        except OSError:
+            return None
+    try:  # a warm process of another version of this package may answer otherwise
+        pid = json.loads(answer).get("pid") if answer else None
+    except ValueError:
+        return None
+    return pid if isinstance(pid, int) else 0
+
+
+def stop(path: Path) -> int | None:
+    """Ask the warm process at ``path`` to end; its pid, or None if none answered."""
+    return ask(path, "stop")
