@@ -50,6 +50,7 @@ from child_env import child_env  # noqa: E402
 from model_server import bare_client_rate  # noqa: E402
 
 from debate import RunConfig, run_debate  # noqa: E402
+from debate._cli.warm_client import stop  # noqa: E402
 from debate.api import ModelPool  # noqa: E402
 from debate.models import Message, Model, ModelSettings, Reply, ReplySchema  # noqa: E402
 from debate.runtime import Run  # noqa: E402
@@ -136,13 +137,20 @@ class CliRun:
     """The process's user + system CPU time."""
 
 
-def cli_run(base_url: str, folder: Path) -> CliRun:
-    """``debate run`` against ``base_url``, output and store in ``folder`` (a fresh one)."""
+def cli_run(base_url: str, folder: Path, warm: Path | None = None) -> CliRun:
+    """``debate run`` against ``base_url``, output and store in ``folder`` (a fresh one).
+
+    ``warm``: with ``DEBATE_WARM=1``, its warm process's socket in that folder. The command
+    then runs in a fork of the warm process, not a child of this one, so the CPU time is
+    the client's alone.
+    """
     argv = [sys.executable, "-m", "debate", "run", "Should team 1 adopt the plan?"]
     argv += ["--base-url", base_url, "--model", "bench", "--api-key-env", "", "--seed", "1"]
     argv += ["--out", str(folder / "out"), "--store", str(folder / "store.sqlite")]
     argv += ["--progress", "jsonl"]
     env = child_env(PYTHONPATH=str(ROOT))
+    if warm is not None:
+        env.update(DEBATE_WARM="1", XDG_RUNTIME_DIR=str(warm))
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     spawned = time.time()
     child = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env)
@@ -158,15 +166,30 @@ def cli_run(base_url: str, folder: Path) -> CliRun:
     return CliRun(ended - spawned, plan - spawned, first - plan, last - first, ended - last, cpu)
 
 
-def cli_runs(latency: float, runs: int) -> CliRun:
-    """The median of each figure over ``runs`` runs of ``debate run`` at ``latency``."""
+def cli_runs(latency: float, runs: int, warm: bool = False) -> tuple[CliRun, float | None]:
+    """The median of each figure over ``runs`` runs of ``debate run`` at ``latency``.
+
+    ``warm``: with ``DEBATE_WARM=1``; the first command starts the warm process and is
+    timed apart (the second value), the median is of the ``runs`` after it, and the warm
+    process is stopped at the end.
+    """
     with serving(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        sockets = Path(scratch) / "warm" if warm else None
+        first = None
+        if sockets is not None:
+            sockets.mkdir(mode=0o700)
+            (Path(scratch) / "first").mkdir()
+            first = cli_run(base_url, Path(scratch) / "first", sockets).wall
         timed = []
-        for i in range(runs):
-            folder = Path(scratch) / str(i)
-            folder.mkdir()
-            timed.append(astuple(cli_run(base_url, folder)))
-    return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True)))
+        try:
+            for i in range(runs):
+                folder = Path(scratch) / str(i)
+                folder.mkdir()
+                timed.append(astuple(cli_run(base_url, folder, sockets)))
+        finally:
+            for path in sockets.rglob("*.sock") if sockets is not None else ():
+                stop(path)
+    return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True))), first
 
 
 CLI_BOUND = 1.6
@@ -219,8 +242,8 @@ def cli_figures(latency: float, runs: int) -> None:
     its CPU time does not, so CPU + 4L is printed too: the wall time idle cores would allow.
     """
     bare = started("pass", runs)
-    served = cli_runs(latency, runs)
-    free = cli_runs(0.0, runs)
+    served, _ = cli_runs(latency, runs)
+    free, _ = cli_runs(0.0, runs)
     path = 4 * latency
     allowance = (CLI_BOUND - 1) * path
     print(f"debate run, the command in its own process (median of {runs} runs each):")
@@ -244,6 +267,24 @@ def cli_figures(latency: float, runs: int) -> None:
         f"  imports alone, each in its own process, against the {allowance:.2f} s the bound "
         f"leaves: {import_floor(runs, allowance)}"
     )
+    warm_figures(latency, runs)
+
+
+def warm_figures(latency: float, runs: int) -> None:
+    """``debate run`` with ``DEBATE_WARM=1``: each command a fork of a warm process."""
+    path = 4 * latency
+    served, first = cli_runs(latency, runs, warm=True)
+    free, _ = cli_runs(0.0, runs, warm=True)
+    print(
+        f"debate run with DEBATE_WARM=1, a fork of the warm process (median of {runs} runs each):"
+    )
+    print(
+        f"  @ L = {latency * 1000:.0f} ms: {served.wall:6.3f} s = {served.wall / path:.3f} x the "
+        f"critical path 4L (target <= {CLI_BOUND}); the first command, which starts the warm "
+        f"process, {first or 0:.3f} s = {(first or 0) / path:.3f} x"
+    )
+    print(f"      {split(served, path)}")
+    print(f"  @ L = 0 ms: {free.wall:6.3f} s = {free.wall / path:.3f} x 4L; {split(free, path)}")
 
 
 def served(base_url: str) -> dict[str, Any]:
