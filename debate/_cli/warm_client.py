@@ -47,7 +47,7 @@ IDLE_S = 900.0
 """Seconds a warm process waits for a command before it ends (``DEBATE_WARM_IDLE``)."""
 
 START_WAIT_S = 30.0
-"""Longest wait for a starting warm process's socket; past it the command runs here."""
+"""Longest wait of ``debate warm start`` for the warm process's socket."""
 
 STARTUP_ENV = ("PYTHON", "LANG", "LC_", "OMP_", "OPENBLAS_", "MKL_", "VECLIB_", "NUMEXPR_")
 """Prefixes of the variables read as the interpreter and numpy start (the locale sets the
@@ -116,18 +116,22 @@ def socket_path() -> Path:
 
 
 def run(arguments: list[str]) -> int | None:
-    """Run the command line in a warm fork; its exit status, or None: run it here instead."""
+    """Run the command line in a warm fork; its exit status, or None: run it here instead.
+
+    With no warm process serving yet, this command starts one in the background and runs
+    here, without waiting for its warm-up: the next command is served warm.
+    """
     if sys.platform != "linux":  # a fork of a process with macOS's system libraries can crash
         _note(f"warm processes run on Linux only, not {sys.platform}; running in this process")
         return None
     try:
         path = socket_path()
-        conn = _connect(path) or _start(path)
+        conn = _connect(path)
+        if conn is None:
+            _start(path)
+            return None
     except OSError as exc:
         _note(f"no warm process ({exc}); running in this process")
-        return None
-    if conn is None:
-        _note("the warm process did not start; running in this process")
         return None
     with conn:
         return _handed(conn, arguments)
@@ -147,34 +151,45 @@ def _connect(path: Path) -> socket.socket | None:
     return conn
 
 
-def _start(path: Path) -> socket.socket | None:
-    """Start the warm process of ``path`` (one at a time: a lock file) and connect to it."""
+def _start(path: Path) -> subprocess.Popen[bytes] | None:
+    """Start the warm process of ``path``, unless one holds its lock (starting or serving).
+
+    The warm process holds the lock file for its whole life, so two commands at once start
+    one warm process (at worst two, the second ending at once when it finds the lock held).
+    """
     import fcntl  # POSIX only: not imported where the warm process does not run
 
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        conn = _connect(path)  # another command started it while this one waited
-        if conn is not None:
+    with open(path.with_suffix(".lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+    env = {k: v for k, v in os.environ.items() if k.startswith(STARTUP_ENV) or k in BASE_ENV}
+    with open(path.with_suffix(".log"), "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "debate._cli.warm_server", str(path)],
+            cwd=PACKAGE.parent,  # this package first on the warm process's path
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # not in the terminal's process group: no Ctrl-C
+        )
+
+
+def started(path: Path) -> socket.socket | None:
+    """A connection to the warm process of ``path``, started if need be and waited for."""
+    conn = _connect(path)
+    if conn is not None:
+        return conn
+    server = _start(path)
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        conn = _connect(path)
+        if conn is not None or (server is not None and server.poll() is not None):
             return conn
-        env = {k: v for k, v in os.environ.items() if k.startswith(STARTUP_ENV) or k in BASE_ENV}
-        log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - handed to the child
-        with log:
-            server = subprocess.Popen(
-                [sys.executable, "-m", "debate._cli.warm_server", str(path)],
-                cwd=PACKAGE.parent,  # this package first on the warm process's path
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # not in the terminal's process group: no Ctrl-C
-            )
-        deadline = time.monotonic() + START_WAIT_S
-        while time.monotonic() < deadline and server.poll() is None:
-            conn = _connect(path)
-            if conn is not None:
-                return conn
-            time.sleep(0.02)
-        return None
+        time.sleep(0.02)
+    return None
 
 
 def _descriptors() -> list[int]:
@@ -254,7 +269,7 @@ def ask(path: Path, what: str, *, start: bool = False) -> int | None:
     None: no warm process answered there (a socket nobody listens on is removed); 0: one
     answered without a pid (another version of this package).
     """
-    conn = _connect(path) or (_start(path) if start else None)
+    conn = started(path) if start else _connect(path)
     if conn is None:
         with contextlib.suppress(OSError):
             path.unlink()  # nobody listens: a warm process that was killed

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import io
 import json
 import logging
@@ -38,7 +39,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from debate._cli.warm_client import IDLE_S, WARM_COMMANDS
 
@@ -51,22 +52,29 @@ REQUEST_TIMEOUT_S = 5.0
 """Longest wait for a connected client's request (a local process sends it at once)."""
 
 
+class _Warm(NamedTuple):
+    """What the warm process serves with, and what a fork closes at once."""
+
+    listener: socket.socket
+    lock: int
+    """The lock file's descriptor, held for the warm process's life (see ``_start``)."""
+    path: Path
+    inode: int
+    """The socket file's, to tell whether ``path`` is still this warm process's socket."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve commands on the socket path in ``argv`` until idle, stopped or replaced."""
     path = Path((argv or sys.argv[1:])[0])
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s warm %(process)d: %(message)s")
-    )
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
+    _log_to_stderr()
+    lock = _locked(path.with_suffix(".lock"))
+    if lock is None:
+        log.info("not serving: another warm process of this installation holds the lock")
+        return 0
     warm_up()
     if threading.active_count() > 1:
         names = ", ".join(t.name for t in threading.enumerate())
-        log.error(
-            "not serving: the warm-up left threads running (%s), which a fork would lose", names
-        )
+        log.error("not serving: the warm-up left threads (%s), which a fork would lose", names)
         return 1
     listener, inode = _listen(path)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forks are reaped by the kernel
@@ -75,15 +83,35 @@ def main(argv: list[str] | None = None) -> int:
     freeze_survivors()  # what the forks share is never walked by their collector
     log.info("serving %s", path)
     try:
-        _serve(listener, path, inode, _idle())
+        _serve(_Warm(listener, lock, path, inode), _idle())
     finally:
         listener.close()
-        if _owns(path, inode):
-            path.unlink()
-            for kept in (path.with_suffix(".lock"), path.with_suffix(".log")):
-                kept.unlink(missing_ok=True)  # nothing went wrong: nothing to read
+        if _owns(path, inode):  # nothing went wrong: nothing of it is left to read
+            for done in (path, path.with_suffix(".lock"), path.with_suffix(".log")):
+                done.unlink(missing_ok=True)
+        os.close(lock)
         log.info("ended")
     return 0
+
+
+def _log_to_stderr() -> None:
+    """The warm process's own lines go to its stderr (the ``.log`` file), with the time."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(process)d: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def _locked(path: Path) -> int | None:
+    """``path`` opened and locked, or None when another process holds its lock."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _idle() -> float:
@@ -148,13 +176,13 @@ def _owns(path: Path, inode: int) -> bool:
         return False
 
 
-def _serve(listener: socket.socket, path: Path, inode: int, idle: float) -> None:
+def _serve(warm: _Warm, idle: float) -> None:
     """Fork a command per request until idle, stopped, or the socket is another's."""
-    listener.settimeout(min(idle, LOOK_S))
+    warm.listener.settimeout(min(idle, LOOK_S))
     last = time.monotonic()
-    while _owns(path, inode):
+    while _owns(warm.path, warm.inode):
         try:
-            conn, _ = listener.accept()
+            conn, _ = warm.listener.accept()
         except TimeoutError:
             if time.monotonic() - last >= idle:
                 log.info("idle for %.0f s", idle)
@@ -162,11 +190,11 @@ def _serve(listener: socket.socket, path: Path, inode: int, idle: float) -> None
             continue
         last = time.monotonic()
         with conn:
-            if _answered(listener, conn):
+            if _answered(warm, conn):
                 return
 
 
-def _answered(listener: socket.socket, conn: socket.socket) -> bool:
+def _answered(warm: _Warm, conn: socket.socket) -> bool:
     """Serve one connection; True when it asked the warm process to stop."""
     if not _same_user(conn):
         log.warning("refused a connection from another user")
@@ -180,7 +208,8 @@ def _answered(listener: socket.socket, conn: socket.socket) -> bool:
         conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         return bool(request.get("stop"))
     if os.fork() == 0:
-        listener.close()
+        warm.listener.close()
+        os.close(warm.lock)  # the lock is the warm process's, not a command's
         _child(conn, request, fds)  # never returns
     for fd in fds:
         os.close(fd)

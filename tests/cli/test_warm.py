@@ -104,6 +104,12 @@ def debate(command: list[str], env: dict[str, str]) -> subprocess.CompletedProce
     return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
 
 
+def warm_started(env: dict[str, str]) -> None:
+    """``debate warm start``: the warm process serves once it returns."""
+    done = debate([sys.executable, "-m", "debate", "warm", "start"], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def comparable(out: Path) -> dict[str, object]:
     """result.json without what differs between any two runs (times, ids, paths)."""
     result = json.loads((out / "result.json").read_text())
@@ -111,6 +117,7 @@ def comparable(out: Path) -> dict[str, object]:
 
 
 def test_a_warm_run_gives_the_result_of_a_fresh_process(tmp_path: Path, runtime: Path) -> None:
+    warm_started(env_of(runtime))
     with FakeOpenAIServer(responder=same_reply) as server:
         fresh = debate(run_argv(server, tmp_path / "fresh", "--api-key-env", ""), env_of(None))
         warm = [
@@ -133,6 +140,7 @@ def test_the_command_runs_in_a_fork_and_the_key_stays_with_it(
 ) -> None:
     """The fork has the client's key; the warm process, started by that client, has none."""
     env = env_of(runtime, WARM_TEST_KEY=KEY)
+    warm_started(env)
     with FakeOpenAIServer(latency=0.3, responder=same_reply) as server:
         command = run_argv(server, tmp_path / "out", "--api-key-env", "WARM_TEST_KEY")
         child = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
@@ -148,6 +156,7 @@ def test_the_command_runs_in_a_fork_and_the_key_stays_with_it(
 
 
 def test_ctrl_c_reaches_the_fork(tmp_path: Path, runtime: Path) -> None:
+    warm_started(env_of(runtime))
     with FakeOpenAIServer(latency=5.0, responder=same_reply) as server:
         command = run_argv(server, tmp_path / "out", "--api-key-env", "")
         child = subprocess.Popen(
@@ -164,6 +173,7 @@ def test_ctrl_c_reaches_the_fork(tmp_path: Path, runtime: Path) -> None:
 
 
 def test_bad_input_fails_in_the_fork_as_it_does_here(tmp_path: Path, runtime: Path) -> None:
+    warm_started(env_of(runtime))
     with FakeOpenAIServer(responder=same_reply) as server:
         argv = run_argv(server, tmp_path / "out", "--api-key-env", "", "--seed", "lots")
         fresh = debate(argv, env_of(None))
@@ -171,6 +181,27 @@ def test_bad_input_fails_in_the_fork_as_it_does_here(tmp_path: Path, runtime: Pa
         assert server.records == []
     assert fresh.returncode == warm.returncode == 2
     assert warm.stderr == fresh.stderr and "--seed" in warm.stderr
+
+
+def test_the_first_command_runs_here_and_starts_the_warm_process(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """Nothing waits for the warm-up: the first command runs in its own process."""
+    env = env_of(runtime)
+    with FakeOpenAIServer(latency=0.3, responder=same_reply) as server:
+        command = run_argv(server, tmp_path / "first", "--api-key-env", "")
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        while not server.records and child.poll() is None:
+            time.sleep(0.02)
+        assert forks_of(runtime) == []  # the command is not a fork
+        _, stderr = child.communicate(timeout=120)
+        assert child.returncode == 0, stderr
+        assert "DEBATE_WARM" not in stderr  # starting one is not a failure to report
+        warm_started(env)  # the one the first command started, once it serves
+        assert len(warm_processes(runtime)) == 1
+        second = debate(run_argv(server, tmp_path / "second", "--api-key-env", ""), env)
+    assert second.returncode == 0, second.stderr
+    assert comparable(tmp_path / "second") == comparable(tmp_path / "first")
 
 
 def test_a_folder_others_can_read_is_refused_and_the_command_runs_here(
@@ -237,6 +268,7 @@ def test_only_the_one_debate_commands_go_warm(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_fork_killed_mid_command_is_reported(tmp_path: Path, runtime: Path) -> None:
+    warm_started(env_of(runtime))
     with FakeOpenAIServer(latency=5.0, responder=lambda body: Reply(content="{}")) as server:
         command = run_argv(server, tmp_path / "out", "--api-key-env", "")
         child = subprocess.Popen(
