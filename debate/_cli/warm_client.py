@@ -58,7 +58,10 @@ included) for its command, and the warm process itself holds no key."""
 
 BASE_ENV = ("PATH", "HOME", "TZ", "TMPDIR", "VIRTUAL_ENV", "DEBATE_WARM_IDLE")
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals passed on to the fork (Windows has no SIGHUP; this module must import there)."""
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -222,16 +225,29 @@ def _handed(conn: socket.socket, arguments: list[str]) -> int | None:
     except OSError as exc:
         _note(f"the warm process refused the command ({exc}); running in this process")
         return None
-    if not started:
-        _note("the warm process ended before the command started; running in this process")
+    pid = _field(started, "pid")
+    if pid is None:  # the fork could not become the command (the warm process's log says why)
+        _note("the warm process could not start the command; running in this process")
         return None
-    pid = int(json.loads(started)["pid"])
     with _forwarding(pid):
-        ended = reader.readline()
-    if not ended:
+        try:
+            ended = reader.readline()
+        except OSError:  # the fork's end of the socket was reset: it ended, somehow
+            ended = b""
+    code = _field(ended, "exit")
+    if code is None:
         _note(f"the warm fork {pid} ended without an exit status (killed?)")
         return 1
-    return int(json.loads(ended)["exit"])
+    return code
+
+
+def _field(line: bytes, name: str) -> int | None:
+    """The integer ``name`` of a line of the warm process, or None (no line, or another)."""
+    try:
+        value = json.loads(line).get(name) if line else None
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _umask() -> int:
@@ -282,11 +298,9 @@ def ask(path: Path, what: str, *, start: bool = False) -> int | None:
             answer = conn.makefile("rb").readline()
         except OSError:
             return None
-    try:  # a warm process of another version of this package may answer otherwise
-        pid = json.loads(answer).get("pid") if answer else None
-    except ValueError:
+    if not answer:
         return None
-    return pid if isinstance(pid, int) else 0
+    return _field(answer, "pid") or 0  # 0: another version of this package's answer
 
 
 def stop(path: Path) -> int | None:

@@ -12,9 +12,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -282,3 +284,43 @@ def test_a_fork_killed_mid_command_is_reported(tmp_path: Path, runtime: Path) ->
         _, stderr = child.communicate(timeout=60)
     assert child.returncode == 1
     assert f"the warm fork {forks[0]} ended without an exit status" in stderr
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected", "note"),
+    [
+        (b'{"exit": 1}\n', b"", None, "could not start the command; running in this process"),
+        (b"not json\n", b"", None, "could not start the command; running in this process"),
+        (b'{"pid": 4000000}\n', b"", 1, "ended without an exit status"),
+        (b'{"pid": 4000000}\n', b'{"exit": 3}\n', 3, None),
+    ],
+)
+def test_the_client_reads_what_the_warm_process_answers(
+    first: bytes,
+    second: bytes,
+    expected: int | None,
+    note: str | None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A fork that fails before it is the command leaves the command to this process."""
+    client, server = socket.socketpair()
+
+    def answer() -> None:
+        with server:
+            head, fds, _, _ = socket.recv_fds(server, 8, 3)
+            for fd in fds:
+                os.close(fd)
+            size = int.from_bytes(head, "big")
+            body = b""
+            while len(body) < size:  # read as the warm process does: all of it
+                body += server.recv(size - len(body))
+            server.sendall(first + second)
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    with client:
+        found = warm_client._handed(client, ["run", "topic"])
+    thread.join()
+    assert found == expected
+    stderr = capsys.readouterr().err
+    assert (note in stderr) if note else stderr == ""
