@@ -148,9 +148,7 @@ def cli_run(base_url: str, folder: Path, warm: Path | None = None) -> CliRun:
     argv += ["--base-url", base_url, "--model", "bench", "--api-key-env", "", "--seed", "1"]
     argv += ["--out", str(folder / "out"), "--store", str(folder / "store.sqlite")]
     argv += ["--progress", "jsonl"]
-    env = child_env(PYTHONPATH=str(ROOT))
-    if warm is not None:
-        env.update(DEBATE_WARM="1", XDG_RUNTIME_DIR=str(warm))
+    env = command_env(warm)
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     spawned = time.time()
     child = subprocess.run(argv, capture_output=True, text=True, cwd=folder, env=env)
@@ -194,11 +192,18 @@ def cli_runs(latency: float, runs: int, warm: bool = False) -> tuple[CliRun, flo
     return CliRun(*(statistics.median(column) for column in zip(*timed, strict=True))), first
 
 
+def command_env(warm: Path | None) -> dict[str, str]:
+    """A ``debate`` command's environment; ``warm``: with ``DEBATE_WARM=1``, sockets there."""
+    env = child_env(PYTHONPATH=str(ROOT))
+    if warm is not None:
+        env.update(DEBATE_WARM="1", XDG_RUNTIME_DIR=str(warm))
+    return env
+
+
 def warm_start(sockets: Path) -> None:
     """``debate warm start`` with the commands' environment: returns once it serves."""
-    env = child_env(PYTHONPATH=str(ROOT), DEBATE_WARM="1", XDG_RUNTIME_DIR=str(sockets))
     command = [sys.executable, "-m", "debate", "warm", "start"]
-    subprocess.run(command, check=True, capture_output=True, env=env)
+    subprocess.run(command, check=True, capture_output=True, env=command_env(sockets))
 
 
 CLI_BOUND = 1.6

@@ -28,6 +28,12 @@ and the reports import, numpy first: the judging's decision (its bootstrap draws
 a quantile numpy.ma), the report's HTML and Markdown."""
 
 
+HTTP_CLIENT: tuple[tuple[str, str | None], ...] = (("aiohttp", None),)
+"""What a model call imports at its first request: aiohttp, with its TLS contexts. A process
+that forks copies to make calls imports it once before (the batch's processes, the warm
+process of ``DEBATE_WARM``)."""
+
+
 def import_after_calls(extra: tuple[tuple[str, str | None], ...] = ()) -> None:
     """Import :data:`AFTER_CALLS` and ``extra``, in order; the first that fails ends it."""
     for module, name in (*AFTER_CALLS, *extra):

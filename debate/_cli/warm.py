@@ -14,7 +14,7 @@ import sys
 
 from debate._cli.exits import EXIT_OK, EXIT_RUNTIME
 from debate._cli.parsing import Commands, json_flag, subcommand
-from debate._cli.warm_client import WARM_COMMANDS, ask, servers, socket_path, stop
+from debate._cli.warm_client import WARM_COMMANDS, ask, servers, socket_path, stop, unsupported
 from debate.exceptions import ConfigurationError
 
 HELP = "start, show or stop the warm process of DEBATE_WARM=1"
@@ -38,11 +38,11 @@ def add_parser(commands: Commands) -> None:
 
 def warm_command(args: argparse.Namespace) -> int:
     """Do the action; exit 1 if ``start`` found no warm process running afterwards."""
-    if args.action == "start" and sys.platform != "linux":
-        raise ConfigurationError(
-            f"debate warm start: warm processes run on Linux only, not {sys.platform}"
-        )
+    refused = unsupported()
+    if args.action == "start" and refused is not None:
+        raise ConfigurationError(f"debate warm start: {refused}")
     path = socket_path()
+    failed = False
     if args.action == "stop":
         stopped = [found for found in servers() if stop(found) is not None]
         answer: dict[str, object] = {"stopped": len(stopped)}
@@ -52,8 +52,8 @@ def warm_command(args: argparse.Namespace) -> int:
         answer = {"socket": str(path), "pid": pid, "running": pid is not None}
         state = f"running (pid {pid})" if pid is not None else "not running"
         line = f"warm process for this installation: {state}; socket {path}"
-        if args.action == "start" and pid is None:
+        failed = args.action == "start" and pid is None
+        if failed:
             line += f"; see {path.with_suffix('.log')}"
     sys.stdout.write((json.dumps(answer) if args.json else line) + "\n")
-    failed = args.action == "start" and answer.get("pid") is None
     return EXIT_RUNTIME if failed else EXIT_OK

@@ -73,19 +73,30 @@ def wanted(arguments: list[str]) -> bool:
     return next((a for a in arguments if not a.startswith("-")), None) in WARM_COMMANDS
 
 
-SOCKET_NAME_MAX = 100
+SOCKET_PATH_MAX = 107
 """A Unix socket's path must fit in 108 bytes (``sun_path``), its terminating zero included."""
+
+FINGERPRINT_CHARS = 20
+"""Hex characters of :func:`fingerprint` in a socket's name."""
+
+
+def unsupported() -> str | None:
+    """Why this platform runs no warm process, or None (Linux)."""
+    if sys.platform == "linux":
+        return None
+    # a fork of a process that loaded macOS's system libraries can crash; Windows has no fork
+    return f"warm processes run on Linux only, not {sys.platform}"
 
 
 def runtime_dir() -> Path:
     """The user's private folder of warm sockets: under ``$XDG_RUNTIME_DIR``, else ``/tmp``.
 
-    ``/tmp`` too when the first's path is too long for a socket's name.
+    ``/tmp`` too when a socket's path under the first would be too long.
     """
-    bases = [os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp", "/tmp"]
-    socket_name = len("/warm-.sock") + 20
-    base = next((b for b in bases if len(b) + 20 + socket_name <= SOCKET_NAME_MAX), "/tmp")
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
     folder = Path(base) / f"debate-warm-{os.getuid()}"
+    if len(os.fsencode(_socket_in(folder, "0" * FINGERPRINT_CHARS))) > SOCKET_PATH_MAX:
+        folder = Path("/tmp") / folder.name
     folder.mkdir(mode=0o700, exist_ok=True)
     info = folder.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
@@ -111,11 +122,16 @@ def fingerprint() -> str:
     digest.update(repr((sys.executable, sys.version, startup)).encode())
     for entry in _package_files():
         digest.update(repr(entry).encode())
-    return digest.hexdigest()[:20]
+    return digest.hexdigest()[:FINGERPRINT_CHARS]
+
+
+def _socket_in(folder: Path, name: str) -> Path:
+    return folder / f"warm-{name}.sock"
 
 
 def socket_path() -> Path:
-    return runtime_dir() / f"warm-{fingerprint()}.sock"
+    """The socket of this installation's warm process."""
+    return _socket_in(runtime_dir(), fingerprint())
 
 
 def run(arguments: list[str]) -> int | None:
@@ -124,8 +140,9 @@ def run(arguments: list[str]) -> int | None:
     With no warm process serving yet, this command starts one in the background and runs
     here, without waiting for its warm-up: the next command is served warm.
     """
-    if sys.platform != "linux":  # a fork of a process with macOS's system libraries can crash
-        _note(f"warm processes run on Linux only, not {sys.platform}; running in this process")
+    refused = unsupported()
+    if refused is not None:
+        _note(f"{refused}; running in this process")
         return None
     try:
         path = socket_path()
@@ -160,13 +177,10 @@ def _start(path: Path) -> subprocess.Popen[bytes] | None:
     The warm process holds the lock file for its whole life, so two commands at once start
     one warm process (at worst two, the second ending at once when it finds the lock held).
     """
-    import fcntl  # POSIX only: not imported where the warm process does not run
-
-    with open(path.with_suffix(".lock"), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None
+    lock = locked(path.with_suffix(".lock"))
+    if lock is None:
+        return None
+    os.close(lock)  # free again for the warm process, which holds it for good
     env = {k: v for k, v in os.environ.items() if k.startswith(STARTUP_ENV) or k in BASE_ENV}
     with open(path.with_suffix(".log"), "ab") as log:
         return subprocess.Popen(
@@ -178,6 +192,19 @@ def _start(path: Path) -> subprocess.Popen[bytes] | None:
             stderr=log,
             start_new_session=True,  # not in the terminal's process group: no Ctrl-C
         )
+
+
+def locked(path: Path) -> int | None:
+    """``path`` opened and locked, or None when another process holds its lock."""
+    import fcntl  # POSIX only: not imported where the warm process does not run
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def started(path: Path) -> socket.socket | None:
@@ -216,10 +243,8 @@ def _handed(conn: socket.socket, arguments: list[str]) -> int | None:
         "umask": _umask(),
         "path": sys.path,
     }
-    body = json.dumps(request).encode()
     try:
-        socket.send_fds(conn, [struct.pack("!Q", len(body))], _descriptors())
-        conn.sendall(body)
+        _send(conn, request, _descriptors())
         reader = conn.makefile("rb")
         started = reader.readline()
     except OSError as exc:
@@ -239,6 +264,13 @@ def _handed(conn: socket.socket, arguments: list[str]) -> int | None:
         _note(f"the warm fork {pid} ended without an exit status (killed?)")
         return 1
     return code
+
+
+def _send(conn: socket.socket, request: dict[str, object], fds: list[int]) -> None:
+    """A request as the warm process reads it: 8 bytes of length with ``fds``, then JSON."""
+    body = json.dumps(request).encode()
+    socket.send_fds(conn, [struct.pack("!Q", len(body))], fds)
+    conn.sendall(body)
 
 
 def _field(line: bytes, name: str) -> int | None:
@@ -291,10 +323,8 @@ def ask(path: Path, what: str, *, start: bool = False) -> int | None:
             path.unlink()  # nobody listens: a warm process that was killed
         return None
     with conn:
-        body = json.dumps({what: True}).encode()
         try:
-            socket.send_fds(conn, [struct.pack("!Q", len(body))], [])
-            conn.sendall(body)
+            _send(conn, {what: True}, [])
             answer = conn.makefile("rb").readline()
         except OSError:
             return None

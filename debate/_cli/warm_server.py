@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import io
 import json
 import logging
@@ -38,10 +37,11 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from debate._cli.warm_client import IDLE_S, WARM_COMMANDS
+from debate._cli.warm_client import IDLE_S, locked
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve commands on the socket path in ``argv`` until idle, stopped or replaced."""
     path = Path((argv or sys.argv[1:])[0])
     _log_to_stderr()
-    lock = _locked(path.with_suffix(".lock"))
+    lock = locked(path.with_suffix(".lock"))
     if lock is None:
         log.info("not serving: another warm process of this installation holds the lock")
         return 0
@@ -103,17 +103,6 @@ def _log_to_stderr() -> None:
     log.propagate = False
 
 
-def _locked(path: Path) -> int | None:
-    """``path`` opened and locked, or None when another process holds its lock."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def _idle() -> float:
     given = os.environ.get("DEBATE_WARM_IDLE", "").strip()
     try:
@@ -127,12 +116,10 @@ def warm_up() -> None:
     """Import what the warm commands use and rehearse one debate, its traces discarded."""
     from debate._cli.main import commands
     from debate._cli.main import main as command
-    from debate._preload import import_after_calls
+    from debate._preload import HTTP_CLIENT, import_after_calls
 
-    commands()  # every command's parser: a warm command's line is parsed by its own alone
-    for name in WARM_COMMANDS:
-        commands(name)
-    import_after_calls((("aiohttp", None), ("debate.models._openai_http", None)))
+    commands()  # every command's module, the warm ones among them
+    import_after_calls((*HTTP_CLIENT, ("debate.models._openai_http", None)))
     with tempfile.TemporaryDirectory(prefix="debate-warm-") as scratch, _discarded():
         code = command(
             ["run", "Should the warm-up rehearsal pass?", "--model", "scripted", "--seed", "1"]
@@ -146,7 +133,7 @@ def warm_up() -> None:
 
 
 @contextlib.contextmanager
-def _discarded() -> Any:
+def _discarded() -> Iterator[None]:
     """The rehearsal's output and warnings go nowhere, and leave no "shown once" marks."""
     sink = io.StringIO()
     with (
@@ -205,7 +192,7 @@ def _answered(warm: _Warm, conn: socket.socket) -> bool:
         log.warning("refused a request: %s", exc)
         return False
     if request.get("stop") or request.get("ping"):
-        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        conn.sendall(_line(pid=os.getpid()))
         return bool(request.get("stop"))
     if os.fork() == 0:
         warm.listener.close()
@@ -214,6 +201,11 @@ def _answered(warm: _Warm, conn: socket.socket) -> bool:
     for fd in fds:
         os.close(fd)
     return False
+
+
+def _line(**fields: int) -> bytes:
+    """One answer to the client: a JSON object on a line (see ``warm_client._field``)."""
+    return json.dumps(fields).encode() + b"\n"
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -240,8 +232,9 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
                 raise ValueError("the request ended early")
             body += more
         request = json.loads(body)
-        asked = isinstance(request, dict) and (request.get("stop") or request.get("ping"))
-        if not (asked or (isinstance(request, dict) and len(fds) == 3)):
+        if not isinstance(request, dict) or not (
+            request.get("stop") or request.get("ping") or len(fds) == 3
+        ):
             raise ValueError("not a request of debate's warm client")
     except BaseException:
         for fd in fds:
@@ -259,7 +252,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _become(request, fds)
-        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        conn.sendall(_line(pid=os.getpid()))
         code = _command()
         _exit_as_a_process_does()
     except BaseException:  # noqa: BLE001 - the fork must report and exit, whatever happened
@@ -269,7 +262,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None
             sys.stdout.flush()
             sys.stderr.flush()
         with contextlib.suppress(OSError):
-            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+            conn.sendall(_line(exit=code))
         os._exit(code)
 
 

@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from debate._preload import import_after_calls
+from debate._preload import HTTP_CLIENT, import_after_calls
 from debate.batch import (
     BatchItem,
     BatchLine,
@@ -70,8 +70,6 @@ logger = logging.getLogger(__name__)
 
 Plans = Mapping[str, tuple[Path, RunConfig]]
 Events = Literal["all", "calls", "none"]
-AIOHTTP = "aiohttp"
-"""The model clients' HTTP library, imported by their first call (a tenth of a second)."""
 
 
 def cpus() -> int:
@@ -120,7 +118,7 @@ def run_batch_processes(
         _check_fork()
         # what every process would import on its own (the decision, the reports, the HTTP
         # client's module and its TLS contexts): imported once, before the copies are made
-        import_after_calls(((AIOHTTP, None),))
+        import_after_calls(HTTP_CLIENT)
     driver = _Driver(plans, progress, lines, store)
     stopping = True
     try:
