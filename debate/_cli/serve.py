@@ -87,6 +87,14 @@ JOB_LIMITS: tuple[tuple[str, Callable[[str], Any], float, str | None, str], ...]
     ),
     ("--workers", at_least(1, 10_000), 64, None, "jobs run at once (64)"),
     (
+        "--runners",
+        at_least(1, 256),
+        1,
+        "N",
+        "processes running jobs, --workers split among them: more than one uses more of the "
+        "machine's cores (1)",
+    ),
+    (
         "--queue-bound",
         at_least(1, 10_000_000),
         1000,
@@ -189,6 +197,7 @@ def settings(args: argparse.Namespace) -> Any:
             per_token_concurrency=args.per_token,
             queue_bound=args.queue_bound,
             workers=args.workers,
+            runners=args.runners,
             header_timeout_s=args.header_timeout,
             body_timeout_s=args.body_timeout,
             lease_s=args.lease,
@@ -211,6 +220,7 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
             RunnerProcess,
             RunnerSpec,
             accepted_digests,
+            check_runners,
             create_app,
             database_target,
             log_handler,
@@ -231,6 +241,7 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     # A missing key is refused here, before the database is made: the runner process that
     # builds the models would find it only after the server had started.
     ModelPool(config, model_path=args.model_path).check_keys(config)
+    check_runners(chosen, config)
     store = _open_store(open_store, database, chosen.limits.lease_s)
     spec = RunnerSpec(
         settings=chosen,

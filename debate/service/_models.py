@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from debate.records import Frozen, Transcript
 
@@ -201,6 +201,26 @@ class ServiceLimits(Frozen):
     lease_s: float = Field(default=30.0, ge=0.5, le=3600)
     """PostgreSQL: seconds a replica's claim on a job holds without renewal (renewed every
     third of it); a killed replica's jobs are taken over this long after its last renewal."""
+    runners: int = Field(default=1, ge=1, le=256)
+    """``debate serve``: processes running jobs, ``workers`` split among them. One process
+    runs every job's Python on one core; with two or more, jobs use the machine's other
+    cores (see :mod:`debate.service._process`)."""
+
+    @field_validator("runners")
+    @classmethod
+    def _runners_have_workers(cls, value: int, info: ValidationInfo) -> int:
+        workers = info.data.get("workers")
+        if workers is not None and value > workers:
+            raise ValueError(
+                f"{value} runner processes need at least one worker each, and workers is "
+                f"{workers}; give at most {workers} runners, or more workers"
+            )
+        return value
+
+    def split_workers(self) -> list[int]:
+        """Each runner process's share of ``workers``: as equal as they divide."""
+        share, rest = divmod(self.workers, self.runners)
+        return [share + (1 if k < rest else 0) for k in range(self.runners)]
 
 
 class ServiceSettings(Frozen):

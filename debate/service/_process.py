@@ -13,6 +13,15 @@ the CPU behind it. The runner process dies with the app: when the pipe closes wi
 (the app was killed), it exits at once, leaving its jobs ``running`` for the next start's
 recovery (on PostgreSQL: for another replica, once their lease expires), as a SIGKILL of one
 process would. Webhooks are sent from the runner process, which sees each job end.
+
+With ``--runners N`` the server starts N runner processes, each with its share of
+``--workers``. One runner runs every job's Python (prompts, replies, statistics, the job's
+events) on one core; measured with ``benchmarks/bench_service.py`` on a 2-core machine at 64
+workers, one runner held a core and the calls took 15-50 ms longer than the model server's
+latency while they waited for it. An endpoint's ``rpm``/``tpm`` is kept by each process for
+its own calls, so with more than one runner it is refused rather than multiplied (as by
+``debate batch --engine processes``); run one runner, or divide the limit yourself across
+replicas.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -68,19 +77,100 @@ class RunnerSpec:
 
 
 class RunnerProcess:
-    """A :class:`~debate.service._routes.JobRunnerLike` whose jobs run in a child process."""
+    """A :class:`~debate.service._routes.JobRunnerLike` whose jobs run in child processes.
+
+    ``settings.limits.runners`` processes (one by default), each running its share of
+    ``workers`` (:meth:`~debate.service._models.ServiceLimits.split_workers`). They share
+    the database alone: each claims jobs in its own write transaction, so no two take the
+    same job, and the per-token limit is counted in the database, over all of them. The
+    jobs a killed server left running are requeued here, once, before any runner starts:
+    a runner that recovered while another already ran jobs would requeue those too.
+    """
 
     def __init__(self, spec: RunnerSpec, store: JobBackend) -> None:
+        check_runners(spec.settings, spec.config)
         self.spec = spec
         self.store = store
         self.on_finished: Callable[[Job], Any] | None = None
-        """Unused: the runner process sends the webhooks (it sees the jobs end)."""
+        """Unused: the runner processes send the webhooks (they see the jobs end)."""
+        self._children: list[_Child] = []
+
+    async def start(self) -> None:
+        """Requeue what a killed server left running, spawn the runners, wait until they run.
+
+        Raises what a runner's start raised (the others are stopped first).
+        """
+        recovered = await asyncio.to_thread(self.store.recover)
+        limits = self.spec.settings.limits
+        self._children = [
+            _Child(replace(self.spec, settings=_share(self.spec.settings, workers)))
+            for workers in limits.split_workers()
+        ]
+        answers = await asyncio.gather(*(child.start() for child in self._children))
+        failed = [answer for answer in answers if answer[0] != "ready"]
+        if failed:
+            await self.stop()
+            raise ConfigurationError(str(failed[0][1]))
+        logger.info(
+            "runner process%s %s started (%d job(s) requeued)",
+            "es" if len(self._children) > 1 else "",
+            ", ".join(str(child.pid) for child in self._children),
+            recovered,
+        )
+
+    async def stop(self) -> None:
+        """Ask the runners to stop (their running jobs are requeued); kill any that hang."""
+        children, self._children = self._children, []
+        await asyncio.gather(*(child.stop() for child in children))
+
+    def wake(self) -> None:
+        """Tell every runner to look at the queue now (whichever has room claims)."""
+        for child in self._children:
+            child.send(WAKE)
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Record the cancel in the store; the runner holding the job stops it (now)."""
+        job = self.store.cancel(job_id)
+        self.wake()
+        return job
+
+
+def check_runners(settings: ServiceSettings, config: RunConfig) -> None:
+    """Refuse a rate limit that each of several runner processes would keep in full."""
+    runners = settings.limits.runners
+    if runners == 1:
+        return
+    for name, endpoint in config.endpoints.items():
+        if endpoint.rpm is not None or endpoint.tpm is not None:
+            raise ConfigurationError(
+                f"--runners {runners}: endpoint {name} has rpm/tpm, which each runner process "
+                "would keep in full for its own calls; use --runners 1 (one process keeps the "
+                "limit over every job)",
+                field="--runners",
+            )
+
+
+def _share(settings: ServiceSettings, workers: int) -> ServiceSettings:
+    """The settings of one runner process: its share of the workers, and one runner."""
+    limits = settings.limits.model_copy(update={"workers": workers, "runners": 1})
+    return settings.model_copy(update={"limits": limits})
+
+
+class _Child:
+    """One runner process and the pipe to it."""
+
+    def __init__(self, spec: RunnerSpec) -> None:
+        self.spec = spec
         self._process: multiprocessing.process.BaseProcess | None = None
         self._pipe: Connection | None = None
         self._sending = threading.Lock()
 
-    async def start(self) -> None:
-        """Spawn the runner and wait until it runs; raise what its start raised."""
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    async def start(self) -> tuple[str, Any]:
+        """Spawn the runner; its first answer (``ready``, or ``error`` and the reason)."""
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         process = context.Process(
@@ -89,17 +179,13 @@ class RunnerProcess:
         process.start()
         theirs.close()
         self._process, self._pipe = process, ours
-        answer = await asyncio.to_thread(_receive, ours, START_TIMEOUT_S)
-        if answer[0] != "ready":
-            await self.stop()
-            raise ConfigurationError(str(answer[1]))
-        logger.info("runner process %d started (%d job(s) requeued)", process.pid, answer[1])
+        return await asyncio.to_thread(_receive, ours, START_TIMEOUT_S)
 
     async def stop(self) -> None:
         """Ask the runner to stop (its running jobs are requeued); kill it if it hangs."""
         if self._process is None:
             return
-        self._send(STOP)
+        self.send(STOP)
         process, self._process = self._process, None
         await asyncio.to_thread(process.join, STOP_TIMEOUT_S)
         if process.is_alive():
@@ -110,17 +196,7 @@ class RunnerProcess:
             self._pipe.close()
             self._pipe = None
 
-    def wake(self) -> None:
-        """Tell the runner to look at the queue now."""
-        self._send(WAKE)
-
-    def cancel(self, job_id: str) -> Job | None:
-        """Record the cancel in the store; the runner stops the job when it looks (now)."""
-        job = self.store.cancel(job_id)
-        self._send(WAKE)
-        return job
-
-    def _send(self, message: bytes) -> None:
+    def send(self, message: bytes) -> None:
         pipe = self._pipe
         if pipe is None:
             return
@@ -162,7 +238,11 @@ async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     store = open_store(target, lease=settings.limits.lease_s, connections=4)
     webhooks = _webhooks(spec)
     runner = JobRunner(
-        store, spec.settings, config=spec.config, run=Run(model_path=spec.model_path)
+        store,
+        spec.settings,
+        config=spec.config,
+        run=Run(model_path=spec.model_path),
+        recover=False,  # the server did, before starting its runners (RunnerProcess.start)
     )
     if webhooks is not None:
         sender = webhooks
@@ -175,7 +255,7 @@ async def _serve(spec: RunnerSpec, pipe: Connection) -> None:
     # Before the first job runs (start only schedules the loop): a full collection then scans
     # what jobs made, not the imported modules and models (as the app's heap, _app.py).
     freeze_survivors(collect=True)
-    pipe.send(("ready", runner.recovered))
+    pipe.send(("ready", None))
 
     def readable() -> None:
         try:

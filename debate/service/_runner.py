@@ -115,6 +115,9 @@ class JobRunner:
         on_finished: Called with each job that ended (done, failed or cancelled); its
             failure is logged, never the job's.
         poll: Seconds between looks at the store for new jobs and cancel requests.
+        recover: Requeue at :meth:`start` what a killed process left running. False where
+            another runner may already hold jobs of the same store (the second and later
+            runner processes of one server: the server recovers once, before any starts).
     """
 
     def __init__(
@@ -127,8 +130,10 @@ class JobRunner:
         run: Run | None = None,
         on_finished: FinishedHook | None = None,
         poll: float = 0.2,
+        recover: bool = True,
     ) -> None:
         self.store = store
+        self._recover = recover
         self.settings = settings
         self.make_models = make_models
         self.config = config
@@ -188,7 +193,7 @@ class JobRunner:
             await asyncio.to_thread(self._pool.prepare, self.config)
             await self._warm_up()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="debate-events")
-        self.recovered = self.store.recover()
+        self.recovered = self.store.recover() if self._recover else 0
         if self.recovered:
             logger.info("requeued %d job(s) left running by a stopped process", self.recovered)
         self._loop_task = asyncio.create_task(self._loop(), name="debate-service-runner")

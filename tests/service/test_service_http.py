@@ -891,6 +891,35 @@ def test_serve_refuses_bad_values_in_one_line(capsys: pytest.CaptureFixture[str]
         assert flag in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_serve_refuses_runners_it_cannot_give_workers_or_a_rate_limit_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each runner process would keep an endpoint's rpm in full: refused, before the bind
+    and before the database is made."""
+    from debate._cli.main import main
+
+    limited = tmp_path / "limited.toml"
+    limited.write_text(
+        '[endpoints.e]\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = ""\nrpm = 60\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        (["--runners", "3", "--workers", "2"], "--runners: 3 runner processes need at least"),
+        (["--runners", "2", "--config", str(limited)], "--runners 2: endpoint e has rpm/tpm"),
+    ]
+    for argv, expected in cases:
+        assert main(["serve", *argv, "--model", "scripted"]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == [limited], "refused before the database is made"
+
+
+def test_runners_split_the_workers() -> None:
+    assert ServiceLimits(workers=64, runners=2).split_workers() == [32, 32]
+    assert ServiceLimits(workers=7, runners=3).split_workers() == [3, 2, 2]
+    assert ServiceLimits(workers=5).split_workers() == [5]
+
+
 # --- the SQLite store and runner (when they are in the tree) --------------------------------
 
 

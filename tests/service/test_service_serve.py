@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from debate.service._process import RUNNER_NICE
 from debate.service._webhooks import SIGNATURE_HEADER, verify
@@ -136,17 +137,42 @@ def key(body: dict[str, Any]) -> str:
     return json.dumps(body["messages"], sort_keys=True)
 
 
-def test_serve_survives_sigkill_and_finishes_every_job_sending_webhooks(tmp_path: Path) -> None:
+def connected_to(pids: list[int], port: int) -> set[int]:
+    """The processes among ``pids`` with a TCP connection open to 127.0.0.1:``port``."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].split(":")[1], 16) == port:  # the remote address's port
+            inodes.add(f"socket:[{fields[9]}]")
+    found = set()
+    for pid in pids:
+        try:
+            links = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+        except OSError:
+            continue
+        if links & inodes:
+            found.add(pid)
+    return found
+
+
+@pytest.mark.parametrize("runners", [1, 2])
+def test_serve_survives_sigkill_and_finishes_every_job_sending_webhooks(
+    tmp_path: Path, runners: int
+) -> None:
+    """With ``--runners 2`` both runner processes run jobs, die with the server, and the
+    restarted server requeues their jobs once: every job done once, no call paid twice."""
     receiver = Receiver()
     with FakeOpenAIServer(latency=0.3) as model:
-        served = Served(tmp_path, model.base_url)
+        hooks = ("--webhook-secret-env", "SERVE_HOOK_SECRET", "--allow-private-webhooks")
+        served = Served(
+            tmp_path, model.base_url, workers=4, extra=(*hooks, "--runners", str(runners))
+        )
         served.start()
         try:
-            runner = served.children()
-            assert runner, "the runner runs in a process of its own"
             server_nice = nice(served.process.pid) if served.process else 0
-            # the runner yields the CPU to the server (the other child: multiprocessing's tracker)
-            assert min(19, server_nice + RUNNER_NICE) in [nice(pid) for pid in runner]
+            # the runners yield the CPU to the server (the other child: multiprocessing's tracker)
+            runner = [p for p in served.children() if nice(p) == min(19, server_nice + RUNNER_NICE)]
+            assert len(runner) == runners, "each runner runs in a process of its own"
             with httpx.Client(base_url=served.url, timeout=10) as client:
                 ids = []
                 for i in range(6):
@@ -160,6 +186,8 @@ def test_serve_survives_sigkill_and_finishes_every_job_sending_webhooks(tmp_path
             while len(model.records) < 10:  # some calls answered, others in flight
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
+            port = int(model.base_url.split(":")[2].split("/")[0])
+            assert connected_to(runner, port) == set(runner), "every runner calls the model"
             served.kill()
             end = time.monotonic() + 10
             while any(running(pid) for pid in runner):  # the runner goes with the server

@@ -836,6 +836,7 @@ def serve_cases() -> Iterator[Case]:
     for flag, values in {
         "--port": ["-1", "65536", "http"],
         "--workers": ["0", "abc"],
+        "--runners": ["0", "257", "2.5", "65"],  # 65: more than the 64 workers
         "--queue-bound": ["0", "1e3"],
         "--per-token": ["0"],
         "--max-body": ["10", "2GB"],
