@@ -170,6 +170,13 @@ def _default_service(
             "runner: a store other than JobStore or PgJobStore needs its own runner; pass runner=",
             field="runner",
         )
+    if settings.limits.runners > 1:  # a thread runner is one: say so rather than run one
+        raise ConfigurationError(
+            f"runners: {settings.limits.runners} runner processes are started by debate serve "
+            "(pass runner=RunnerProcess(...)); the app's own runner is one thread, so give "
+            "runners=1",
+            field="runners",
+        )
     runner = JobRunner(
         store, settings, make_models=make_models, config=config, run=Run(model_path=model_path)
     )

@@ -32,6 +32,7 @@ from openapi_spec_validator import validate
 
 from debate.api import judge_transcript, run_debate
 from debate.council import run_council
+from debate.exceptions import ConfigurationError
 from debate.judgments import decide_judgments
 from debate.models.test import TestModel
 from debate.records import Candidate, DebateResult, RunConfig
@@ -918,6 +919,15 @@ def test_runners_split_the_workers() -> None:
     assert ServiceLimits(workers=64, runners=2).split_workers() == [32, 32]
     assert ServiceLimits(workers=7, runners=3).split_workers() == [3, 2, 2]
     assert ServiceLimits(workers=5).split_workers() == [5]
+
+
+def test_the_apps_own_runner_refuses_runners_it_would_not_start(tmp_path: Path) -> None:
+    """``runners`` is ``debate serve``'s (RunnerProcess); the app's thread runner is one."""
+    chosen = ServiceSettings(
+        database=str(tmp_path / "jobs.sqlite"), limits=ServiceLimits(workers=4, runners=2)
+    )
+    with pytest.raises(ConfigurationError, match="runners: 2 runner processes"):
+        create_app(chosen, CONFIG, make_models=lambda: None, environ={})
 
 
 # --- the SQLite store and runner (when they are in the tree) --------------------------------
