@@ -619,6 +619,27 @@ def replica_failures(ratio: float, p99: float, resent: int) -> list[str]:
     return failed
 
 
+def load_and_kill(args: argparse.Namespace) -> bool:
+    """The load runs (each ``--workers`` with each ``--runners``) and the kill run."""
+    ok = True
+    if args.runs in ("both", "load"):
+        most = max(args.runners)
+        for workers in args.workers:
+            for runners in sorted(args.runners):
+                judged = "" if runners == most else " (beside: the bounds are judged on the most)"
+                print(f"1. load, --workers {workers} --runners {runners}{judged}")
+                met = one_run(args, kill=False, workers=workers, runners=runners)
+                ok = (met or runners != most) and ok
+    if args.runs in ("both", "kill"):
+        workers, runners = max(args.workers), max(args.runners)
+        print(
+            f"2. load, --workers {workers} --runners {runners}, SIGKILL once, restart on the "
+            "same database"
+        )
+        ok = one_run(args, kill=True, workers=workers, runners=runners) and ok
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=500)
@@ -666,22 +687,7 @@ def main() -> int:
         ok = replicas_report(args)
         print("all bounds met" if ok else "A BOUND FAILED")
         return 0 if ok else 1
-    ok = True
-    if args.runs in ("both", "load"):
-        most = max(args.runners)
-        for workers in args.workers:
-            for runners in sorted(args.runners):
-                judged = "" if runners == most else " (beside: the bounds are judged on the most)"
-                print(f"1. load, --workers {workers} --runners {runners}{judged}")
-                met = one_run(args, kill=False, workers=workers, runners=runners)
-                ok = (met or runners != most) and ok
-    if args.runs in ("both", "kill"):
-        workers, runners = max(args.workers), max(args.runners)
-        print(
-            f"2. load, --workers {workers} --runners {runners}, SIGKILL once, restart on the "
-            "same database"
-        )
-        ok = one_run(args, kill=True, workers=workers, runners=runners) and ok
+    ok = load_and_kill(args)
     print("all bounds met" if ok else "A BOUND FAILED")
     return 0 if ok else 1
 
