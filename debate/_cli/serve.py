@@ -220,7 +220,6 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
             RunnerProcess,
             RunnerSpec,
             accepted_digests,
-            check_runners,
             create_app,
             database_target,
             log_handler,
@@ -241,15 +240,14 @@ def build(args: argparse.Namespace) -> tuple[Any, logging.Handler]:
     # A missing key is refused here, before the database is made: the runner process that
     # builds the models would find it only after the server had started.
     ModelPool(config, model_path=args.model_path).check_keys(config)
-    check_runners(chosen, config)
-    store = _open_store(open_store, database, chosen.limits.lease_s)
-    spec = RunnerSpec(
+    spec = RunnerSpec(  # refuses runners it cannot run, before the database is made too
         settings=chosen,
         config=config,
         model_path=args.model_path,
         allow_private_webhooks=args.allow_private_webhooks,
         log_format=args.log_format,
     )
+    store = _open_store(open_store, database, chosen.limits.lease_s)
     app = create_app(
         chosen,
         config,

@@ -246,11 +246,11 @@ def _handed(conn: socket.socket, arguments: list[str]) -> int | None:
     try:
         _send(conn, request, _descriptors())
         reader = conn.makefile("rb")
-        started = reader.readline()
+        first = reader.readline()
     except OSError as exc:
         _note(f"the warm process refused the command ({exc}); running in this process")
         return None
-    pid = _field(started, "pid")
+    pid = _field(first, "pid")
     if pid is None:  # the fork could not become the command (the warm process's log says why)
         _note("the warm process could not start the command; running in this process")
         return None

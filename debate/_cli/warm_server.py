@@ -219,19 +219,8 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     conn.settimeout(REQUEST_TIMEOUT_S)
     head, fds, _flags, _addr = socket.recv_fds(conn, 8, 3)
     try:
-        while len(head) < 8:
-            more = conn.recv(8 - len(head))
-            if not more:
-                raise ValueError("the request ended early")
-            head += more
-        (size,) = struct.unpack("!Q", head)
-        body = b""
-        while len(body) < size:
-            more = conn.recv(min(size - len(body), 1 << 16))
-            if not more:
-                raise ValueError("the request ended early")
-            body += more
-        request = json.loads(body)
+        (size,) = struct.unpack("!Q", _exactly(conn, 8, head))
+        request = json.loads(_exactly(conn, size))
         if not isinstance(request, dict) or not (
             request.get("stop") or request.get("ping") or len(fds) == 3
         ):
@@ -242,6 +231,16 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
         raise
     conn.settimeout(None)
     return request, fds
+
+
+def _exactly(conn: socket.socket, size: int, have: bytes = b"") -> bytes:
+    """``have`` and what follows it on ``conn``, ``size`` bytes in all (ValueError: fewer came)."""
+    while len(have) < size:
+        more = conn.recv(min(size - len(have), 1 << 16))
+        if not more:
+            raise ValueError("the request ended early")
+        have += more
+    return have
 
 
 def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:

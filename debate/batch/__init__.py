@@ -495,11 +495,6 @@ def one_of_each(
     return list(first.values())
 
 
-def concurrency_share(concurrency: int, count: int, k: int) -> int:
-    """Worker ``k``'s part of ``concurrency`` over ``count`` (the first take the remainder)."""
-    return concurrency // count + (1 if k < concurrency % count else 0)
-
-
 def item_plans(
     items: list[tuple[str, BatchItem]], config: RunConfig, out_dir: Path
 ) -> dict[str, tuple[Path, RunConfig]]:

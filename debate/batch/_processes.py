@@ -46,6 +46,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from debate._preload import HTTP_CLIENT, import_after_calls
+from debate._shares import share
 from debate.batch import (
     BatchItem,
     BatchLine,
@@ -54,7 +55,6 @@ from debate.batch import (
     _prepare,
     check_concurrency,
     check_workers,
-    concurrency_share,
     item_plans,
     one_of_each,
     run_items,
@@ -123,10 +123,8 @@ def run_batch_processes(
     stopping = True
     try:
         for k in range(1, count):
-            driver.fork(todo[k::count], concurrency_share(concurrency, count, k), config, run, seed)
-        asyncio.run(
-            driver.drive(todo[::count], concurrency_share(concurrency, count, 0), mine, seed)
-        )
+            driver.fork(todo[k::count], share(concurrency, count, k), config, run, seed)
+        asyncio.run(driver.drive(todo[::count], share(concurrency, count, 0), mine, seed))
         stopping = driver.fatal is not None
     finally:
         driver.reap(stopping)

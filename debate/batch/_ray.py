@@ -44,6 +44,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from debate._shares import share
 from debate.batch import (
     BatchItem,
     BatchLine,
@@ -52,7 +53,6 @@ from debate.batch import (
     _run_item,
     check_concurrency,
     check_workers,
-    concurrency_share,
     item_plans,
     keep,
     one_of_each,
@@ -325,19 +325,19 @@ class _Driver:
         self.helpers = [limits, ledger]
         slots: asyncio.Queue[int] = asyncio.Queue()
         for number in range(count):
-            share = concurrency_share(concurrency, count, number)
+            part = share(concurrency, count, number)
             actor = (
                 ray.remote(BatchWorker)
                 .options(
                     num_cpus=1,
-                    max_concurrency=share,
+                    max_concurrency=part,
                     max_restarts=-1,
                     max_task_retries=ITEM_RETRIES,
                 )
                 .remote(setup, *names)
             )
             self.actors.append(actor)
-            for _ in range(share):
+            for _ in range(part):
                 slots.put_nowait(number)
         try:
             refused = await asyncio.gather(*(a.check.remote() for a in self.actors))

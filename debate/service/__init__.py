@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from debate.service._http import log_handler
     from debate.service._mcp import build_server, serve
     from debate.service._models import ServiceLimits, ServiceSettings
-    from debate.service._process import RunnerProcess, RunnerSpec, check_runners
+    from debate.service._process import RunnerProcess, RunnerSpec
     from debate.service._timeouts import http_protocol
 
 _MODULES: dict[str, tuple[str, ...]] = {
@@ -43,7 +43,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "debate.service._process": (
         "RunnerProcess",
         "RunnerSpec",
-        "check_runners",
     ),
     "debate.service._timeouts": ("http_protocol",),
 }
@@ -56,7 +55,6 @@ __all__ = [
     "ServiceSettings",
     "accepted_digests",
     "build_server",
-    "check_runners",
     "create_app",
     "database_target",
     "http_protocol",

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from debate._shares import share
 from debate.records import Frozen, Transcript
 
 JobKind = Literal["debate", "judgement", "council", "decision"]
@@ -219,8 +220,7 @@ class ServiceLimits(Frozen):
 
     def split_workers(self) -> list[int]:
         """Each runner process's share of ``workers``: as equal as they divide."""
-        share, rest = divmod(self.workers, self.runners)
-        return [share + (1 if k < rest else 0) for k in range(self.runners)]
+        return [share(self.workers, self.runners, k) for k in range(self.runners)]
 
 
 class ServiceSettings(Frozen):

@@ -75,6 +75,9 @@ class RunnerSpec:
     log_format: str | None = None
     """The app's log format, for the process's own handler (None: leave logging alone)."""
 
+    def __post_init__(self) -> None:
+        check_runners(self.settings, self.config)
+
 
 class RunnerProcess:
     """A :class:`~debate.service._routes.JobRunnerLike` whose jobs run in child processes.
@@ -88,7 +91,6 @@ class RunnerProcess:
     """
 
     def __init__(self, spec: RunnerSpec, store: JobBackend) -> None:
-        check_runners(spec.settings, spec.config)
         self.spec = spec
         self.store = store
         self.on_finished: Callable[[Job], Any] | None = None
@@ -136,7 +138,11 @@ class RunnerProcess:
 
 
 def check_runners(settings: ServiceSettings, config: RunConfig) -> None:
-    """Refuse a rate limit that each of several runner processes would keep in full."""
+    """Refuse a rate limit that each of several runner processes would keep in full.
+
+    Checked as a :class:`RunnerSpec` is made, so ``debate serve`` refuses before it makes
+    the database, and a program that builds the spec itself is refused alike.
+    """
     runners = settings.limits.runners
     if runners == 1:
         return
